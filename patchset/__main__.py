@@ -1,0 +1,3 @@
+from patchset.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,65 @@
+"""The provenance record: what a patched tree carries, written next to the code.
+
+It lives at ``vllm/.patchset-provenance.json`` (repository layout), so it
+travels with the package whether the tree is a site-packages folder, an
+upstream checkout or an image layer. Audits trust it only as far as the
+file digests it lists still match the files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+
+from patchset import __version__
+from patchset.core.manifest import Manifest
+from patchset.core.series import APPLIES, ReleaseResult
+
+PROVENANCE_PATH = "vllm/.patchset-provenance.json"
+SCHEMA = 1
+
+
+def sha256(data: bytes | None) -> str | None:
+    return hashlib.sha256(data).hexdigest() if data is not None else None
+
+
+def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "repo") -> dict:
+    files = {}
+    for path, content in sorted(result.changed.items()):
+        files[path] = {"sha256": sha256(content), "pristine_sha256": sha256(result.pristine.get(path))}
+    patches = []
+    for p in result.patches:
+        entry = {"id": p.id, "status": p.status}
+        if p.status == APPLIES:
+            entry.update({"sha256": p.sha256, "patch": p.patch_file, "files": list(p.files)})
+        elif p.evidence:
+            entry["evidence"] = p.evidence
+        patches.append(entry)
+    return {
+        "schema": SCHEMA,
+        "tool": f"patchset {__version__}",
+        "vllm": result.vllm,
+        "manifest": {"path": manifest.path.name, "sha256": manifest.sha256},
+        "source": result.source,
+        "layout": layout,
+        "applied_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "patches": patches,
+        "files": files,
+    }
+
+
+def dumps(record: dict) -> bytes:
+    return (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
+
+
+def loads(data: bytes) -> dict:
+    record = json.loads(data)
+    if not isinstance(record, dict) or record.get("schema") != SCHEMA:
+        raise ValueError("not a patchset provenance record of schema 1")
+    return record
+
+
+def carried_ids(record: dict) -> dict[str, str]:
+    """patch id -> sha256 of the patch file, for the patches the record says were applied."""
+    return {p["id"]: p.get("sha256", "") for p in record.get("patches", []) if p.get("status") == APPLIES}

@@ -1,0 +1,170 @@
+"""The ordered series for one release, evaluated hunk by hunk in memory.
+
+This is where the status words of a patch on a release are decided:
+``applies`` · ``upstream`` · ``not-targeted`` · ``failed`` · ``blocked``.
+Everything is cumulative: each patch sees the tree as the patches before it
+left it, which is what makes order dependencies visible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from patchset.core import engine
+from patchset.core.manifest import Manifest, Patch
+from patchset.core.patchfile import PatchFile
+from patchset.errors import PatchsetError
+from patchset.sources import Source
+
+APPLIES = "applies"
+UPSTREAM = "upstream"
+NOT_TARGETED = "not-targeted"
+FAILED = "failed"
+BLOCKED = "blocked"
+EXCLUDED = "excluded"  # left out on purpose (negative controls), never shown by check
+GOOD = (APPLIES, UPSTREAM, NOT_TARGETED, EXCLUDED)
+
+
+@dataclass
+class PatchResult:
+    id: str
+    status: str
+    evidence: str = ""
+    message: str = ""
+    patch_file: str | None = None
+    sha256: str | None = None
+    hunks: tuple[engine.HunkResult, ...] = ()
+    skipped: tuple[str, ...] = ()  # files of the patch this source does not hold (tests/ in a wheel)
+    files: tuple[str, ...] = ()  # paths this patch changed
+
+    def to_json(self) -> dict:
+        out: dict = {"id": self.id, "status": self.status, "evidence": self.evidence or None,
+                     "hunks": [h.to_json() for h in self.hunks]}
+        if self.message:
+            out["message"] = self.message
+        if self.patch_file:
+            out["patch"] = self.patch_file
+            out["sha256"] = self.sha256
+        if self.skipped:
+            out["skipped_files"] = list(self.skipped)
+        return out
+
+
+@dataclass
+class ReleaseResult:
+    vllm: str
+    source: str
+    patches: list[PatchResult]
+    files: dict[str, bytes | None] = field(default_factory=dict)  # touched path -> content after the series
+    pristine: dict[str, bytes | None] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(p.status in GOOD for p in self.patches)
+
+    def patch(self, patch_id: str) -> PatchResult:
+        return next(p for p in self.patches if p.id == patch_id)
+
+    @property
+    def changed(self) -> dict[str, bytes | None]:
+        return {k: v for k, v in self.files.items() if v != self.pristine.get(k)}
+
+    def to_json(self) -> dict:
+        return {"vllm": self.vllm, "ok": self.ok, "source": self.source, "warnings": self.warnings,
+                "patches": [p.to_json() for p in self.patches]}
+
+
+def evaluate_release(manifest: Manifest, version: str, source: Source,
+                     exclude: frozenset[str] = frozenset()) -> ReleaseResult:
+    """Apply the manifest's series for ``version`` to ``source`` in memory, minus ``exclude``."""
+    loaded: dict[str, PatchFile] = {}
+    load_errors: dict[str, PatchsetError] = {}
+    for p in manifest.patches:
+        if p.targets(version) and p.id not in exclude:
+            try:
+                loaded[p.id] = p.load(version, manifest.base)
+            except PatchsetError as e:
+                load_errors[p.id] = e
+    paths = sorted({path for pf in loaded.values() for path in pf.touched}
+                   | {probe.file for p in manifest.patches for probe in p.present})
+    pristine = {path: source.read(path) for path in paths if source.covers(path)}
+    tree = dict(pristine)
+    results: list[PatchResult] = []
+    warnings: list[str] = []
+    by_id: dict[str, PatchResult] = {}
+    for p in manifest.patches:
+        r = _evaluate_one(p, version, source, pristine, tree, loaded.get(p.id), load_errors.get(p.id),
+                          by_id, exclude, warnings)
+        results.append(r)
+        by_id[p.id] = r
+    return ReleaseResult(version, source.identity, results, tree, pristine, warnings)
+
+
+def _evaluate_one(p: Patch, version: str, source: Source, pristine: dict, tree: dict, pf: PatchFile | None,
+                  load_error: PatchsetError | None, by_id: dict[str, PatchResult], exclude: frozenset[str],
+                  warnings: list[str]) -> PatchResult:
+    targeted = p.targets(version)
+    evidence = _upstream_evidence(p, source, pristine)
+    if evidence:
+        if targeted:
+            warnings.append(f"{p.id} is upstream in {version} ({evidence}) but releases {str(p.releases)!r} "
+                            f"still includes it: narrow the range to retire the patch there")
+        return PatchResult(p.id, UPSTREAM, evidence=evidence)
+    if p.id in exclude:
+        return PatchResult(p.id, EXCLUDED, message="left out on purpose")
+    if not targeted:
+        why = f"outside releases {str(p.releases)!r}"
+        if p.present:
+            why += "; " + "; ".join(probe.describe(pristine.get(probe.file)) for probe in p.present)
+        return PatchResult(p.id, NOT_TARGETED, evidence=why)
+    if load_error is not None:
+        return PatchResult(p.id, FAILED, message=str(load_error))
+    assert pf is not None
+    base = PatchResult(p.id, FAILED, patch_file=pf.path, sha256=pf.sha256)
+    broken = [d for d in p.after if d in by_id and by_id[d].status in (FAILED, BLOCKED)]
+    if broken:
+        base.status = BLOCKED
+        base.message = "comes after " + ", ".join(f"{d} ({by_id[d].status})" for d in broken)
+        return base
+    covered = [f for f in pf.files if all(source.covers(x) for x in f.touched)]
+    base.skipped = tuple(sorted({f.path for f in pf.files if f not in covered}))
+    if not covered:
+        base.status = APPLIES if base.skipped else FAILED
+        base.message = "nothing to apply in this tree" if base.skipped else "the patch changes no file"
+        return base
+    sub = PatchFile(pf.path, pf.sha256, pf.header, tuple(covered))
+    outcome = engine.apply_patch(tree, sub, max_fuzz=p.fuzz)
+    where = {h.number: h.line for h in sub.hunks}
+    base.hunks = tuple(replace(h, patch_line=where.get(h.number, 0)) for h in outcome.hunks)
+    if outcome.status == "already-applied" and not any(tree.get(x) != pristine.get(x) for x in sub.touched):
+        base.status = UPSTREAM
+        base.evidence = "reverse-apply: every hunk is already in the pristine tree (weak evidence: add a present probe)"
+        if targeted:
+            warnings.append(f"{p.id}: every hunk is already in {version}; if the fix is upstream there, "
+                            "narrow releases to retire the patch")
+        return base
+    if not outcome.ok:
+        base.message = outcome.message
+        return base
+    tree.update(outcome.files)
+    base.status = APPLIES
+    base.files = tuple(sorted(outcome.files))
+    for probe in p.present:
+        if source.covers(probe.file) and not probe.holds(tree.get(probe.file)):
+            warnings.append(f"{p.id}: its present probe does not hold after applying it "
+                            f"({probe.describe(tree.get(probe.file))}): the probe cannot detect the fix")
+    return base
+
+
+def _upstream_evidence(p: Patch, source: Source, pristine: dict) -> str:
+    """Why we believe the fix is already in this release, or '' when we don't."""
+    if p.present and all(source.covers(probe.file) for probe in p.present):
+        if all(probe.holds(pristine.get(probe.file)) for probe in p.present):
+            return "probe: " + "; ".join(probe.describe(pristine.get(probe.file)) for probe in p.present)
+    contains = getattr(source, "contains_commit", None)
+    if contains and p.upstream_commit:
+        found = contains(p.upstream_commit)
+        if found:
+            return f"ancestry: upstream commit {p.upstream_commit} is an ancestor of {getattr(source, 'tag', '')}"
+    return ""

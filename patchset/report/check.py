@@ -1,0 +1,122 @@
+"""How a check report looks: terminal table, JSON, JUnit XML, Markdown."""
+
+from __future__ import annotations
+
+from patchset.core.engine import HunkResult
+from patchset.core.series import PatchResult
+from patchset.report.common import Case, dump_json, github_annotation, junit, markdown_table
+from patchset.verbs.check import CheckReport
+
+HEADERS = ("vLLM", "patch", "status", "detail")
+
+
+def hunk_summary(hunks: tuple[HunkResult, ...]) -> str:
+    parts = []
+    for h in hunks:
+        if h.status == "offset":
+            parts.append(f"#{h.number} offset {h.offset:+d}")
+        elif h.status == "fuzz":
+            parts.append(f"#{h.number} fuzz {h.fuzz} @ {h.line}")
+        elif h.status != "exact":
+            parts.append(f"#{h.number} {h.status}")
+    exact = sum(1 for h in hunks if h.status == "exact")
+    if exact:
+        parts.insert(0, f"{exact}/{len(hunks)} exact")
+    return ", ".join(parts)
+
+
+def detail(p: PatchResult) -> str:
+    if p.status == "upstream":
+        return p.evidence
+    if p.status == "not-targeted":
+        return p.evidence
+    text = hunk_summary(p.hunks)
+    if p.message:
+        text = (text + "; " if text else "") + p.message
+    if p.skipped:
+        text += f"; not in this tree: {', '.join(p.skipped)}"
+    return text
+
+
+def failure_text(p: PatchResult) -> str:
+    lines = [p.message] if p.message else []
+    for h in p.hunks:
+        if h.applied or h.status == "already-applied" and p.status != "failed":
+            continue
+        where = f"{p.patch_file}:{h.patch_line}: " if h.patch_line else ""
+        lines.append(f"{where}hunk {h.number} ({h.file}): {h.status}" + (f" - {h.message}" if h.message else ""))
+        lines += ["    " + d for d in h.differ]
+    return "\n".join(lines)
+
+
+def rows(report: CheckReport):
+    for t in report.targets:
+        for p in t.patches:
+            yield (t.vllm, p.id, p.status, detail(p))
+
+
+def render_table(report: CheckReport) -> str:
+    out = []
+    for r in rows(report):
+        out.append("  ".join((r[0].ljust(8), r[1].ljust(36), r[2].ljust(12), r[3])))
+    for t in report.targets:
+        for p in t.patches:
+            if p.status in ("failed", "blocked"):
+                out.append(f"\n{t.vllm} {p.id}: {p.status}")
+                out.append(failure_text(p))
+        for w in t.warnings:
+            out.append(f"warning: {t.vllm}: {w}")
+    out.append("ok" if report.ok else "FAILED")
+    return "\n".join(out) + "\n"
+
+
+def render_json(report: CheckReport) -> str:
+    return dump_json(report.to_json())
+
+
+def render_markdown(report: CheckReport) -> str:
+    head = "### patchset check: " + ("all patches apply or are upstream" if report.ok else "**failures**") + "\n\n"
+    body = markdown_table(HEADERS, rows(report))
+    extra = []
+    for t in report.targets:
+        for p in t.patches:
+            if p.status in ("failed", "blocked"):
+                extra.append(f"<details><summary>{t.vllm} {p.id}: {p.status}</summary>\n\n```\n"
+                             f"{failure_text(p)}\n```\n</details>\n")
+        extra += [f"- warning ({t.vllm}): {w}" for w in t.warnings]
+    return head + body + ("\n" + "\n".join(extra) + "\n" if extra else "")
+
+
+def render_junit(report: CheckReport) -> str:
+    cases = []
+    for t in report.targets:
+        for p in t.patches:
+            c = Case(suite=f"vllm-{t.vllm}", name=p.id, detail=detail(p))
+            if p.status in ("failed", "blocked"):
+                c.failure = f"{p.status}: {p.message}"
+                c.detail = failure_text(p)
+            elif p.status == "not-targeted":
+                c.skipped = "not-targeted"
+            cases.append(c)
+    return junit(cases, "patchset check")
+
+
+def annotations(report: CheckReport) -> list[str]:
+    out = []
+    for t in report.targets:
+        for p in t.patches:
+            if p.status not in ("failed", "blocked"):
+                continue
+            bad = [h for h in p.hunks if not h.applied and h.status != "already-applied"]
+            line = bad[0].patch_line if bad else None
+            a = github_annotation("error", f"vLLM {t.vllm}: {p.id} {p.status}: {p.message}", p.patch_file, line)
+            if a:
+                out.append(a)
+        for w in t.warnings:
+            a = github_annotation("warning", f"vLLM {t.vllm}: {w}")
+            if a:
+                out.append(a)
+    return out
+
+
+RENDERERS = {"table": render_table, "json": render_json, "markdown": render_markdown, "junit": render_junit}

@@ -1,0 +1,87 @@
+"""Rendering helpers shared by every report: JSON, JUnit XML, Markdown, terminal tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+
+
+def dump_json(obj: object) -> str:
+    return json.dumps(obj, indent=2, sort_keys=False) + "\n"
+
+
+@dataclass
+class Case:
+    """One JUnit test case: a patch on a release, a fix in an image, a test of a patch."""
+
+    suite: str
+    name: str
+    failure: str | None = None
+    skipped: str | None = None
+    detail: str = ""
+
+
+def junit(cases: Iterable[Case], name: str = "patchset") -> str:
+    cases = list(cases)
+    root = ET.Element("testsuites", name=name)
+    suites: dict[str, list[Case]] = {}
+    for c in cases:
+        suites.setdefault(c.suite, []).append(c)
+    for sname, items in suites.items():
+        s = ET.SubElement(root, "testsuite", name=sname, tests=str(len(items)),
+                          failures=str(sum(1 for c in items if c.failure)),
+                          skipped=str(sum(1 for c in items if c.skipped)))
+        for c in items:
+            tc = ET.SubElement(s, "testcase", classname=sname, name=c.name)
+            if c.failure:
+                f = ET.SubElement(tc, "failure", message=c.failure)
+                f.text = c.detail
+            elif c.skipped:
+                ET.SubElement(tc, "skipped", message=c.skipped)
+            elif c.detail:
+                out = ET.SubElement(tc, "system-out")
+                out.text = c.detail
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    def cell(s: str) -> str:
+        return str(s).replace("|", "\\|").replace("\n", "<br>")
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def console(stderr: bool = False) -> Console:
+    return Console(file=sys.stderr if stderr else sys.stdout, highlight=False, soft_wrap=True)
+
+
+def table(title: str, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
+    t = Table(title=title, title_justify="left", show_lines=False)
+    for h in headers:
+        t.add_column(h, overflow="fold")
+    for r in rows:
+        t.add_row(*[str(c) for c in r])
+    return t
+
+
+def github_annotation(level: str, message: str, file: str | None = None, line: int | None = None) -> str | None:
+    """A GitHub Actions workflow command, or None outside Actions."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return None
+    props = []
+    if file:
+        props.append(f"file={file}")
+    if line:
+        props.append(f"line={line}")
+    msg = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return f"::{level} {','.join(props)}::{msg}" if props else f"::{level}::{msg}"

@@ -1,0 +1,48 @@
+"""Pristine vLLM trees, by release, behind one small interface.
+
+A source answers ``read(path)`` for repository-layout paths (``vllm/...``,
+``tests/...``) and says which paths it ``covers``: a wheel or an installed
+package has no ``tests/``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from patchset.errors import SourceError
+
+
+class Source(Protocol):
+    identity: str  # what tree this is, for messages and cache keys
+
+    def read(self, path: str) -> bytes | None: ...
+
+    def covers(self, path: str) -> bool: ...
+
+
+SOURCE_KINDS = "pypi (sdist), wheel, git:PATH, dir:PATH"
+
+
+def open_source(spec: str, version: str, *, project: str = "vllm", tag: str = "v{version}", cache=None) -> Source:
+    """The pristine tree of ``version`` named by a --source spec."""
+    from patchset.cache import Cache
+
+    cache = cache or Cache()
+    kind, _, arg = spec.partition(":")
+    if kind in ("pypi", "sdist") and not arg:
+        from patchset.sources.sdist import SdistSource
+
+        return SdistSource(project, version, cache)
+    if kind == "wheel" and not arg:
+        from patchset.sources.wheel import WheelSource
+
+        return WheelSource(project, version, cache)
+    if kind == "git" and arg:
+        from patchset.sources.git import GitSource
+
+        return GitSource(arg, tag.format(version=version))
+    if kind == "dir" and arg:
+        from patchset.sources.local import DirSource
+
+        return DirSource(arg.replace("{version}", version))
+    raise SourceError(f"unknown source {spec!r}", hint=f"use one of {SOURCE_KINDS}")
