@@ -1,0 +1,40 @@
+"""Small builders shared by the tests: patch text, manifests, trees."""
+
+from __future__ import annotations
+
+import difflib
+import textwrap
+from pathlib import Path
+
+from patchset.core.patchfile import PatchFile, parse_patch
+
+
+def udiff(path: str, before: str, after: str, n: int = 3) -> str:
+    """A git-style unified diff of one file, as upstream PRs are written."""
+    out = [f"diff --git a/{path} b/{path}\n"]
+    body = list(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                     f"a/{path}", f"b/{path}", n=n))
+    for line in body:
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def patch_of(text: str, name: str = "t.patch") -> PatchFile:
+    return parse_patch(text.encode(), name=name)
+
+
+def lines(n: int, prefix: str = "line") -> str:
+    return "".join(f"{prefix} {i}\n" for i in range(1, n + 1))
+
+
+def write_manifest(root: Path, body: str) -> Path:
+    path = root / "patches.yaml"
+    path.write_text(textwrap.dedent(body).lstrip())
+    return path
+
+
+def write_patch(root: Path, rel: str, text: str, header: str = "Description: test patch\n---\n") -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(header + text)
+    return path

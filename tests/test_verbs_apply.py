@@ -1,0 +1,177 @@
+"""apply: all or nothing on a real tree, idempotent, no stale bytecode."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import py_compile
+from pathlib import Path
+
+import pytest
+from helpers import udiff, write_manifest, write_patch
+
+from patchset.core.manifest import load_manifest
+from patchset.verbs.apply import ApplyError, apply_series
+
+MOD = "vllm/core/sched.py"
+TEST = "tests/test_sched.py"
+PRISTINE = "".join(f"x{i} = {i}\n" for i in range(1, 41))
+PATCHED = PRISTINE.replace("x10 = 10\n", "x10 = 10 - 1\n")
+TEST_BEFORE = "def test_x():\n    assert True is not False\n"
+TEST_AFTER = TEST_BEFORE + "\n\ndef test_y():\n    pass\n"
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def make_tree(root: Path) -> Path:
+    (root / "vllm" / "core").mkdir(parents=True)
+    (root / "vllm" / "__init__.py").write_text("")
+    (root / "vllm" / "core" / "__init__.py").write_text("")
+    (root / MOD).write_text(PRISTINE)
+    (root / "tests").mkdir()
+    (root / TEST).write_text(TEST_BEFORE)
+    return root
+
+
+def make_manifest(tmp_path: Path, second_broken: bool = False) -> Path:
+    write_patch(tmp_path, "recipes/fix/fix.patch", udiff(MOD, PRISTINE, PATCHED) + udiff(TEST, TEST_BEFORE, TEST_AFTER))
+    other_before = PATCHED if not second_broken else PATCHED.replace("x30 = 30", "x30 = 31")
+    write_patch(tmp_path, "recipes/more/fix.patch",
+                udiff(MOD, other_before, other_before.replace("x30 = 3", "x30 = 4")))
+    return write_manifest(tmp_path, """
+        schema: 1
+        targets: {"0.29.0": {}}
+        patches:
+          - id: fix
+            releases: "==0.29.0"
+            patch: recipes/fix/fix.patch
+          - id: more
+            releases: "==0.29.0"
+            patch: recipes/more/fix.patch
+        """)
+
+
+def test_apply_writes_the_fix_and_a_provenance_record(tmp_path):
+    root = make_tree(tmp_path / "tree")
+    report = apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+    assert report.ok and not report.already
+    assert (root / MOD).read_text() == PATCHED.replace("x30 = 3", "x30 = 4")
+    assert (root / TEST).read_text() == TEST_AFTER
+    record = json.loads((root / "vllm" / ".patchset-provenance.json").read_text())
+    assert record["vllm"] == "0.29.0"
+    assert [p["id"] for p in record["patches"]] == ["fix", "more"]
+    assert record["files"][MOD]["sha256"] == hashlib.sha256((root / MOD).read_bytes()).hexdigest()
+    assert record["files"][MOD]["pristine_sha256"] == hashlib.sha256(PRISTINE.encode()).hexdigest()
+
+
+def test_applying_twice_is_a_no_op_with_a_message(tmp_path):
+    root = make_tree(tmp_path / "tree")
+    m = load_manifest(make_manifest(tmp_path))
+    apply_series(m, "0.29.0", root)
+    before = snapshot(root)
+    again = apply_series(m, "0.29.0", root)
+    assert again.already and "already applied" in again.message
+    assert snapshot(root) == before
+
+
+def test_one_broken_hunk_leaves_the_tree_byte_identical(tmp_path):
+    root = make_tree(tmp_path / "tree")
+    before = snapshot(root)
+    m = load_manifest(make_manifest(tmp_path, second_broken=True))
+    with pytest.raises(ApplyError) as e:
+        apply_series(m, "0.29.0", root)
+    assert "patch more failed" in str(e.value) and "recipes/more/fix.patch:" in str(e.value)
+    assert "hunk 1" in str(e.value)
+    assert snapshot(root) == before
+
+
+def test_a_write_failing_midway_puts_back_what_was_written(tmp_path, monkeypatch):
+    root = make_tree(tmp_path / "tree")
+    before = snapshot(root)
+    from patchset.verbs import apply as apply_mod
+
+    real = apply_mod._atomic_write
+    calls = []
+
+    def flaky(target, content):
+        calls.append(target)
+        if len(calls) == 2:  # the second file: the first is already replaced
+            raise OSError(28, "No space left on device")
+        real(target, content)
+
+    monkeypatch.setattr(apply_mod, "_atomic_write", flaky)
+    with pytest.raises(OSError):
+        apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+    monkeypatch.setattr(apply_mod, "_atomic_write", real)
+    assert snapshot(root) == before
+
+
+def test_stale_bytecode_is_removed_and_rebuilt_hash_checked(tmp_path):
+    root = make_tree(tmp_path / "tree")
+    py_compile.compile(str(root / MOD), cfile=str(root / "vllm/core/__pycache__/sched.cpython-399.pyc"))
+    stale = root / "vllm/core/__pycache__/sched.cpython-399.pyc"
+    assert stale.exists()
+    apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+    assert not stale.exists()
+    fresh = list((root / "vllm/core/__pycache__").glob("sched.*.pyc"))
+    assert len(fresh) == 1
+    flags = int.from_bytes(fresh[0].read_bytes()[4:8], "little")
+    assert flags & 0b11 == 0b11  # hash-based and checked: an old pyc can never shadow the source
+
+
+def test_a_patch_that_breaks_python_syntax_writes_nothing(tmp_path):
+    root = make_tree(tmp_path / "tree")
+    before = snapshot(root)
+    write_patch(tmp_path, "recipes/fix/fix.patch", udiff(MOD, PRISTINE, PRISTINE.replace("x10 = 10", "x10 = (")))
+    manifest = write_manifest(tmp_path, """
+        schema: 1
+        targets: {"0.29.0": {}}
+        patches:
+          - {id: fix, releases: "==0.29.0", patch: recipes/fix/fix.patch}
+        """)
+    with pytest.raises(ApplyError, match="does not compile"):
+        apply_series(load_manifest(manifest), "0.29.0", root)
+    assert snapshot(root) == before
+
+
+def test_site_packages_without_tests_applies_the_package_part(tmp_path):
+    root = make_tree(tmp_path / "site")
+    (root / TEST).unlink()
+    (root / "tests").rmdir()
+    report = apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+    assert report.skipped == [TEST]
+    assert "x10 = 10 - 1" in (root / MOD).read_text()
+
+
+def test_package_layout_the_vllm_folder_itself(tmp_path):
+    root = make_tree(tmp_path / "site")
+    report = apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root / "vllm")
+    assert report.ok and "x10 = 10 - 1" in (root / MOD).read_text()
+    assert (root / TEST).read_text() == TEST_BEFORE  # outside the package: not touched
+
+
+def test_wrong_release_in_the_tree_is_refused(tmp_path):
+    root = make_tree(tmp_path / "site")
+    (root / "vllm" / "_version.py").write_text("__version__ = version = '0.28.0'\n")
+    with pytest.raises(ApplyError, match="holds vLLM 0.28.0, not 0.29.0"):
+        apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+
+
+def test_a_tree_changed_after_apply_is_reported(tmp_path):
+    root = make_tree(tmp_path / "tree")
+    m = load_manifest(make_manifest(tmp_path))
+    apply_series(m, "0.29.0", root)
+    (root / MOD).write_text("tampered\n")
+    with pytest.raises(ApplyError, match="differs from what the provenance record says"):
+        apply_series(m, "0.29.0", root)
+
+
+def test_file_modes_survive(tmp_path):
+    root = make_tree(tmp_path / "tree")
+    os.chmod(root / MOD, 0o755)
+    apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+    assert (root / MOD).stat().st_mode & 0o777 == 0o755
