@@ -146,10 +146,7 @@ def _hunk(h: unidiff.Hunk, number: int) -> Hunk:
                 prev = lines[-1]
                 lines[-1] = HunkLine(prev.kind, prev.text, "")
             continue
-        if ln.line_type == LINE_TYPE_EMPTY:
-            kind = " "
-        else:
-            kind = ln.line_type
+        kind = " " if ln.line_type == LINE_TYPE_EMPTY else ln.line_type
         value = ln.value
         eol = "\r\n" if value.endswith("\r\n") else "\n" if value.endswith("\n") else ""
         lines.append(HunkLine(kind, value[: len(value) - len(eol)], eol))

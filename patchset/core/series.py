@@ -159,12 +159,10 @@ def _evaluate_one(p: Patch, version: str, source: Source, pristine: dict, tree: 
 
 def _upstream_evidence(p: Patch, source: Source, pristine: dict) -> str:
     """Why we believe the fix is already in this release, or '' when we don't."""
-    if p.present and all(source.covers(probe.file) for probe in p.present):
-        if all(probe.holds(pristine.get(probe.file)) for probe in p.present):
-            return "probe: " + "; ".join(probe.describe(pristine.get(probe.file)) for probe in p.present)
+    probes = p.present
+    if probes and all(source.covers(x.file) and x.holds(pristine.get(x.file)) for x in probes):
+        return "probe: " + "; ".join(probe.describe(pristine.get(probe.file)) for probe in p.present)
     contains = getattr(source, "contains_commit", None)
-    if contains and p.upstream_commit:
-        found = contains(p.upstream_commit)
-        if found:
-            return f"ancestry: upstream commit {p.upstream_commit} is an ancestor of {getattr(source, 'tag', '')}"
+    if contains and p.upstream_commit and contains(p.upstream_commit):
+        return f"ancestry: upstream commit {p.upstream_commit} is an ancestor of {getattr(source, 'tag', '')}"
     return ""

@@ -1,0 +1,45 @@
+# patchset: one entry point for people and CI. Every target sets up what it needs.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+VLLM   ?= 0.29.0
+PYTEST_ARGS ?=
+
+.PHONY: setup check validate test lint engine image bench clean
+
+$(BIN)/patchset: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+setup: $(BIN)/patchset
+
+# The main job: the manifest, then every hunk of the series on every pinned release.
+check: setup
+	$(BIN)/patchset validate
+	$(BIN)/patchset check
+
+validate: setup
+	$(BIN)/patchset validate
+
+# A real Docker engine for the image tests (Debian's docker.io; needs root).
+engine:
+	@if [ "$$(id -u)" = 0 ]; then sh .ci/docker.sh; else echo "not root: using whatever Docker engine answers"; fi
+
+test: setup engine
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(BIN)/ruff check .
+
+# make image VLLM=0.29.0 [BASE=...] [TAG=...]
+image: setup
+	$(BIN)/patchset build --vllm $(VLLM) $(if $(BASE),--base $(BASE)) $(if $(TAG),--tag $(TAG))
+
+bench: setup
+	$(BIN)/python bench/check_vs_gnu_patch.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

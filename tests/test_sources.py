@@ -1,0 +1,92 @@
+"""Pristine trees: local git tags, the real releases on the package index, the cache."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+from pathlib import Path
+
+import git
+import pytest
+
+from patchset.cache import Cache
+from patchset.errors import SourceError
+from patchset.sources import open_source
+from patchset.sources.git import GitSource
+
+SCHED = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py"
+
+
+def test_git_tag_source_reads_blobs_at_the_tag(tmp_path):
+    repo = git.Repo.init(tmp_path)
+    (tmp_path / "vllm").mkdir()
+    (tmp_path / "vllm" / "a.py").write_text("old\n")
+    repo.index.add(["vllm/a.py"])
+    repo.index.commit("one")
+    repo.create_tag("v0.29.0")
+    (tmp_path / "vllm" / "a.py").write_text("new\n")
+    repo.index.add(["vllm/a.py"])
+    repo.index.commit("two")
+    src = open_source(f"git:{tmp_path}", "0.29.0")
+    assert src.read("vllm/a.py") == b"old\n"
+    assert src.read("vllm/missing.py") is None
+    with pytest.raises(SourceError, match="has no tag v0.30.0"):
+        GitSource(str(tmp_path), "v0.30.0")
+
+
+def test_unknown_source_kind_is_explained():
+    with pytest.raises(SourceError, match="unknown source"):
+        open_source("ftp:x", "0.29.0")
+
+
+def _fill(args):
+    root, payload = args
+    cache = Cache(Path(root))
+
+    def fill(tmp: Path) -> None:
+        (tmp / "data").write_bytes(payload)
+        (tmp / "who").write_text(str(os.getpid()))
+
+    return str(cache.tree("k", fill))
+
+
+def test_two_processes_filling_one_cache_entry_see_one_whole_entry(tmp_path):
+    payload = os.urandom(1 << 20)
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        paths = pool.map(_fill, [(str(tmp_path), payload)] * 4)
+    assert len(set(paths)) == 1
+    entry = Path(paths[0])
+    assert (entry / "data").read_bytes() == payload
+    assert not [p for p in entry.parent.iterdir() if p.name.startswith(".part-")]
+
+
+def test_blob_with_a_wrong_digest_is_never_cached(tmp_path):
+    src = tmp_path / "file.bin"
+    src.write_bytes(b"hello")
+    cache = Cache(tmp_path / "cache")
+    with pytest.raises(SourceError, match="does not match"):
+        cache.blob("0" * 64, src.as_uri())
+    assert not list((tmp_path / "cache" / "blobs").rglob("*0000*"))
+    good = hashlib.sha256(b"hello").hexdigest()
+    assert cache.blob(good, src.as_uri()).read_bytes() == b"hello"
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("version, fixed", [("0.28.0", False), ("0.29.0", False), ("0.30.0", True)])
+def test_real_sdist_from_the_index(version, fixed):
+    src = open_source("pypi", version)
+    text = src.read(SCHED)
+    assert text is not None
+    assert (b"max(req.num_prompt_tokens, req.num_tokens - 1)" in text) is fixed
+    assert src.read("tests/v1/kv_connector/unit/offloading_connector/test_scheduler.py") is not None
+
+
+@pytest.mark.network
+def test_real_wheel_members_by_range_requests(tmp_path):
+    src = open_source("wheel", "0.29.0", cache=Cache(tmp_path))
+    text = src.read(SCHED)
+    assert text is not None and b"num_tokens_after_batch = req.num_tokens\n" in text
+    assert src.read("tests/conftest.py") is None and not src.covers("tests/conftest.py")
+    cached = list((tmp_path / "wheel-members").rglob("scheduler.py"))
+    assert len(cached) == 1
