@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from patchset.core.engine import HunkResult
 from patchset.core.series import PatchResult
-from patchset.report.common import Case, dump_json, github_annotation, junit, markdown_table
+from patchset.report.common import Case, dump_json, github_annotation, junit, markdown_table, render, table
 from patchset.verbs.check import CheckReport
 
 HEADERS = ("vLLM", "patch", "status", "detail")
@@ -56,9 +56,7 @@ def rows(report: CheckReport):
 
 
 def render_table(report: CheckReport) -> str:
-    out = []
-    for r in rows(report):
-        out.append("  ".join((r[0].ljust(8), r[1].ljust(36), r[2].ljust(12), r[3])))
+    out = [render(table("patchset check", HEADERS, rows(report))).rstrip("\n")]
     for t in report.targets:
         for p in t.patches:
             if p.status in ("failed", "blocked"):

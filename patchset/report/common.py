@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import shutil
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
@@ -63,6 +65,18 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str
 
 def console(stderr: bool = False) -> Console:
     return Console(file=sys.stderr if stderr else sys.stdout, highlight=False, soft_wrap=True)
+
+
+def render(*items: object) -> str:
+    """Rich renderables as text: coloured on a terminal, plain in a pipe or a CI log."""
+    buf = io.StringIO()
+    tty = sys.stdout.isatty()
+    width = shutil.get_terminal_size((160, 24)).columns if tty else 160
+    c = Console(file=buf, width=width, force_terminal=tty, color_system="auto" if tty else None,
+                highlight=False, soft_wrap=False)
+    for item in items:
+        c.print(item)
+    return buf.getvalue()
 
 
 def table(title: str, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:

@@ -1,0 +1,99 @@
+"""The command line contract: exit codes, one JSON object on stdout, JUnit, Markdown, annotations."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from helpers import udiff, write_manifest, write_patch
+
+from patchset.cli import main
+
+MOD = "vllm/sched.py"
+PRISTINE = "".join(f"line{i} = {i}\n" for i in range(1, 31))
+FIXED = PRISTINE.replace("line10 = 10\n", "line10 = 10 - 1\n")
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    for v, text in (("0.28.0", "x\n" * 4 + PRISTINE), ("0.29.0", PRISTINE), ("0.30.0", FIXED)):
+        (tmp_path / "trees" / v / "vllm").mkdir(parents=True)
+        (tmp_path / "trees" / v / MOD).write_text(text)
+        (tmp_path / "trees" / v / "vllm" / "__init__.py").write_text("")
+    write_patch(tmp_path, "recipes/fix/fix.patch", udiff(MOD, PRISTINE, FIXED))
+    write_manifest(tmp_path, f"""
+        schema: 1
+        targets: {{"0.28.0": {{}}, "0.29.0": {{}}, "0.30.0": {{}}}}
+        patches:
+          - id: fix
+            releases: ">=0.28.0,<0.30.0"
+            patch: recipes/fix/fix.patch
+            present: {{file: {MOD}, contains: "line10 = 10 - 1"}}
+        """)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+SRC = ["--source", "dir:trees/{version}"]
+
+
+def test_check_json_is_one_object_with_the_documented_shape(project, capsys):
+    assert main(["check", *SRC, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] is True
+    assert [t["vllm"] for t in out["targets"]] == ["0.28.0", "0.29.0", "0.30.0"]
+    p28 = out["targets"][0]["patches"][0]
+    assert p28["id"] == "fix" and p28["status"] == "applies"
+    assert p28["hunks"] == [{"file": MOD, "hunk": 1, "status": "offset", "line": 11, "offset": 4,
+                             "patch_line": 6}]
+    p30 = out["targets"][2]["patches"][0]
+    assert p30["status"] == "upstream" and p30["evidence"].startswith("probe:")
+
+
+def test_check_fails_with_exit_1_and_names_the_hunk(project, capsys, monkeypatch):
+    (project / "trees/0.29.0" / MOD).write_text(PRISTINE.replace("line11 = 11", "line11 = 12"))
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    assert main(["check", *SRC, "--vllm", "0.29.0"]) == 1
+    out = capsys.readouterr().out
+    assert "failed" in out and "recipes/fix/fix.patch:6: hunk 1" in out
+    assert "-line11 = 11" in out and "+line11 = 12" in out
+    assert "::error file=recipes/fix/fix.patch,line=6::vLLM 0.29.0: fix failed" in out
+
+
+def test_check_junit_and_markdown(project, capsys):
+    assert main(["check", *SRC, "--format", "junit"]) == 0
+    root = ET.fromstring(capsys.readouterr().out)
+    cases = root.findall(".//testcase")
+    assert len(cases) == 3 and not root.findall(".//failure")
+    assert main(["check", *SRC, "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("### patchset check") and "| 0.30.0 | fix | upstream |" in md
+
+
+def test_bad_manifest_exits_2_with_file_and_line(project, capsys):
+    (project / "patches.yaml").write_text((project / "patches.yaml").read_text().replace("releases", "relases"))
+    assert main(["validate"]) == 2
+    err = capsys.readouterr().err
+    assert "patches.yaml:5: patch fix: unknown key 'relases'" in err
+
+
+def test_validate_summarises(project, capsys):
+    assert main(["validate"]) == 0
+    assert "ok: 1 patches, 1 patch files, 1 hunks" in capsys.readouterr().out
+
+
+def test_unknown_target_is_an_error(project, capsys):
+    assert main(["check", *SRC, "--vllm", "0.31.0"]) == 2
+    assert "0.31.0 is not a target" in capsys.readouterr().err
+
+
+def test_apply_cli_twice(project, capsys, tmp_path):
+    import shutil
+
+    shutil.copytree(project / "trees/0.29.0", tmp_path / "work")
+    assert main(["apply", "--vllm", "0.29.0", str(tmp_path / "work")]) == 0
+    assert "applied 1 patches" in capsys.readouterr().out
+    assert main(["apply", "--vllm", "0.29.0", str(tmp_path / "work")]) == 0
+    assert "already applied" in capsys.readouterr().out
+    assert (tmp_path / "work" / MOD).read_text() == FIXED
