@@ -97,3 +97,9 @@ def test_apply_cli_twice(project, capsys, tmp_path):
     assert main(["apply", "--vllm", "0.29.0", str(tmp_path / "work")]) == 0
     assert "already applied" in capsys.readouterr().out
     assert (tmp_path / "work" / MOD).read_text() == FIXED
+
+
+def test_targets_matrix_for_ci(project, capsys):
+    assert main(["targets", "--format", "matrix", "--carrying"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == {"include": [{"vllm": "0.28.0", "image": None}, {"vllm": "0.29.0", "image": None}]}
