@@ -1,0 +1,92 @@
+"""`patchset test --vllm V [--image IMAGE | --venv] [--gpus all] [--patch ID]...`"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from patchset.cli.options import add_manifest, add_vllm, manifest_from
+from patchset.errors import PatchsetError
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "test", help="prove each patch with its upstream tests: they fail without it and pass with it",
+        description="Run each patch's upstream tests on the series and on the series minus that patch "
+                    "(a negative control), and the manifest's suites on the series. Exit 0 only if every "
+                    "patch with tests is proven and the suites pass.")
+    add_vllm(p, required=True)
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--venv", action="store_true",
+                       help="run in a cached CPU venv built for the release (the default)")
+    where.add_argument("--image", metavar="IMAGE", help="run inside a container of IMAGE (Docker)")
+    p.add_argument("--gpus", metavar="all", help="with --image: the GPUs to give the container (docker --gpus)")
+    p.add_argument("--patch", action="append", default=[], metavar="ID",
+                   help="prove only this patch (repeatable; default: every patch)")
+    add_manifest(p)
+    p.add_argument("--format", choices=("table", "json", "markdown"), default="table",
+                   help="output format on stdout (default: table)")
+    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    p.add_argument("--source", default="pypi", metavar="KIND",
+                   help="where the pristine tree and its tests/ come from: pypi (sdist, default) or dir:PATH")
+    p.add_argument("--no-suites", action="store_true", help="skip the manifest's suites")
+    p.add_argument("--timeout", type=float, default=3600, metavar="SECONDS",
+                   help="limit for each pytest run (default: 3600)")
+    p.add_argument("--workdir", metavar="DIR",
+                   help="keep the test tree, overlays, JUnit files and pytest logs in DIR (default: a "
+                        "temporary folder, removed afterwards)")
+    return p
+
+
+def make_runner(args: argparse.Namespace):
+    if args.image:
+        try:
+            from patchset.runners.image import ImageRunner
+        except ImportError as e:
+            raise PatchsetError("the image runner is not available in this build of patchset",
+                                hint="use --venv (CPU)") from e
+        return ImageRunner(args.image, gpus=args.gpus)
+    if args.gpus:
+        raise PatchsetError("--gpus needs --image: the venv runner runs on the CPU")
+    from patchset.runners.venv import VenvRunner
+
+    return VenvRunner()
+
+
+def run(args: argparse.Namespace) -> int:
+    from patchset.report import testreport
+    from patchset.sources import open_source
+    from patchset.verbs.test import prove
+
+    manifest = manifest_from(args)
+    version = manifest.target(args.vllm).version
+
+    def progress(line: str) -> None:
+        print(f"patchset test: {line}", file=sys.stderr, flush=True)
+
+    runner = make_runner(args)
+    progress(f"vLLM {version}: getting the pristine tree ({args.source}) ...")
+    source = open_source(args.source, version, project=manifest.pypi, tag=manifest.tag)
+    keep = args.workdir is not None
+    if keep:
+        workdir = Path(args.workdir)
+        if workdir.exists() and any(workdir.iterdir()):
+            raise PatchsetError(f"--workdir {workdir} is not empty")
+        workdir.mkdir(parents=True, exist_ok=True)
+    else:
+        workdir = Path(tempfile.mkdtemp(prefix=f"patchset-test-{version}-"))
+    try:
+        report = prove(manifest, version, runner, source, workdir=workdir, patch_ids=args.patch,
+                       suites=not args.no_suites, timeout=args.timeout, progress=progress)
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    sys.stdout.write(testreport.RENDERERS[args.format](report))
+    if args.junit:
+        Path(args.junit).write_text(testreport.render_junit(report))
+    for line in testreport.annotations(report):
+        print(line, file=sys.stderr)
+    return 0 if report.ok else 1

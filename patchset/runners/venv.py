@@ -1,0 +1,366 @@
+"""The CPU runner: a cached venv per release, one overlay per configuration.
+
+The venv for vLLM V holds a CPU build of the torch V pins, V's wheel
+(found through the package index, sha256 verified) installed without its
+dependencies, then V's own ``Requires-Dist`` list (markers honoured) minus
+the packages that only exist for CUDA, plus pytest. That is what lets the
+upstream offload tests run on a machine with no accelerator (shared facts,
+"Upstream offload tests run on the CPU").
+
+The venv is built once under ``$PATCHSET_CACHE/venvs/`` in a temporary
+folder and renamed into place when complete, under a file lock, so two CI
+jobs never build it twice and nobody ever uses a half-built one. Runs never
+write into it: each configuration's patched files live in its own overlay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass, field
+from email.parser import Parser
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from patchset.cache import Cache
+from patchset.errors import PatchsetError
+from patchset.runners import (
+    PLUGIN_DIR,
+    Progress,
+    RunConfig,
+    RunOutcome,
+    junit_env,
+    no_progress,
+    pytest_args,
+)
+from patchset.runners.junit import parse_junit
+from patchset.runners.offline import cpu_env, write_hf_home
+from patchset.runners.overlay import make_overlay
+
+#: Bump when what goes into a venv changes, so cached venvs built the old way are not reused.
+VENV_FORMAT = 1
+MARKER = "patchset-venv.json"  # written last: a venv without it was never finished
+
+#: Distributions vLLM requires that exist only for CUDA (or pull CUDA in), by canonical-name prefix.
+#: torch itself is installed first, pinned, as a CPU build; torchvision & co would pull a CUDA torch.
+CUDA_ONLY_PREFIXES = (
+    "torch", "flashinfer", "nvidia-", "cutlass", "quack", "tilelang", "tokenspeed", "humming", "numba",
+    "apache-tvm-ffi", "pynvvideocodec", "fastsafetensors", "instanttensor", "nvtx",
+)
+TEST_REQUIREMENTS = ("pytest", "pytest-asyncio", "tblib")
+CUDA_DISTRIBUTIONS = re.compile(r"^(nvidia-|cuda-)")
+OUTPUT_TAIL = 12000
+
+
+class VenvError(PatchsetError):
+    """The CPU venv could not be built."""
+
+
+@dataclass(frozen=True)
+class PythonEnv:
+    """An interpreter whose site-packages holds the package under test."""
+
+    python: Path
+    site_packages: Path
+    description: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def cpu_requirements(metadata: str) -> tuple[list[str], list[str], str | None]:
+    """From a wheel's METADATA: (requirements to install, requirements left out, the torch version pinned).
+
+    Requirements of optional extras are skipped; other markers are kept for
+    pip to evaluate in the venv. CUDA-only distributions are left out.
+    """
+    meta = Parser().parsestr(metadata)
+    keep: list[str] = []
+    dropped: list[str] = []
+    torch_pin = None
+    for line in meta.get_all("Requires-Dist") or []:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and "extra" in str(req.marker) and not req.marker.evaluate({"extra": ""}):
+            continue  # an optional extra; other markers stay in, for the venv's pip to evaluate
+        name = canonicalize_name(req.name)
+        if name == "torch":
+            pins = [s.version for s in req.specifier if s.operator in ("==", "===")]
+            torch_pin = pins[0] if pins else None
+        text = str(req)
+        (dropped if name.startswith(CUDA_ONLY_PREFIXES) else keep).append(text)
+    return keep, dropped, torch_pin
+
+
+def base_python() -> str:
+    """The interpreter new venvs are made from: PATCHSET_PYTHON, else the one running patchset."""
+    return os.environ.get("PATCHSET_PYTHON") or getattr(sys, "_base_executable", None) or sys.executable
+
+
+class VenvBuilder:
+    """Builds (once) and finds the cached CPU venv for a release."""
+
+    def __init__(self, cache: Cache | None = None, *, python: str | None = None,
+                 progress: Progress = no_progress) -> None:
+        self.cache = cache or Cache()
+        self.python = python or base_python()
+        self.progress = progress
+
+    def venv_for(self, project: str, version: str) -> PythonEnv:
+        from patchset.sources import index
+
+        self.progress(f"venv: looking up {project} {version} on the package index")
+        wheel = index.wheel(project, version)
+        pytag = self._python_tag()
+        key = f"{canonicalize_name(project)}-{version}-{pytag}-{wheel.sha256[:16]}-f{VENV_FORMAT}"
+        final = self.cache.path("venvs", key)
+        if not self._complete(final):
+            with self.cache.lock("venvs", key):
+                if not self._complete(final):
+                    self._build(final, project, version, wheel)
+        else:
+            self.progress(f"venv: reusing {final}")
+        info = json.loads((final / MARKER).read_text())
+        return PythonEnv(final / "bin" / "python", final / info["site_packages"],
+                         description=f"venv {final} ({project} {version}, torch {info.get('torch')})")
+
+    def _python_tag(self) -> str:
+        out = self._capture([self.python, "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"])
+        return out.strip()
+
+    @staticmethod
+    def _complete(path: Path) -> bool:
+        return (path / MARKER).is_file() and (path / "bin" / "python").exists()
+
+    def _build(self, final: Path, project: str, version: str, wheel) -> None:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        if final.exists():  # left by a build killed after the rename? never: the rename is last. Stale junk.
+            shutil.rmtree(final, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.part-"))
+        timings: dict[str, float] = {}
+        started = time.monotonic()
+        try:
+            self.progress(f"venv: building a CPU venv for {project} {version} (once; cached in {final})")
+            blob = self._step(timings, "wheel", f"downloading {wheel.filename}",
+                              lambda: self.cache.blob(wheel.sha256, wheel.url, progress=_Percent(self.progress,
+                                                                                                  wheel.filename)))
+            wheelhouse = tmp / ".wheelhouse"
+            wheelhouse.mkdir()
+            wheel_path = wheelhouse / wheel.filename
+            os.symlink(blob, wheel_path)  # pip wants the wheel's own file name
+            metadata = _wheel_metadata(blob)
+            reqs, dropped, torch_pin = cpu_requirements(metadata)
+            if not torch_pin:
+                raise VenvError(f"{wheel.filename} does not pin torch; cannot choose a CPU build to match")
+            self._step(timings, "venv", f"creating the venv with {self.python}",
+                       lambda: self._check([self.python, "-m", "venv", str(tmp)], tmp))
+            py = str(tmp / "bin" / "python")
+            constraints = tmp / ".constraints.txt"
+            constraints.write_text(f"torch=={torch_pin}\n")
+            pip = [py, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off"]
+            extra = _torch_index_args()
+            self._step(timings, "torch", f"installing torch=={torch_pin} (a CPU build)",
+                       lambda: self._install_torch(pip, py, torch_pin, extra, tmp))
+            self._step(timings, "vllm", f"installing {wheel.filename} without its dependencies",
+                       lambda: self._check([*pip, "--no-deps", str(wheel_path)], tmp))
+            self.progress(f"venv: leaving out {len(dropped)} CUDA-only requirements: "
+                          + ", ".join(Requirement(d).name for d in dropped))
+            self._step(timings, "requirements",
+                       f"installing {len(reqs)} CPU-runnable requirements + {' '.join(TEST_REQUIREMENTS)}",
+                       lambda: self._check([*pip, "-c", str(constraints), *extra, *reqs, *TEST_REQUIREMENTS], tmp))
+            torch_info = self._capture([py, "-c", "import torch; print(torch.__version__, torch.version.cuda)"])
+            torch_version, cuda = (torch_info.split() + ["", ""])[:2]
+            if cuda not in ("None", ""):
+                raise VenvError(f"the venv got a CUDA build of torch ({torch_version}, CUDA {cuda})")
+            site = self._capture([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).strip()
+            shutil.rmtree(wheelhouse)
+            timings["total"] = round(time.monotonic() - started, 1)
+            info = {"format": VENV_FORMAT, "project": project, "version": version, "wheel": wheel.filename,
+                    "wheel_sha256": wheel.sha256, "torch": torch_version, "python": self.python,
+                    "site_packages": str(Path(site).relative_to(tmp)), "requirements": reqs,
+                    "left_out": dropped, "test_requirements": list(TEST_REQUIREMENTS), "seconds": timings}
+            (tmp / MARKER).write_text(json.dumps(info, indent=2) + "\n")
+            # Scripts in bin/ name the temporary path in their shebangs: only `bin/python -m ...` is used.
+            os.replace(tmp, final)
+            self.progress(f"venv: ready in {timings['total']:.0f} s: {final}")
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def _install_torch(self, pip: list[str], py: str, pin: str, extra: list[str], cwd: Path) -> None:
+        # Ask pip what it would install before it downloads gigabytes of CUDA libraries.
+        report = cwd / ".torch-report.json"
+        self._check([*pip, "--dry-run", "--quiet", "--report", str(report), *extra, f"torch=={pin}"], cwd)
+        names = [i["metadata"]["name"] + " " + i["metadata"]["version"]
+                 for i in json.loads(report.read_text()).get("install", [])]
+        cuda = [n for n in names if CUDA_DISTRIBUTIONS.match(canonicalize_name(n.split()[0]))]
+        if cuda:
+            raise VenvError(
+                f"pip would install a CUDA build of torch {pin} (with {', '.join(cuda[:3])}, ...)",
+                hint=f"make a CPU build of torch {pin} visible to pip: PIP_FIND_LINKS=DIR holding the "
+                     "torch-*+cpu wheel, or PATCHSET_TORCH_INDEX_URL=<a CPU torch index>")
+        self._check([*pip, *extra, f"torch=={pin}"], cwd)
+
+    def _step(self, timings: dict[str, float], name: str, what: str, fn):
+        self.progress(f"venv: {what} ...")
+        t0 = time.monotonic()
+        result = fn()
+        timings[name] = round(time.monotonic() - t0, 1)
+        self.progress(f"venv: {what}: done in {timings[name]:.0f} s")
+        return result
+
+    def _check(self, cmd: list[str], cwd: Path) -> None:
+        proc = subprocess.run(cmd, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        log = cwd / ".build.log"
+        with log.open("a") as f:
+            f.write("$ " + " ".join(cmd) + "\n" + proc.stdout + proc.stderr + "\n")
+        if proc.returncode != 0:
+            tail = "\n".join(_useful(proc.stdout + proc.stderr)[-25:])
+            raise VenvError(f"{' '.join(cmd[:4])} ... failed (exit {proc.returncode}):\n{tail}")
+
+    @staticmethod
+    def _capture(cmd: list[str]) -> str:
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, check=True, stdin=subprocess.DEVNULL).stdout
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise VenvError(f"{' '.join(cmd[:2])} failed: {getattr(e, 'stderr', '') or e}") from e
+
+
+class VenvRunner:
+    """Runs pytest with a venv's interpreter, the configuration's overlay first on PYTHONPATH."""
+
+    name = "venv"
+    needs_accelerator_reason = "the venv runner has no accelerator (CPU only)"
+
+    def __init__(self, env: PythonEnv | None = None, *, builder: VenvBuilder | None = None,
+                 cpu: bool = True) -> None:
+        self.env = env
+        self.builder = builder
+        self.cpu = cpu
+
+    def prepare(self, project: str, version: str, progress: Progress = no_progress) -> str:
+        if self.env is None:
+            builder = self.builder or VenvBuilder(progress=progress)
+            self.env = builder.venv_for(project, version)
+        return self.env.description or str(self.env.python)
+
+    def run(self, config: RunConfig) -> RunOutcome:
+        if self.env is None:
+            raise PatchsetError("VenvRunner.run before prepare")
+        work = config.workdir
+        work.mkdir(parents=True, exist_ok=True)
+        installed = self.env.site_packages / config.package
+        overlay = make_overlay(installed, work / "overlay", config.package_files())
+        junit = work / "junit.xml"
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+        env.update(self.env.env)
+        env.update(cpu_env(write_hf_home(work / "hf")) if self.cpu else junit_env(skip_global_cleanup=False))
+        env["PYTHONPATH"] = os.pathsep.join([str(overlay), str(PLUGIN_DIR)])
+        env["PYTHONDONTWRITEBYTECODE"] = "1"  # never write into the shared venv
+        cmd = [str(self.env.python), "-m", "pytest",
+               *pytest_args(config.selectors, junit=str(junit), rootdir=str(config.tree))]
+        code, output, duration = run_streaming(cmd, cwd=config.tree, env=env, timeout=config.timeout,
+                                               log=work / "pytest.log", progress=config.progress,
+                                               label=config.label)
+        return RunOutcome(parse_junit(junit), code, duration, cmd, output, junit)
+
+
+_PERCENT = re.compile(r"\[\s*(\d+)%\]\s*$")
+
+
+def run_streaming(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float | None, log: Path,
+                  progress: Progress, label: str) -> tuple[int, str, float]:
+    """Run a command, keeping its output in ``log`` and passing pytest's percentages to ``progress``.
+
+    Returns (exit code, output tail, seconds); exit code -1 on timeout (the
+    whole process group is killed: pytest may have spawned workers).
+    """
+    t0 = time.monotonic()
+    tail: list[str] = []
+    size = 0
+    last_pct = -1
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+        deadline = t0 + timeout if timeout else None
+        timer = None
+        if deadline:
+            import threading
+
+            timer = threading.Timer(timeout, _kill_group, args=(proc,))
+            timer.daemon = True
+            timer.start()
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                out.write(line)
+                tail.append(line)
+                size += len(line)
+                while size > OUTPUT_TAIL and len(tail) > 1:
+                    size -= len(tail.pop(0))
+                m = _PERCENT.search(line)
+                if m and int(m.group(1)) >= last_pct + 25:
+                    last_pct = int(m.group(1))
+                    progress(f"{label}: {last_pct}%")
+            code = proc.wait()
+        except BaseException:
+            _kill_group(proc)
+            raise
+        finally:
+            if timer:
+                timer.cancel()
+    duration = time.monotonic() - t0
+    if deadline and time.monotonic() >= deadline and code < 0:
+        tail.append(f"\n[patchset: killed after {timeout:.0f} s]\n")
+        code = -1
+    return code, "".join(tail), duration
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _wheel_metadata(wheel: Path) -> str:
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            if name.count("/") == 1 and name.endswith(".dist-info/METADATA"):
+                return z.read(name).decode("utf-8")
+    raise VenvError(f"{wheel} has no .dist-info/METADATA")
+
+
+def _torch_index_args() -> list[str]:
+    url = os.environ.get("PATCHSET_TORCH_INDEX_URL")
+    return ["--extra-index-url", url] if url else []
+
+
+def _useful(text: str) -> list[str]:
+    noise = "is ignored: it is neither a file nor a directory"
+    return [ln for ln in text.splitlines() if ln.strip() and noise not in ln]
+
+
+class _Percent:
+    """Download progress every 10 %."""
+
+    def __init__(self, progress: Progress, what: str) -> None:
+        self.progress = progress
+        self.what = what
+        self.shown = -10
+
+    def __call__(self, done: int, total: int) -> None:
+        if total:
+            pct = done * 100 // total
+            if pct >= self.shown + 10:
+                self.shown = pct - pct % 10
+                self.progress(f"venv: {self.what}: {pct}% of {total / 1e6:.0f} MB")

@@ -1,0 +1,263 @@
+"""The venv runner's parts: overlay, JUnit reading, offline model configs, venv building and caching."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from patchset.cache import Cache
+from patchset.errors import PatchsetError
+from patchset.runners import ERROR, FAILED, PASSED, PLUGIN, PLUGIN_DIR, SKIPPED, RunConfig, Runner, pytest_args
+from patchset.runners import venv as venv_mod
+from patchset.runners.junit import parse_junit
+from patchset.runners.offline import cpu_env, model_configs, write_hf_home
+from patchset.runners.overlay import make_overlay
+from patchset.runners.venv import MARKER, PythonEnv, VenvBuilder, VenvError, VenvRunner, cpu_requirements
+from patchset.sources.index import IndexFile
+
+# --- overlay -----------------------------------------------------------------------------------------------
+
+
+def test_overlay_links_every_file_and_writes_the_configurations_files(tmp_path):
+    pkg = tmp_path / "site" / "pkg"
+    (pkg / "sub" / "__pycache__").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "mod.py").write_text("OLD = 1\n")
+    (pkg / "sub" / "__pycache__" / "mod.cpython-311.pyc").write_bytes(b"stale")
+    (pkg / "sub" / "gone.py").write_text("")
+    (pkg / "data.bin").write_bytes(b"\0")
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", pkg / "linked")
+    root = make_overlay(pkg, tmp_path / "ov", {"sub/mod.py": b"NEW = 1\n", "sub/gone.py": None,
+                                               "sub/new/added.py": b"ADDED = 1\n"})
+    top = root / "pkg"
+    assert (top / "__init__.py").is_symlink() and (top / "data.bin").read_bytes() == b"\0"
+    assert (top / "sub" / "mod.py").read_text() == "NEW = 1\n" and not (top / "sub" / "mod.py").is_symlink()
+    assert not (top / "sub" / "__pycache__" / "mod.cpython-311.pyc").exists()
+    assert not (top / "sub" / "gone.py").exists()
+    assert (top / "sub" / "new" / "added.py").read_text() == "ADDED = 1\n"
+    assert (top / "linked").is_symlink()
+    assert (pkg / "sub" / "mod.py").read_text() == "OLD = 1\n" and (pkg / "sub" / "gone.py").exists()
+    out = subprocess.run([sys.executable, "-c", "import pkg.sub.mod as m; print(m.NEW, m.__file__)"],
+                         env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["1", str(top / "sub" / "mod.py")]
+
+
+@pytest.mark.parametrize("bad", ["../x.py", "/etc/passwd", ""])
+def test_overlay_refuses_paths_outside_the_package(tmp_path, bad):
+    (tmp_path / "pkg").mkdir()
+    with pytest.raises(PatchsetError):
+        make_overlay(tmp_path / "pkg", tmp_path / f"ov{len(bad)}", {bad: b""})
+
+
+# --- JUnit, through a real pytest run with the plugin ------------------------------------------------------
+
+
+def run_pytest(tree: Path, *selectors: str) -> tuple[int, dict]:
+    junit = tree / "junit.xml"
+    env = {**os.environ, "PYTHONPATH": str(PLUGIN_DIR), "PATCHSET_SKIP_GLOBAL_CLEANUP": "1"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", *pytest_args(selectors, junit=str(junit),
+                                                                       rootdir=str(tree))],
+                          cwd=tree, env=env, capture_output=True, text=True)
+    return proc.returncode, parse_junit(junit)
+
+
+def test_junit_results_map_back_to_node_ids(tmp_path):
+    tests = tmp_path / "tests"
+    (tests / "sub").mkdir(parents=True)
+    (tests / "sub" / "test_a.py").write_text(textwrap.dedent('''\
+        import pytest
+
+        @pytest.fixture
+        def broken_teardown():
+            yield
+            raise RuntimeError("teardown broke")
+
+        @pytest.mark.parametrize("x", [1, "a/b::c", 3])
+        def test_param(x):
+            assert x != 3
+
+        def test_skip():
+            pytest.skip("needs CUDA 12")
+
+        @pytest.mark.xfail(reason="known")
+        def test_xfail():
+            assert False
+
+        def test_fail_and_teardown(broken_teardown):
+            assert 1 == 2
+
+        class TestGroup:
+            def test_in_class(self, request):
+                assert request.node.get_closest_marker("skip_global_cleanup") is not None
+        '''))
+    (tests / "test_broken.py").write_text("import no_such_module_anywhere\n")
+    code, results = run_pytest(tmp_path, "tests")
+    assert code == 1
+    got = {k: (r.outcome, r.message) for k, r in results.items()}
+    assert got["tests/sub/test_a.py::test_param[1]"] == (PASSED, "")
+    assert got["tests/sub/test_a.py::test_param[a/b::c]"][0] == PASSED
+    assert got["tests/sub/test_a.py::test_param[3]"] == (FAILED, "assert 3 != 3")
+    assert got["tests/sub/test_a.py::test_skip"] == (SKIPPED, "needs CUDA 12")
+    assert got["tests/sub/test_a.py::test_xfail"][0] == SKIPPED
+    assert got["tests/sub/test_a.py::test_fail_and_teardown"][0] == FAILED  # the worse of call and teardown
+    assert got["tests/sub/test_a.py::TestGroup::test_in_class"] == (PASSED, "")  # the plugin marked it
+    assert got["tests/test_broken.py"][0] == ERROR
+    assert "no_such_module_anywhere" in results["tests/test_broken.py"].detail
+
+
+def test_a_missing_junit_file_means_no_results(tmp_path):
+    assert parse_junit(tmp_path / "nope.xml") == {}
+    (tmp_path / "bad.xml").write_text("<testsuites><testsuite>")
+    assert parse_junit(tmp_path / "bad.xml") == {}
+
+
+# --- offline model configs ------------------------------------------------------------------------------
+
+
+def test_the_opt_125m_config_is_shipped_as_the_facts_describe(tmp_path):
+    cfg = json.loads(model_configs()["facebook/opt-125m"])
+    assert (cfg["model_type"], cfg["architectures"], cfg["hidden_size"], cfg["num_hidden_layers"],
+            cfg["num_attention_heads"], cfg["ffn_dim"], cfg["vocab_size"], cfg["max_position_embeddings"]) == (
+        "opt", ["OPTForCausalLM"], 768, 12, 12, 3072, 50272, 2048)
+    home = write_hf_home(tmp_path / "hf")
+    repo = home / "hub" / "models--facebook--opt-125m"
+    rev = (repo / "refs" / "main").read_text()
+    assert len(rev) == 40 and json.loads((repo / "snapshots" / rev / "config.json").read_text()) == cfg
+    env = cpu_env(home)
+    assert env["VLLM_TARGET_DEVICE"] == "cpu" and env["HF_HUB_OFFLINE"] == "1" and env["HF_HOME"] == str(home)
+
+
+def test_the_plugin_is_a_data_file_next_to_the_package():
+    assert (PLUGIN_DIR / f"{PLUGIN}.py").is_file()
+
+
+# --- requirements -------------------------------------------------------------------------------------
+
+
+def test_cpu_requirements_leave_out_cuda_and_extras():
+    meta = textwrap.dedent('''\
+        Metadata-Version: 2.1
+        Name: vllm
+        Version: 0.29.0
+        Requires-Dist: regex
+        Requires-Dist: fastapi[standard]<0.137.0,>=0.133.0
+        Requires-Dist: six>=1.16.0; python_version > "3.11"
+        Requires-Dist: torch==2.13.0
+        Requires-Dist: torchvision==0.28.0
+        Requires-Dist: flashinfer-python==0.6.18
+        Requires-Dist: nvidia-cutlass-dsl[cu13]==4.6.2
+        Requires-Dist: numba==0.65.0
+        Requires-Dist: PyNvVideoCodec==2.0.4
+        Requires-Dist: pandas; extra == "bench"
+
+        ''')
+    keep, dropped, torch = cpu_requirements(meta)
+    assert keep == ["regex", "fastapi[standard]<0.137.0,>=0.133.0", 'six>=1.16.0; python_version > "3.11"']
+    assert [d.split("=")[0].split("[")[0] for d in dropped] == [
+        "torch", "torchvision", "flashinfer-python", "nvidia-cutlass-dsl", "numba", "PyNvVideoCodec"]
+    assert torch == "2.13.0"
+
+
+# --- building and caching the venv -------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_index(monkeypatch):
+    from patchset.sources import index
+
+    wheel = IndexFile("vllm-9.9.9-cp38-abi3-manylinux_2_28_x86_64.whl", "http://index.invalid/w.whl", "ab" * 32)
+    monkeypatch.setattr(index, "wheel", lambda project, version: wheel)
+    return wheel
+
+
+def test_a_failed_build_leaves_nothing_behind_and_a_finished_one_is_reused(tmp_path, fake_index, monkeypatch):
+    cache = Cache(tmp_path / "cache")
+    lines: list[str] = []
+    builder = VenvBuilder(cache, progress=lines.append)
+
+    def broken(self, final, project, version, wheel):
+        tmp = final.parent / f".{final.name}.part-x"
+        tmp.mkdir(parents=True)
+        raise VenvError("pip failed halfway")
+
+    monkeypatch.setattr(VenvBuilder, "_build", broken)
+    with pytest.raises(VenvError):
+        builder.venv_for("vllm", "9.9.9")
+    venvs = cache.path("venvs")
+    assert not [p for p in venvs.iterdir() if not p.name.startswith(".")]
+
+    def finished(self, final, project, version, wheel):
+        (final / "bin").mkdir(parents=True)
+        os.symlink(sys.executable, final / "bin" / "python")
+        (final / "lib").mkdir()
+        (final / MARKER).write_text(json.dumps({"site_packages": "lib", "torch": "2.13.0+cpu"}))
+        finished.calls += 1
+
+    finished.calls = 0
+    monkeypatch.setattr(VenvBuilder, "_build", finished)
+    env = builder.venv_for("vllm", "9.9.9")
+    again = builder.venv_for("vllm", "9.9.9")
+    assert finished.calls == 1 and env == again
+    assert env.site_packages.name == "lib" and "ab" * 8 in str(env.python)
+    assert any("reusing" in line for line in lines)
+
+
+def test_the_torch_check_refuses_a_cuda_build(tmp_path, monkeypatch):
+    builder = VenvBuilder(Cache(tmp_path))
+
+    def fake_check(cmd, cwd):
+        if "--dry-run" in cmd:
+            report = Path(cmd[cmd.index("--report") + 1])
+            report.write_text(json.dumps({"install": [
+                {"metadata": {"name": "torch", "version": "2.13.0"}},
+                {"metadata": {"name": "nvidia-cublas", "version": "13.0"}}]}))
+        else:
+            raise AssertionError("must not install")
+
+    monkeypatch.setattr(builder, "_check", fake_check)
+    with pytest.raises(VenvError, match="CUDA build of torch"):
+        builder._install_torch(["pip", "install"], "python", "2.13.0", [], tmp_path)
+
+
+def test_the_venv_runner_is_a_runner():
+    assert isinstance(VenvRunner(PythonEnv(Path(sys.executable), Path("."))), Runner)
+
+
+def test_run_config_package_files_strip_the_package_folder(tmp_path):
+    c = RunConfig("x", "vllm", {"vllm/a/b.py": b"1", "tests/t.py": b"2", "vllmx/c.py": b"3"}, tmp_path, (),
+                  tmp_path)
+    assert c.package_files() == {"a/b.py": b"1"}
+
+
+def test_a_pytest_run_that_exceeds_its_timeout_is_killed(tmp_path):
+    log = tmp_path / "log"
+    code, output, secs = venv_mod.run_streaming(
+        [sys.executable, "-c", "import time; print('started', flush=True); time.sleep(60)"], cwd=tmp_path,
+        env=dict(os.environ), timeout=1, log=log, progress=lambda s: None, label="x")
+    assert code == -1 and secs < 30 and "killed after" in output
+
+
+# --- the real thing ----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_patchset_test_proves_the_real_series_on_vllm_0_29_0(tmp_path):
+    """The CI job: a real CPU venv for vLLM 0.29.0 (cached in $PATCHSET_CACHE), the real series."""
+    repo = Path(__file__).resolve().parents[1]
+    if not (repo / "patches.yaml").is_file():
+        pytest.skip("no patches.yaml in the repository yet")
+    out = subprocess.run([sys.executable, "-m", "patchset", "test", "--vllm", "0.29.0", "--venv", "--format", "json",
+                          "--manifest", str(repo / "patches.yaml")], cwd=repo, capture_output=True, text=True,
+                         timeout=3600)
+    assert out.returncode == 0, out.stdout + out.stderr[-5000:]
+    data = json.loads(out.stdout)
+    assert data["ok"] and all(p["verdict"] in ("proven", "upstream", "not-targeted") for p in data["patches"])
+    assert data["suites"] and all(s["ok"] for s in data["suites"])
