@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import argparse
+import sys
+
+from patchset.cli.options import add_manifest, add_vllm, manifest_from
+from patchset.report.common import dump_json
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("build", help="build an image: the base image plus the series for one release")
+    add_vllm(p, required=True)
+    add_manifest(p)
+    p.add_argument("--base", metavar="IMAGE",
+                   help="the image to build on (default: the target's image in the manifest)")
+    p.add_argument("--tag", metavar="TAG", help="the tag of the built image (default: BASE's tag + '-patched')")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="json: one object on stdout describing the image; build output goes to stderr")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from patchset import docker_engine
+    from patchset.errors import PatchsetError
+    from patchset.verbs.build import build_image
+
+    manifest = manifest_from(args)
+
+    def progress(text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    try:
+        report = build_image(manifest, args.vllm, base=args.base, tag=args.tag, progress=progress)
+    except docker_engine.EngineUnavailable as e:
+        raise PatchsetError(str(e), hint="start dockerd (.ci/docker.sh) or set DOCKER_HOST") from e
+    if args.format == "json":
+        sys.stdout.write(dump_json(report.to_json()))
+        return 0
+    carried = [p.id for p in report.result.patches if p.status == "applies"]
+    upstream = [p.id for p in report.result.patches if p.status == "upstream"]
+    print(f"built {report.tag} ({report.image_id[:19]}) from {report.base}")
+    print(f"  vLLM {report.vllm}; carries {', '.join(carried) or 'nothing'}"
+          + (f"; upstream: {', '.join(upstream)}" if upstream else ""))
+    print(f"  wrote {len(report.written)} files" + (f", deleted {len(report.deleted)}" if report.deleted else "")
+          + f"; added {len(report.layers)} layers, {_size(report.added_bytes)}:")
+    for layer in report.layers:
+        print(f"    {_size(layer.size):>9}  {_short(layer.created_by)}")
+    return 0
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def _short(created_by: str) -> str:
+    text = created_by.replace("/bin/sh -c #(nop) ", "").strip()
+    return text if len(text) <= 70 else text[:67] + "..."

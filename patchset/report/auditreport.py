@@ -1,0 +1,61 @@
+"""How an audit report looks: a terminal table per image, or one JSON object."""
+
+from __future__ import annotations
+
+from patchset.report.common import dump_json, github_annotation, markdown_table, render, table
+from patchset.verbs.audit import AuditReport, FixVerdict, ImageAudit
+
+HEADERS = ("fix", "status", "evidence")
+
+
+def _status(f: FixVerdict) -> str:
+    return f.status if f.targeted or f.status in ("upstream", "carried") else f"{f.status} (not targeted)"
+
+
+def _title(i: ImageAudit) -> str:
+    what = f"vLLM {i.vllm}" if i.vllm else "vLLM ?"
+    prov = "provenance record" if i.provenance else "no provenance record"
+    verdict = "ok" if i.ok else "FAILED"
+    return f"{i.image}: {what}, {prov} - {verdict}"
+
+
+def render_table(report: AuditReport) -> str:
+    parts = []
+    for i in report.images:
+        if i.error:
+            parts.append(f"{i.image}: cannot audit: {i.error}\n")
+            continue
+        parts.append(render(table(_title(i), HEADERS, ((f.id, _status(f), f.evidence) for f in i.fixes))))
+        parts += [f"  warning: {w}\n" for w in i.warnings]
+    return "".join(parts)
+
+
+def render_json(report: AuditReport) -> str:
+    return dump_json(report.to_json())
+
+
+def render_markdown(report: AuditReport) -> str:
+    out = []
+    for i in report.images:
+        out.append(f"### {'✅' if i.ok else '❌'} `{i.image}` (vLLM {i.vllm or '?'})\n\n")
+        if i.error:
+            out.append(f"cannot audit: {i.error}\n\n")
+            continue
+        out.append(markdown_table(HEADERS, ((f.id, _status(f), f.evidence) for f in i.fixes)) + "\n")
+    return "".join(out)
+
+
+RENDERERS = {"table": render_table, "json": render_json, "markdown": render_markdown}
+
+
+def annotations(report: AuditReport) -> list[str]:
+    lines = []
+    for i in report.images:
+        if i.error:
+            line = github_annotation("error", f"{i.image}: cannot audit: {i.error}")
+            lines += [line] if line else []
+        for f in i.fixes:
+            if f.failing:
+                line = github_annotation("error", f"{i.image}: {f.id} is {f.status}: {f.evidence}")
+                lines += [line] if line else []
+    return lines

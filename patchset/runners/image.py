@@ -1,0 +1,274 @@
+"""The image runner: upstream tests inside a container of an image, through the docker SDK.
+
+Same contract as the venv runner (:mod:`patchset.runners`): one configuration at a time, the
+package shown with exactly the configuration's files, results as JUnit. Per configuration a
+container of the image runs with:
+
+* the prepared test tree mounted read-only at ``/patchset/tree`` (the working directory);
+* the configuration's package files and a tiny bootstrap mounted read-only at ``/patchset/boot``;
+  the bootstrap builds a symlink farm of the image's installed package in a tmpfs, writes the
+  configuration's files into it (dropping their bytecode), and ``exec``\\ s pytest with that farm
+  first on ``PYTHONPATH``: the image itself is never changed, whatever user it runs as;
+* ``/patchset/out`` writable, where pytest writes its JUnit XML, read back on the host;
+* no network; GPUs only when asked (``--gpus all`` → a ``DeviceRequest`` for every GPU, the SDK's
+  spelling of ``docker run --gpus all``).
+
+Because every configuration replaces every file the series touches, the verdicts do not depend
+on whether IMAGE is the unpatched base or an image ``patchset build`` made: "with the fix" is the
+series' files, "without the fix" the series minus the patch, as with the venv runner. On the
+unpatched base image and a single-patch series, "without" is exactly the base image's own files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+import docker
+import docker.errors
+from docker.types import DeviceRequest
+
+from patchset import docker_engine
+from patchset.errors import PatchsetError
+from patchset.runners import PLUGIN_DIR, Progress, RunConfig, RunOutcome, junit_env, no_progress, pytest_args
+from patchset.runners.junit import parse_junit
+from patchset.runners.offline import cpu_env, write_hf_home
+
+OUTPUT_TAIL = 12000
+TREE, BOOT, OUT, PLUGIN, OVERLAY, HF = (
+    "/patchset/tree", "/patchset/boot", "/patchset/out", "/patchset/plugin", "/patchset/overlay", "/patchset/hf")
+LABEL = "io.patchset.test"
+
+#: Runs first in the container with the image's Python; standalone (the image has no patchset).
+BOOTSTRAP = r'''
+import glob, importlib.util, json, os, shutil, sys
+boot, overlay = sys.argv[1], sys.argv[2]
+spec = json.load(open(os.path.join(boot, "files.json")))
+package = spec["package"]
+found = importlib.util.find_spec(package)
+if found is None or not found.submodule_search_locations:
+    sys.exit("patchset: %s is not installed in this image" % package)
+installed = os.path.realpath(list(found.submodule_search_locations)[0])
+top = os.path.join(overlay, package)
+for folder, dirs, names in os.walk(installed):
+    here = os.path.join(top, os.path.relpath(folder, installed))
+    os.makedirs(here, exist_ok=True)
+    for name in names:
+        os.symlink(os.path.join(folder, name), os.path.join(here, name))
+    for name in [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+        os.symlink(os.path.join(folder, name), os.path.join(here, name))
+        dirs.remove(name)
+for rel in spec["write"] + spec["delete"]:
+    target = os.path.join(top, rel)
+    if os.path.lexists(target):
+        os.unlink(target)
+    if rel.endswith(".py"):
+        stem = os.path.basename(rel)[:-3]
+        for pyc in glob.glob(os.path.join(os.path.dirname(target), "__pycache__", stem + ".*.pyc")):
+            os.unlink(pyc)
+for rel in spec["write"]:
+    target = os.path.join(top, rel)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    shutil.copyfile(os.path.join(boot, "files", rel), target)
+print("patchset: %s from %s, %d files replaced, %d removed" % (
+    package, installed, len(spec["write"]), len(spec["delete"])), flush=True)
+os.execv(sys.executable, [sys.executable, "-m", "pytest"] + sys.argv[3:])
+'''
+
+
+def device_requests(gpus: str | None) -> list[DeviceRequest]:
+    """``docker run --gpus`` values: ``all``, a count, or ``device=0,1``."""
+    if not gpus:
+        return []
+    if gpus == "all":
+        return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    if gpus.isdigit():
+        return [DeviceRequest(count=int(gpus), capabilities=[["gpu"]])]
+    if gpus.startswith("device="):
+        ids = [d for d in gpus[len("device="):].strip("\"'").split(",") if d]
+        return [DeviceRequest(device_ids=ids, capabilities=[["gpu"]])]
+    raise PatchsetError(f"--gpus {gpus!r}: use all, a number, or device=ID[,ID...]")
+
+
+class ImageRunner:
+    """Runs pytest in containers of ``image``."""
+
+    name = "image"
+
+    def __init__(self, image: str, *, gpus: str | None = None, client: docker.DockerClient | None = None,
+                 python: str | None = None) -> None:
+        self.image_ref = image
+        self.gpus = gpus
+        self._requests = device_requests(gpus)  # refuse a bad --gpus before anything is pulled
+        self.client = client
+        self.python = python
+        self.image = None
+        self.install: docker_engine.VllmInstall | None = None
+
+    @property
+    def needs_accelerator_reason(self) -> str | None:
+        if self.gpus:
+            return None
+        return f"the container of {self.image_ref} was given no GPU (pass --gpus all on a GPU runner)"
+
+    def prepare(self, project: str, version: str, progress: Progress = no_progress) -> str:
+        if self.client is None:
+            try:
+                self.client = docker_engine.connect()
+            except docker_engine.EngineUnavailable as e:
+                raise PatchsetError(str(e), hint="start dockerd (.ci/docker.sh) or set DOCKER_HOST") from e
+        progress(f"image: {self.image_ref} (pulled if not local) ...")
+        try:
+            self.image = docker_engine.get_image(self.client, self.image_ref)
+        except docker_engine.ImageNotFound as e:
+            raise PatchsetError(str(e)) from e
+        with docker_engine.ImageFiles(self.client, self.image) as files:
+            try:
+                self.install = files.locate_vllm()
+            except docker_engine.VllmNotFound as e:
+                raise PatchsetError(str(e)) from e
+        if project.lower() == "vllm" and not _same_release(self.install.version, version):
+            raise PatchsetError(f"{self.image_ref} holds vLLM {self.install.version}, not {version}",
+                                hint="test an image of the release asked for")
+        self.python = self.python or self.install.python_executable
+        digest = docker_engine.image_digest(self.image)
+        gpus = f", GPUs: {self.gpus}" if self.gpus else ", no GPU"
+        return (f"image {self.image_ref} ({digest[:19]}), vLLM {self.install.version} in {self.install.site}, "
+                f"Python {self.install.python}{gpus}")
+
+    # --- one configuration ------------------------------------------------------------------------
+
+    def create(self, config: RunConfig):
+        """The container for ``config``, created and not started (tests inspect its HostConfig)."""
+        if self.client is None or self.image is None:
+            raise PatchsetError("ImageRunner.run before prepare")
+        work = config.workdir
+        boot, out, hf = work / "boot", work / "out", work / "hf"
+        for folder in (boot / "files", out, hf):
+            folder.mkdir(parents=True, exist_ok=True)
+        files = config.package_files()
+        for rel, content in files.items():
+            if content is not None:
+                target = boot / "files" / _safe(rel)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(content)
+        (boot / "files.json").write_text(json.dumps({
+            "package": config.package,
+            "write": sorted(r for r, c in files.items() if c is not None),
+            "delete": sorted(r for r, c in files.items() if c is None)}))
+        (boot / "bootstrap.py").write_text(BOOTSTRAP)
+        os.chmod(out, 0o777)  # whatever user the image runs as writes the results here
+        if self.gpus:
+            env = junit_env(skip_global_cleanup=False)
+        else:
+            write_hf_home(hf)
+            os.chmod(hf, 0o777)
+            env = cpu_env(Path(HF))
+        env.update({"PYTHONPATH": f"{OVERLAY}:{PLUGIN}", "PYTHONDONTWRITEBYTECODE": "1"})
+        args = pytest_args(config.selectors, junit=f"{OUT}/junit.xml", rootdir=TREE)
+        mounts = {
+            str(config.tree.resolve()): {"bind": TREE, "mode": "ro"},
+            str(boot.resolve()): {"bind": BOOT, "mode": "ro"},
+            str(PLUGIN_DIR.resolve()): {"bind": PLUGIN, "mode": "ro"},
+            str(out.resolve()): {"bind": OUT, "mode": "rw"},
+            str(hf.resolve()): {"bind": HF, "mode": "rw"},
+        }
+        return self.client.containers.create(
+            self.image.id,
+            entrypoint=[self.python or "python3", f"{BOOT}/bootstrap.py", BOOT, OVERLAY],
+            command=args,
+            working_dir=TREE,
+            environment=env,
+            volumes=mounts,
+            tmpfs={OVERLAY: "mode=1777", "/tmp": "mode=1777"},
+            network_disabled=True,
+            device_requests=self._requests or None,
+            labels={LABEL: config.label},
+        )
+
+    def run(self, config: RunConfig) -> RunOutcome:
+        container = self.create(config)
+        junit = config.workdir / "out" / "junit.xml"
+        cmd = ["docker-sdk:run", self.image_ref, *container.attrs["Config"]["Entrypoint"],
+               *container.attrs["Config"]["Cmd"]]
+        t0 = time.monotonic()
+        killed = threading.Event()
+        timer = None
+        try:
+            try:
+                container.start()
+            except docker.errors.APIError as e:
+                raise PatchsetError(f"cannot start a container of {self.image_ref}: {e.explanation or e}",
+                                    hint="a GPU request needs the NVIDIA container toolkit on this engine"
+                                    if self.gpus else None) from e
+            if config.timeout:
+                timer = threading.Timer(config.timeout, _kill, args=(container, killed))
+                timer.daemon = True
+                timer.start()
+            tail = self._follow(container, config, config.workdir / "pytest.log")
+            code = container.wait().get("StatusCode", -1)
+        finally:
+            if timer:
+                timer.cancel()
+            container.remove(force=True)
+        if killed.is_set():
+            tail += f"\n[patchset: killed after {config.timeout:.0f} s]\n"
+            code = -1
+        return RunOutcome(parse_junit(junit), code, time.monotonic() - t0, cmd, tail, junit)
+
+    @staticmethod
+    def _follow(container, config: RunConfig, log: Path) -> str:
+        tail: list[str] = []
+        size = 0
+        last_pct = -1
+        pending = b""
+        with log.open("w") as sink:
+            for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    line = raw.decode("utf-8", "replace") + "\n"
+                    sink.write(line)
+                    tail.append(line)
+                    size += len(line)
+                    while size > OUTPUT_TAIL and len(tail) > 1:
+                        size -= len(tail.pop(0))
+                    m = _PERCENT.search(line)
+                    if m and int(m.group(1)) >= last_pct + 25:
+                        last_pct = int(m.group(1))
+                        config.progress(f"{config.label}: {last_pct}%")
+            if pending:
+                line = pending.decode("utf-8", "replace")
+                sink.write(line)
+                tail.append(line)
+        return "".join(tail)
+
+
+_PERCENT = re.compile(r"\[\s*(\d+)%\]\s*$")
+
+
+def _kill(container, killed: threading.Event) -> None:
+    killed.set()
+    with contextlib.suppress(docker.errors.APIError):
+        container.kill()
+
+
+def _safe(rel: str) -> str:
+    parts = Path(rel).parts
+    if not parts or Path(rel).is_absolute() or ".." in parts:
+        raise PatchsetError(f"refusing to write {rel!r} outside the package")
+    return rel
+
+
+def _same_release(found: str, wanted: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(found).public == Version(wanted).public
+    except InvalidVersion:
+        return found == wanted

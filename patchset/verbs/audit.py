@@ -1,0 +1,351 @@
+"""`patchset audit`: which fixes an image carries, verified against its files.
+
+Labels and the provenance record say what an image was meant to carry; the files say what it
+does. For every image the audit reads the vLLM release from the image's own dist-info, reads the
+files the series touches (and the provenance record, when there is one) straight out of the
+image, and compares them with what the manifest's series produces on the pristine release.
+
+Status of a fix in an image:
+
+``carried``   its hunks are in the image's files: the files equal the series' output on the
+              pristine release, or every hunk of the current patch is already applied;
+``upstream``  the release itself has the fix (probe or ancestry evidence, as ``check`` says);
+``missing``   the fix is not there (the files are pristine, or its hunks would still apply);
+              for a release the manifest does not target, reported but not a failure;
+``stale``     the image carries another revision of the patch than the manifest's (the
+              provenance names another sha256, or an older revision of the patch file in the
+              manifest's git history is what the files hold);
+``tampered``  a file the patch wrote differs from what the provenance record says was written;
+``unknown``   the files fit none of the above (neither pristine nor patched), or there is
+              nothing to compare them with.
+
+The audit fails (``ok`` false) when a fix the manifest targets for the image's release is
+``missing``, ``stale`` or ``tampered``, or when an image cannot be audited at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker
+from packaging.version import InvalidVersion, Version
+
+from patchset import docker_engine
+from patchset.core import engine, provenance
+from patchset.core.manifest import Manifest, Patch
+from patchset.core.patchfile import PatchFile, parse_patch
+from patchset.core.series import APPLIES, BLOCKED, FAILED, NOT_TARGETED, UPSTREAM, ReleaseResult, evaluate_release
+from patchset.errors import PatchsetError
+from patchset.sources import open_source
+
+CARRIED = "carried"
+MISSING = "missing"
+STALE = "stale"
+TAMPERED = "tampered"
+UNKNOWN = "unknown"
+FAILING = (MISSING, STALE, TAMPERED)
+STATUSES = (CARRIED, UPSTREAM, MISSING, STALE, TAMPERED, UNKNOWN)
+
+
+@dataclass
+class FixVerdict:
+    id: str
+    status: str
+    evidence: str
+    targeted: bool
+
+    @property
+    def failing(self) -> bool:
+        return self.targeted and self.status in FAILING
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "status": self.status, "evidence": self.evidence, "targeted": self.targeted}
+
+
+@dataclass
+class ImageAudit:
+    image: str
+    vllm: str | None = None
+    digest: str | None = None
+    site: str | None = None
+    provenance: dict | None = None  # the record's summary, when the image has one
+    fixes: list[FixVerdict] = field(default_factory=list)
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not any(f.failing for f in self.fixes)
+
+    def to_json(self) -> dict:
+        out: dict = {"image": self.image, "vllm": self.vllm, "ok": self.ok, "digest": self.digest,
+                     "site": self.site, "provenance": self.provenance,
+                     "fixes": [f.to_json() for f in self.fixes]}
+        if self.error:
+            out["error"] = self.error
+        if self.warnings:
+            out["warnings"] = self.warnings
+        return out
+
+
+@dataclass
+class AuditReport:
+    manifest: str
+    images: list[ImageAudit]
+
+    @property
+    def ok(self) -> bool:
+        return all(i.ok for i in self.images)
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "manifest": self.manifest, "images": [i.to_json() for i in self.images]}
+
+
+def audit(manifest: Manifest, images: Sequence[str], *, source: str = "wheel", pull: bool = False,
+          client: docker.DockerClient | None = None,
+          on_image: Callable[[str], None] | None = None) -> AuditReport:
+    """Audit each image; ``pull`` fetches every image from its registry first, even if it is local."""
+    client = client or docker_engine.connect()
+    out = []
+    for ref in images:
+        if on_image:
+            on_image(ref)
+        out.append(audit_image(client, manifest, ref, source=source, pull=pull))
+    return AuditReport(str(manifest.path), out)
+
+
+def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, source: str = "wheel",
+                pull: bool = False) -> ImageAudit:
+    result = ImageAudit(ref)
+    try:
+        if pull:
+            repository, tag = docker_engine.split_reference(ref)
+            client.images.pull(repository, tag=tag)
+        image = docker_engine.get_image(client, ref)
+    except (docker_engine.ImageNotFound, docker.errors.APIError) as e:
+        result.error = str(e) if isinstance(e, docker_engine.ImageNotFound) else f"{ref}: {e}"
+        return result
+    result.digest = docker_engine.image_digest(image)
+    with docker_engine.ImageFiles(client, image) as files:
+        try:
+            install = files.locate_vllm()
+        except docker_engine.VllmNotFound as e:
+            result.error = str(e)
+            return result
+        result.vllm, result.site = install.version, install.site
+        record = _read_record(files, install, result)
+        try:
+            version = str(Version(install.version).public)
+        except InvalidVersion:
+            version = install.version
+        try:
+            pristine = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
+            expected = evaluate_release(manifest, version, pristine)
+        except PatchsetError as e:
+            result.error = f"no pristine vLLM {version} to compare with: {e}"
+            return result
+        paths = {p for p in expected.files if p.startswith("vllm/")}
+        if record:
+            paths |= {p for p in record.get("files", {}) if p.startswith("vllm/")}
+        image_files = {p: files.read(install.path_of(p)) for p in sorted(paths)}
+    if record and record.get("vllm") and record["vllm"] != version:
+        result.warnings.append(f"the provenance record was written for vLLM {record['vllm']}, "
+                               f"the image holds {install.version}")
+    judge = _Judge(manifest, version, expected, image_files, record)
+    result.fixes = [judge.verdict(p) for p in manifest.patches]
+    return result
+
+
+def _read_record(files: docker_engine.ImageFiles, install: docker_engine.VllmInstall,
+                 result: ImageAudit) -> dict | None:
+    raw = files.read(install.path_of(provenance.PROVENANCE_PATH))
+    if raw is None:
+        return None
+    try:
+        record = provenance.loads(raw)
+    except ValueError as e:
+        result.warnings.append(f"unreadable provenance record {provenance.PROVENANCE_PATH}: {e}; "
+                               "audited from the files alone")
+        return None
+    result.provenance = {
+        "path": install.path_of(provenance.PROVENANCE_PATH),
+        "manifest_sha256": (record.get("manifest") or {}).get("sha256"),
+        "applied_at": record.get("applied_at"),
+        "tool": record.get("tool"),
+    }
+    return record
+
+
+def sha256(data: bytes | None) -> str | None:
+    return hashlib.sha256(data).hexdigest() if data is not None else None
+
+
+class _Judge:
+    """Decides each fix's status from the expected series, the image's files and the record."""
+
+    def __init__(self, manifest: Manifest, version: str, expected: ReleaseResult,
+                 image: dict[str, bytes | None], record: dict | None):
+        self.manifest = manifest
+        self.version = version
+        self.expected = expected
+        self.image = image
+        self.record = record
+        self.recorded = {p["id"]: p for p in (record or {}).get("patches", [])}
+        vllm_paths = [p for p in expected.files if p.startswith("vllm/")]
+        self.series_equal = bool(vllm_paths) and all(image.get(p) == expected.files[p] for p in vllm_paths)
+
+    def verdict(self, patch: Patch) -> FixVerdict:
+        targeted = patch.targets(self.version)
+        status, evidence = self._decide(patch, targeted)
+        return FixVerdict(patch.id, status, evidence, targeted)
+
+    def _decide(self, patch: Patch, targeted: bool) -> tuple[str, str]:
+        r = self.expected.patch(patch.id)
+        entry = self.recorded.get(patch.id, {})
+        carried_per_record = entry.get("status") == APPLIES
+
+        tampered = self._tampered(entry.get("files") or []) if carried_per_record else []
+        if tampered:
+            return TAMPERED, "; ".join(tampered)
+        if r.status == UPSTREAM:
+            return UPSTREAM, r.evidence
+
+        current = self._load(patch)
+        if current is None:  # no patch file for this release
+            if r.status == NOT_TARGETED:
+                return MISSING, f"not targeted: {r.evidence}"
+            return UNKNOWN, r.message or "no patch for this release"
+        if not _vllm_files(current):
+            return UNKNOWN, f"{current.path} changes nothing under vllm/: an image cannot show it"
+        present = self._hunks_present(current)
+
+        if carried_per_record:
+            recorded_sha = entry.get("sha256") or ""
+            if recorded_sha != current.sha256:
+                older = self._revision_named(patch, recorded_sha)
+                return STALE, (f"the image carries {entry.get('patch') or patch.id} sha256 {recorded_sha[:12]}"
+                               f"{older}; the manifest's {current.path} is sha256 {current.sha256[:12]}")
+            if present or (self.series_equal and r.status == APPLIES):
+                return CARRIED, self._carried_evidence(present, "provenance sha256 matches the manifest")
+            return UNKNOWN, ("the provenance record lists this patch and its files match the record, but the "
+                             f"files are not what the series makes of pristine vLLM {self.version}")
+
+        if r.status == APPLIES and self.series_equal:
+            return CARRIED, self._carried_evidence(present, "no provenance record")
+        if present:
+            note = "no provenance record" if self.record is None else "not in the provenance record"
+            return CARRIED, f"every hunk of {current.path} is already in the image's files ({note})"
+        older = self._older_revision_present(patch)
+        if older:
+            return STALE, older
+        if r.status == NOT_TARGETED:
+            return MISSING, f"not targeted: {r.evidence}"
+        own = _vllm_paths(current)
+        if all(self.image.get(f) == self.expected.pristine.get(f) for f in own):
+            return MISSING, f"{', '.join(own)} {'is' if len(own) == 1 else 'are'} pristine vLLM {self.version}"
+        if r.status in (FAILED, BLOCKED):
+            return UNKNOWN, f"the series does not apply to pristine vLLM {self.version} ({r.status}: {r.message})"
+        outcome = engine.apply_patch(self.image, _only_vllm(current), max_fuzz=patch.fuzz)
+        if outcome.ok:
+            return MISSING, f"the hunks of {current.path} would still apply to the image's files"
+        return UNKNOWN, f"the files are neither pristine nor patched: {outcome.message}"
+
+    # --- evidence ----------------------------------------------------------------------------------
+
+    def _tampered(self, files: list[str]) -> list[str]:
+        out = []
+        recorded = (self.record or {}).get("files", {})
+        applied_at = (self.record or {}).get("applied_at", "?")
+        for path in files:
+            want = (recorded.get(path) or {}).get("sha256")
+            if not path.startswith("vllm/") or want is None and path not in recorded:
+                continue
+            found = sha256(self.image.get(path))
+            if found != want:
+                what = "is gone" if found is None else f"has sha256 {found[:12]}"
+                out.append(f"{path} {what}; the provenance record (applied {applied_at}) says "
+                           f"{(want or 'deleted')[:12]}")
+        return out
+
+    def _carried_evidence(self, present: bool, prefix: str) -> str:
+        if self.series_equal:
+            return f"{prefix}; the files equal the series' output on pristine vLLM {self.version}"
+        return f"{prefix}; every hunk is in the image's files"
+
+    def _load(self, patch: Patch) -> PatchFile | None:
+        try:
+            return patch.load(self.version, self.manifest.base)
+        except PatchsetError:
+            return None
+
+    def _hunks_present(self, pf: PatchFile) -> bool:
+        outcome = engine.apply_patch(self.image, _only_vllm(pf))
+        return outcome.status == "already-applied"
+
+    def _revision_named(self, patch: Patch, sha: str) -> str:
+        for rev in _git_revisions(self.manifest, patch, self.version):
+            if rev.sha256 == sha:
+                return f" ({rev.describe()})"
+        return ""
+
+    def _older_revision_present(self, patch: Patch) -> str:
+        for rev in _git_revisions(self.manifest, patch, self.version):
+            try:
+                older = parse_patch(rev.data, name=rev.path, strip=patch.strip, root=patch.root)
+            except PatchsetError:
+                continue
+            if _vllm_files(older) and self._hunks_present(older):
+                return f"the image's files hold an older revision of the patch: {rev.describe()}"
+        return ""
+
+
+@dataclass(frozen=True)
+class _Revision:
+    path: str
+    commit: str
+    date: str
+    sha256: str
+    data: bytes
+
+    def describe(self) -> str:
+        return f"{self.path} as of commit {self.commit[:12]}, {self.date}"
+
+
+def _git_revisions(manifest: Manifest, patch: Patch, version: str) -> Iterator[_Revision]:
+    """Earlier committed revisions of the patch file, newest first (nothing outside a git work tree)."""
+    choice = patch.choice_for(version)
+    if choice is None:
+        return
+    try:
+        import git
+
+        repo = git.Repo(manifest.base, search_parent_directories=True)
+        root = Path(repo.working_tree_dir or "").resolve()
+        rel = Path(choice.path).resolve().relative_to(root).as_posix()
+        current = hashlib.sha256(Path(choice.path).read_bytes()).hexdigest()
+        commits = list(repo.iter_commits(paths=rel, max_count=50))
+    except Exception:  # no repository, no commits, file outside it: no history to consult
+        return
+    for commit in commits:
+        try:
+            data = (commit.tree / rel).data_stream.read()
+        except KeyError:
+            continue
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != current:
+            yield _Revision(rel, commit.hexsha, commit.committed_datetime.date().isoformat(), digest, data)
+
+
+def _vllm_files(pf: PatchFile) -> list:
+    return [f for f in pf.files if all(p.startswith("vllm/") for p in f.touched)]
+
+
+def _vllm_paths(pf: PatchFile) -> list[str]:
+    return sorted({p for f in _vllm_files(pf) for p in f.touched})
+
+
+def _only_vllm(pf: PatchFile) -> PatchFile:
+    return PatchFile(pf.path, pf.sha256, pf.header, tuple(_vllm_files(pf)))

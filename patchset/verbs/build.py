@@ -1,0 +1,307 @@
+"""`patchset build`: the base image plus the series for one release, in one small change set.
+
+The series is applied on the host, by the same engine as ``check`` and ``apply``, to the files
+read out of the base image itself: what gets checked is exactly what gets shipped, and a hunk
+cannot land somewhere else inside the build than where ``check`` said it would. The image
+definition (``images/vllm-patched/Dockerfile``) then only copies the changed files and the
+provenance record onto the base and recompiles the touched modules with the image's Python.
+
+Refused, with nothing built, when the base does not hold the release asked for, already carries
+a series, or when the series does not apply to it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import os
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker
+import docker.errors
+from packaging.version import InvalidVersion, Version
+
+from patchset import docker_engine
+from patchset.core import provenance
+from patchset.core.manifest import Manifest
+from patchset.core.series import APPLIES, ReleaseResult, evaluate_release
+from patchset.errors import PatchsetError
+
+DOCKERFILE = Path("images") / "vllm-patched" / "Dockerfile"
+LABEL_NS = "io.patchset"
+OCI = "org.opencontainers.image"
+
+
+class BuildError(PatchsetError):
+    """The image was not built."""
+
+
+@dataclass
+class Layer:
+    created_by: str
+    size: int
+
+
+@dataclass
+class BuildReport:
+    vllm: str
+    base: str
+    base_digest: str
+    tag: str
+    image_id: str
+    site: str
+    result: ReleaseResult
+    written: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    layers: list[Layer] = field(default_factory=list)  # what this build added on top of the base
+    context_bytes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return True  # a report exists only for an image that was built
+
+    @property
+    def added_bytes(self) -> int:
+        return sum(layer.size for layer in self.layers)
+
+    def to_json(self) -> dict:
+        return {
+            "ok": True, "vllm": self.vllm, "image": self.tag, "id": self.image_id,
+            "base": {"name": self.base, "digest": self.base_digest}, "site": self.site,
+            "patches": [{"id": p.id, "status": p.status, "sha256": p.sha256} for p in self.result.patches],
+            "written": self.written, "deleted": self.deleted, "labels": self.labels,
+            "layers": [{"created_by": layer.created_by, "size": layer.size} for layer in self.layers],
+            "added_bytes": self.added_bytes,
+        }
+
+
+class ImageTree:
+    """The ``vllm/`` part of an image's filesystem as a pristine-tree source (repository layout)."""
+
+    def __init__(self, files: docker_engine.ImageFiles, install: docker_engine.VllmInstall, name: str):
+        self.files = files
+        self.install = install
+        self.identity = f"image:{name}@{docker_engine.image_digest(files.image)}"
+        self._read: dict[str, bytes | None] = {}
+
+    def covers(self, path: str) -> bool:
+        return path.startswith("vllm/")
+
+    def read(self, path: str) -> bytes | None:
+        if not self.covers(path):
+            return None
+        if path not in self._read:
+            self._read[path] = self.files.read(self.install.path_of(path))
+        return self._read[path]
+
+
+def default_base(manifest: Manifest, version: str) -> str:
+    return manifest.target(version).image or f"vllm/vllm-openai:v{version}"
+
+
+def default_tag(base: str) -> str:
+    repository, tag = docker_engine.split_reference(base)
+    return f"{repository}:{tag or 'latest'}-patched"
+
+
+def build_image(manifest: Manifest, version: str, *, base: str | None = None, tag: str | None = None,
+                client: docker.DockerClient | None = None,
+                progress: Callable[[str], None] | None = None) -> BuildReport:
+    version = manifest.target(version).version
+    base = base or default_base(manifest, version)
+    tag = tag or default_tag(base)
+    say = progress or (lambda _line: None)
+    client = client or docker_engine.connect()
+
+    try:
+        image = docker_engine.get_image(client, base)
+    except docker_engine.ImageNotFound as e:
+        raise BuildError(str(e), hint="pass --base with an image this engine has or can pull") from e
+    base_digest = docker_engine.image_digest(image)
+    say(f"base {base} ({base_digest})\n")
+
+    with docker_engine.ImageFiles(client, image) as files:
+        try:
+            install = files.locate_vllm()
+        except docker_engine.VllmNotFound as e:
+            raise BuildError(str(e)) from e
+        if not _same_release(install.version, version):
+            raise BuildError(f"{base} holds vLLM {install.version} ({install.metadata_path}), not {version}",
+                             hint="pass the base image of that release with --base")
+        if files.read(install.path_of(provenance.PROVENANCE_PATH)) is not None:
+            raise BuildError(f"{base} already carries a patchset series "
+                             f"({install.path_of(provenance.PROVENANCE_PATH)})",
+                             hint="build from the pristine release image; patchset never stacks a series twice")
+        tree = ImageTree(files, install, base)
+        result = evaluate_release(manifest, version, tree)
+        if not result.ok:
+            raise BuildError(_failure_summary(result, base),
+                             hint="nothing was built; `patchset check` shows every hunk")
+        changed = {path: content for path, content in result.changed.items() if tree.covers(path)}
+        modes = {path: files.mode(install.path_of(path)) for path in changed}
+    _compile_in_memory(changed, result)
+
+    record = provenance.make_record(manifest, result, layout="repo")
+    record["image"] = {"base": base, "base_digest": base_digest, "site": install.site}
+    labels = image_labels(manifest, version, base, base_digest, result)
+    written = sorted(p for p, c in changed.items() if c is not None)
+    deleted = sorted(p for p, c in changed.items() if c is None)
+    context = build_context(install, changed, modes, provenance.dumps(record), dockerfile_for(manifest))
+    say(f"series: {sum(p.status == APPLIES for p in result.patches)} patches apply; "
+        f"{len(written)} files to write, {len(deleted)} to delete; context {len(context)} bytes\n")
+
+    buildargs = {
+        "BASE": image.id,  # the exact bytes that were checked, whatever the tag points at later
+        "PYTHON": install.python_executable,
+        "SITE": install.site,
+        "TOUCHED": " ".join(p for p in sorted(changed) if p.endswith(".py")),
+        "DELETED": " ".join(deleted),
+        "BASE_USER": (image.attrs.get("Config") or {}).get("User") or "root",
+    }
+    image_id = _run_build(client, context, tag, buildargs, labels, say)
+    built = client.images.get(image_id)
+    report = BuildReport(version, base, base_digest, tag, built.id, install.site, result, written, deleted,
+                         labels, _added_layers(image, built), len(context))
+    return report
+
+
+def image_labels(manifest: Manifest, version: str, base: str, base_digest: str,
+                 result: ReleaseResult) -> dict[str, str]:
+    created = dt.datetime.now(dt.timezone.utc)
+    if os.environ.get("SOURCE_DATE_EPOCH", "").isdigit():  # reproducible builds
+        created = dt.datetime.fromtimestamp(int(os.environ["SOURCE_DATE_EPOCH"]), dt.timezone.utc)
+    labels = {
+        f"{OCI}.title": f"vLLM {version} with the {manifest.path.name} series",
+        f"{OCI}.version": version,
+        f"{OCI}.base.name": base,
+        f"{OCI}.base.digest": base_digest,
+        f"{OCI}.created": created.replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        f"{LABEL_NS}.vllm": version,
+        f"{LABEL_NS}.manifest.sha256": manifest.sha256,
+        f"{LABEL_NS}.provenance": provenance.PROVENANCE_PATH,
+    }
+    labels.update(_git_labels(manifest.base))
+    for p in result.patches:
+        if p.status == APPLIES and p.sha256:
+            labels[f"{LABEL_NS}.patch.{p.id}"] = p.sha256
+        elif p.status == "upstream":
+            labels[f"{LABEL_NS}.upstream.{p.id}"] = p.evidence or "upstream"
+    return labels
+
+
+def _git_labels(where: Path) -> dict[str, str]:
+    """revision and source of the repository holding the manifest, when it is a git work tree."""
+    try:
+        import git
+    except ImportError:  # pragma: no cover - GitPython is a dependency
+        return {}
+    try:
+        repo = git.Repo(where, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return {}
+    out: dict[str, str] = {}
+    try:
+        out[f"{OCI}.revision"] = repo.head.commit.hexsha
+        if repo.is_dirty(untracked_files=False):
+            out[f"{LABEL_NS}.dirty"] = "true"  # the revision alone does not describe the inputs
+    except ValueError:  # a repository without commits
+        pass
+    try:
+        if repo.remotes:
+            remote = repo.remotes["origin"] if "origin" in [r.name for r in repo.remotes] else repo.remotes[0]
+            out[f"{OCI}.source"] = remote.url
+    except (git.GitCommandError, IndexError, ValueError):
+        pass
+    return out
+
+
+def dockerfile_for(manifest: Manifest) -> bytes:
+    """The image definition: the fork's own copy next to its manifest, else patchset's."""
+    candidates = [manifest.base / DOCKERFILE, Path(__file__).resolve().parents[2] / DOCKERFILE]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.read_bytes()
+    raise BuildError(f"no image definition found (looked for {', '.join(map(str, candidates))})")
+
+
+def build_context(install: docker_engine.VllmInstall, changed: dict[str, bytes | None], modes: dict[str, int | None],
+                  record: bytes, dockerfile: bytes) -> bytes:
+    """Dockerfile + layer/<in-image path> for each written file and the provenance record."""
+    # The written files' mtime is the build's time (or SOURCE_DATE_EPOCH, for reproducible layers).
+    # The recompiled bytecode is hash-checked, so no mtime can make it pass for other source bytes.
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    mtime = int(epoch) if epoch.isdigit() else int(dt.datetime.now(dt.timezone.utc).timestamp())
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        def add(name: str, data: bytes, mode: int = 0o644) -> None:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), mode, mtime
+            tar.addfile(info, io.BytesIO(data))
+
+        add("Dockerfile", dockerfile)
+        for path, content in sorted(changed.items()):
+            if content is not None:
+                add("layer" + install.path_of(path), content, modes.get(path) or 0o644)
+        add("layer" + install.path_of(provenance.PROVENANCE_PATH), record)
+    return buf.getvalue()
+
+
+def _run_build(client: docker.DockerClient, context: bytes, tag: str, buildargs: dict[str, str],
+               labels: dict[str, str], say: Callable[[str], None]) -> str:
+    image_id = None
+    try:
+        stream = client.api.build(fileobj=io.BytesIO(context), custom_context=True, tag=tag, buildargs=buildargs,
+                                  labels=labels, rm=True, forcerm=True, pull=False, decode=True)
+        for chunk in stream:
+            if "stream" in chunk:
+                say(chunk["stream"])
+            if "error" in chunk:
+                raise BuildError(f"docker build failed: {chunk['error'].strip()}")
+            aux = chunk.get("aux") or {}
+            if "ID" in aux:
+                image_id = aux["ID"]
+    except docker.errors.APIError as e:
+        raise BuildError(f"docker build failed: {e.explanation or e}") from e
+    if image_id is None:
+        image_id = client.images.get(tag).id
+    return image_id
+
+
+def _added_layers(base, built) -> list[Layer]:
+    base_depth = len(base.history())
+    new = built.history()[: max(0, len(built.history()) - base_depth)]
+    return [Layer(h.get("CreatedBy", ""), int(h.get("Size", 0))) for h in reversed(new) if h.get("Size", 0)]
+
+
+def _same_release(found: str, wanted: str) -> bool:
+    try:
+        return Version(found).public == Version(wanted).public
+    except InvalidVersion:
+        return found == wanted
+
+
+def _failure_summary(result: ReleaseResult, base: str) -> str:
+    parts = []
+    for p in result.patches:
+        if p.status in ("failed", "blocked"):
+            bad = [h for h in p.hunks if not h.applied and h.status != "already-applied"]
+            where = f" (hunk {bad[0].number}, {bad[0].file}: {bad[0].status})" if bad else ""
+            parts.append(f"patch {p.id} {p.status}{where}: {p.message}")
+    return f"the series does not apply to vLLM {result.vllm} in {base}: " + "; ".join(parts)
+
+
+def _compile_in_memory(changed: dict[str, bytes | None], result: ReleaseResult) -> None:
+    """A patched module that no longer parses must never reach an image."""
+    for path, content in changed.items():
+        if content is None or not path.endswith(".py"):
+            continue
+        try:
+            compile(content, path, "exec", dont_inherit=True)
+        except SyntaxError as e:
+            culprits = [p.id for p in result.patches if path in p.files]
+            raise BuildError(f"{path}:{e.lineno}: the patched file does not compile: {e.msg}",
+                             patch=", ".join(culprits) or None, hint="nothing was built") from e
