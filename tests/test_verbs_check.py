@@ -1,0 +1,98 @@
+"""The repository's own series against the real vLLM releases from the package index."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from patchset.core.manifest import load_manifest
+from patchset.sources import open_source
+from patchset.verbs.apply import ApplyError, apply_series
+from patchset.verbs.check import check
+
+pytestmark = pytest.mark.network
+
+REPO = Path(__file__).resolve().parent.parent
+MANIFEST = REPO / "patches.yaml"
+SCHED = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py"
+FIXES = ("offload-finished-watermark", "offload-recurrent-load-boundary", "offload-mtp-eagle-serve")
+
+
+@pytest.fixture(scope="module")
+def report():
+    return check(load_manifest(MANIFEST))
+
+
+def test_all_three_fixes_apply_on_the_pinned_releases(report):
+    assert report.ok
+    for target in report.targets[:2]:
+        assert target.vllm in ("0.28.0", "0.29.0")
+        assert [p.status for p in target.patches] == ["applies"] * 3
+        for p in target.patches:
+            assert {h.status for h in p.hunks} <= {"exact", "offset"}, p.id
+
+
+def test_all_three_fixes_are_upstream_in_0_30_0_with_probe_evidence(report):
+    target = report.targets[2]
+    assert target.vllm == "0.30.0"
+    for p in target.patches:
+        assert p.status == "upstream" and p.evidence.startswith(f"probe: {SCHED}:")
+    assert not target.warnings
+
+
+def test_the_wheel_source_checks_the_package_part_only():
+    manifest = load_manifest(MANIFEST)
+    report = check(manifest, ["0.29.0"], source="wheel")
+    assert report.ok
+    p = report.targets[0].patch("offload-finished-watermark")
+    assert p.status == "applies"
+    assert p.skipped == ("tests/v1/kv_connector/unit/offloading_connector/test_scheduler.py",)
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def real_tree(tmp_path) -> Path:
+    """A copy of the real 0.29.0 tree: the package and the offload tests."""
+    src = open_source("pypi", "0.29.0")
+    dest = tmp_path / "vllm-0.29.0"
+    shutil.copytree(src.root / "vllm", dest / "vllm")
+    shutil.copytree(src.root / "tests", dest / "tests")
+    return dest
+
+
+def test_apply_to_the_real_0_29_0_tree_then_again(real_tree):
+    manifest = load_manifest(MANIFEST)
+    report = apply_series(manifest, "0.29.0", real_tree)
+    assert report.ok and SCHED in report.written
+    text = (real_tree / SCHED).read_text()
+    assert "num_tokens_after_batch = max(req.num_prompt_tokens, req.num_tokens - 1)" in text
+    assert "for i in range(first_fresh_gpu_block_idx, num_gpu_blocks):" in text
+    before = snapshot(real_tree)
+    again = apply_series(manifest, "0.29.0", real_tree)
+    assert again.already
+    assert snapshot(real_tree) == before
+
+
+def test_a_series_with_one_broken_hunk_leaves_the_real_tree_byte_identical(real_tree, tmp_path):
+    # Copy the manifest and recipes, then break the last hunk of the last patch.
+    work = tmp_path / "fork"
+    shutil.copytree(REPO / "recipes", work / "recipes")
+    shutil.copy(MANIFEST, work / "patches.yaml")
+    victim = work / "recipes/offload-mtp-eagle-serve/vllm-0.29.patch"
+    lines = victim.read_text().splitlines(keepends=True)
+    last_context = max(i for i, ln in enumerate(lines) if ln.startswith(" ") and ln.strip())
+    lines[last_context] = " " + lines[last_context][1:].rstrip("\n") + "  # not upstream\n"
+    victim.write_text("".join(lines))
+    before = snapshot(real_tree)
+    with pytest.raises(ApplyError) as e:
+        apply_series(load_manifest(work / "patches.yaml"), "0.29.0", real_tree)
+    assert "offload-mtp-eagle-serve failed" in str(e.value)
+    assert "recipes/offload-mtp-eagle-serve/vllm-0.29.patch:" in str(e.value)
+    assert snapshot(real_tree) == before
