@@ -99,3 +99,21 @@ def wheel(project: str, version: str, platform: str = "manylinux_2_28_x86_64") -
                 t.platform == platform or t.platform == "any" for t in tags):
             return f
     raise SourceError(f"{project} {version} has no wheel for {platform} on the index")
+
+
+def remembered(cache, kind: str, project: str, version: str, find) -> IndexFile:
+    """The index's answer for a release's file, remembered in the cache.
+
+    A release's files never change on an index (they can only be yanked), so
+    once the digest is known a warm cache needs no index round trip at all.
+    """
+    key = f"{canonicalize_name(project)}-{version}-{kind}.json"
+    path = cache.path("index", key)
+    try:
+        data = json.loads(path.read_text())
+        return IndexFile(data["filename"], data["url"], data["sha256"], data.get("size"))
+    except (OSError, ValueError, KeyError):
+        pass
+    found = find(project, version)
+    cache.put_bytes(json.dumps(found.__dict__).encode(), "index", key)
+    return found

@@ -18,7 +18,7 @@ from patchset.sources.local import DirSource
 
 class SdistSource(DirSource):
     def __init__(self, project: str, version: str, cache: Cache, *, progress=None) -> None:
-        found = index.sdist(project, version)
+        found = index.remembered(cache, "sdist", project, version, index.sdist)
         blob = cache.blob(found.sha256, found.url, progress=progress)
         root = cache.tree(f"sdist-{found.sha256}", lambda tmp: _unpack(blob, tmp, found.filename))
         super().__init__(root)

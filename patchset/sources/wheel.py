@@ -21,7 +21,7 @@ BLOCK = 256 * 1024
 
 class WheelSource:
     def __init__(self, project: str, version: str, cache: Cache) -> None:
-        self.file = index.wheel(project, version)
+        self.file = index.remembered(cache, "wheel", project, version, index.wheel)
         self.cache = cache
         self.identity = f"wheel:{self.file.filename}@sha256:{self.file.sha256[:12]}"
         self._zip: zipfile.ZipFile | None = None
