@@ -203,6 +203,7 @@ def test_a_failed_build_leaves_nothing_behind_and_a_finished_one_is_reused(tmp_p
     finished.calls = 0
     monkeypatch.setattr(VenvBuilder, "_build", finished)
     env = builder.venv_for("vllm", "9.9.9")
+    assert not list(venvs.glob(".*.part-*"))  # a dead builder's leftovers go once the lock is held
     again = builder.venv_for("vllm", "9.9.9")
     assert finished.calls == 1 and env == again
     assert env.site_packages.name == "lib" and "ab" * 8 in str(env.python)

@@ -20,6 +20,9 @@ def _rows(report: ProofReport):
 def _suite_rows(report: ProofReport):
     for s in report.suites:
         detail = ", ".join(s.run.failing[:10]) or "; ".join(f"{n}: {w}" for n, w in s.run.needs_gpu[:5])
+        skips = sorted({r.message for r in s.run.results if r.outcome == "skipped"})
+        if skips and not s.run.failing:
+            detail = "; ".join(filter(None, [detail, "skipped: " + "; ".join(skips[:5])]))
         yield [s.path, "pass" if s.ok else "FAIL", s.run.summary(), detail]
 
 

@@ -126,8 +126,13 @@ class VenvBuilder:
         key = f"{canonicalize_name(project)}-{version}-{pytag}-{wheel.sha256[:16]}-f{VENV_FORMAT}"
         final = self.cache.path("venvs", key)
         if not self._complete(final):
+            self.progress(f"venv: none cached for {project} {version}; taking the build lock "
+                          "(waits if another job is building it)")
             with self.cache.lock("venvs", key):
                 if not self._complete(final):
+                    # Holding the lock, any partial build of this key is a dead builder's leftovers.
+                    for part in final.parent.glob(f".{final.name}.part-*"):
+                        shutil.rmtree(part, ignore_errors=True)
                     self._build(final, project, version, wheel)
         else:
             self.progress(f"venv: reusing {final}")

@@ -374,6 +374,9 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
                 verdicts[p.id] = PatchVerdict(p.id, UNPROVEN, without_fix, p.tests, with_fix, None)
             else:
                 verdicts[p.id] = decide(p.id, p.tests, with_fix, without_fix)
+            why_no_gpu = getattr(runner, "needs_accelerator_reason", None)
+            if verdicts[p.id].verdict == NEEDS_GPU and why_no_gpu:
+                verdicts[p.id].reason += f" ({why_no_gpu})"
             progress(f"{p.id}: {verdicts[p.id].verdict} ({verdicts[p.id].reason})")
 
     out: list[PatchVerdict] = []
