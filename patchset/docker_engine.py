@@ -221,6 +221,20 @@ def _name(image: Image) -> str:
 # --- writing into images -------------------------------------------------------------------------
 
 
+def commit(container, image: Image, tag: str, changes: list[str] = ()) -> Image:
+    """Commit ``container`` (made from ``image``) as ``tag``, keeping ``image``'s entrypoint and command.
+
+    A container created to receive files has its own entrypoint; committing it as is would make
+    that the new image's. ``changes`` (Dockerfile instructions) apply after the restored ones.
+    """
+    config = image.attrs.get("Config") or {}
+    restore = [f"ENTRYPOINT {json.dumps(config.get('Entrypoint') or [])}",
+               f"CMD {json.dumps(config.get('Cmd') or [])}"]
+    repository, version_tag = split_reference(tag)
+    return container.commit(repository=repository, tag=version_tag, changes=[*restore, *changes])
+
+
+
 def tar_stream(members: Iterable[tuple[str, Path | bytes]], *, chunk: int = 1 << 20) -> Iterator[bytes]:
     """A tar archive of ``(arcname, file-or-bytes)`` pairs, produced lazily.
 

@@ -40,11 +40,13 @@ sys.path.insert(0, str(HERE.parent))
 import docker  # noqa: E402
 import docker.errors  # noqa: E402
 
-from patchset.docker_engine import connect, tar_stream, tree_members  # noqa: E402
+from patchset.docker_engine import commit, connect, tar_stream, tree_members  # noqa: E402
 
 REPOSITORY = "patchset-standin/vllm-openai"
 DEBIAN = "patchset-standin/debian:bookworm"
 INPUT_LABEL = "io.patchset.standin.inputs"
+#: Bump when how the images are made changes: images made the old way are then rebuilt.
+LAYOUT = "2"
 SUITE = "bookworm"
 #: bookworm's python3 reads /usr/local/lib/python3.11/dist-packages, as pip-installed images do.
 SITE = "/usr/local/lib/python3.11/dist-packages"
@@ -189,7 +191,7 @@ def vllm_image(client: docker.DockerClient, version: str) -> str:
     tag = f"{REPOSITORY}:v{version}"
     base = debian_image(client)
     target = vllm_target(version)
-    inputs = _digest([client.images.get(base).id, (target / ".complete").read_text(), ENTRYPOINT])
+    inputs = _digest([LAYOUT, client.images.get(base).id, (target / ".complete").read_text(), ENTRYPOINT])
     if _current(client, tag, inputs):
         return tag
     members = tree_members(target, SITE.lstrip("/"), skip={"bin", ".complete"})
@@ -205,7 +207,7 @@ def cpu_image(client: docker.DockerClient, version: str, site: Path) -> str:
     tag = f"{REPOSITORY}:v{version}-cpu"
     base = vllm_image(client, version)
     names = sorted(n for n in os.listdir(site) if not _VENV_SKIP.match(n))
-    inputs = _digest([client.images.get(base).id, str(site.resolve()), *names,
+    inputs = _digest([LAYOUT, client.images.get(base).id, str(site.resolve()), *names,
                       *(str(int((site / n).stat().st_mtime)) for n in names)])
     if _current(client, tag, inputs):
         return tag
@@ -233,9 +235,7 @@ def _commit_layer(client, base: str, tag: str, members, inputs: str, changes: li
     try:
         if not container.put_archive("/", tar_stream(members)):
             raise RuntimeError(f"put_archive into {base} failed")
-        repository, version_tag = tag.rsplit(":", 1)
-        container.commit(repository=repository, tag=version_tag,
-                         changes=[f"LABEL {INPUT_LABEL}={inputs}", *changes])
+        commit(container, client.images.get(base), tag, [f"LABEL {INPUT_LABEL}={inputs}", *changes])
     finally:
         container.remove(force=True)
 

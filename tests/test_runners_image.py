@@ -1,0 +1,182 @@
+"""The image runner: pytest inside containers, the same verdicts as the venv runner."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from helpers import udiff, write_patch
+
+from patchset.core.manifest import load_manifest
+from patchset.errors import PatchsetError
+from patchset.runners import RunConfig
+from patchset.runners.image import ImageRunner, device_requests
+from patchset.sources.local import DirSource
+from patchset.verbs import test as vt
+
+pytest_plugins = ["conftest_docker"]
+
+VERSION = "0.29.0"
+SITE = "/usr/local/lib/python3.11/dist-packages"
+
+# --- without an engine ------------------------------------------------------------------------------
+
+
+def test_gpus_values_map_to_device_requests():
+    assert device_requests(None) == []
+    (every,) = device_requests("all")
+    assert every["Count"] == -1 and every["Capabilities"] == [["gpu"]]
+    (two,) = device_requests("2")
+    assert two["Count"] == 2
+    (some,) = device_requests("device=0,3")
+    assert some["DeviceIDs"] == ["0", "3"] and some["Capabilities"] == [["gpu"]]
+    with pytest.raises(PatchsetError, match="--gpus"):
+        device_requests("lots")
+
+
+def test_the_runner_only_claims_an_accelerator_when_given_one():
+    assert ImageRunner("x", gpus="all").needs_accelerator_reason is None
+    assert "no GPU" in ImageRunner("x").needs_accelerator_reason
+
+
+# --- with an engine ---------------------------------------------------------------------------------
+
+
+def _config(tmp_path: Path, **kw) -> RunConfig:
+    tree = tmp_path / "tree"
+    (tree / "tests").mkdir(parents=True, exist_ok=True)
+    defaults = dict(label="series", package="vllm", files={}, tree=tree, selectors=("tests",),
+                    workdir=tmp_path / "work")
+    return RunConfig(**{**defaults, **kw})
+
+
+@pytest.mark.docker
+def test_gpus_all_puts_a_device_request_into_the_host_config(docker_client, standin, tmp_path):
+    runner = ImageRunner(standin, gpus="all", client=docker_client)
+    assert "GPUs: all" in runner.prepare("vllm", VERSION)
+    container = runner.create(_config(tmp_path))
+    try:
+        container.reload()
+        host = container.attrs["HostConfig"]
+        (request,) = host["DeviceRequests"]
+        assert request["Count"] == -1 and request["Capabilities"] == [["gpu"]] and not request["DeviceIDs"]
+        assert container.attrs["Config"]["NetworkDisabled"] is True
+        mounts = {m["Destination"]: m for m in container.attrs["Mounts"]}
+        assert mounts["/patchset/tree"]["RW"] is False and mounts["/patchset/boot"]["RW"] is False
+        assert mounts["/patchset/out"]["RW"] is True
+        assert "VLLM_TARGET_DEVICE=cpu" not in container.attrs["Config"]["Env"]
+    finally:
+        container.remove(force=True)
+    if "nvidia" not in (docker_client.info().get("Runtimes") or {}):
+        # No GPU here: starting must fail loudly, never run the tests without the GPU asked for.
+        with pytest.raises(PatchsetError, match="cannot start a container"):
+            runner.run(_config(tmp_path / "again"))
+
+
+@pytest.mark.docker
+def test_without_gpus_there_is_no_device_request(docker_client, standin, tmp_path):
+    runner = ImageRunner(standin, client=docker_client)
+    runner.prepare("vllm", VERSION)
+    container = runner.create(_config(tmp_path))
+    try:
+        assert not container.attrs["HostConfig"].get("DeviceRequests")
+        assert "VLLM_TARGET_DEVICE=cpu" in container.attrs["Config"]["Env"]
+    finally:
+        container.remove(force=True)
+
+
+@pytest.mark.docker
+def test_an_image_of_another_release_is_refused(docker_client, standin):
+    with pytest.raises(PatchsetError, match="holds vLLM 0.29.0, not 0.28.0"):
+        ImageRunner(standin, client=docker_client).prepare("vllm", "0.28.0")
+
+
+# --- pytest in containers: a toy package (seconds), then the real offload tests (minutes) -------------
+
+INIT = '"""A toy package."""\n'
+WATERMARK = 'def watermark(num_tokens, num_prompt_tokens):\n    return num_tokens\n'
+FIXED = WATERMARK.replace("return num_tokens", "return max(num_prompt_tokens, num_tokens - 1)")
+TEST = textwrap.dedent('''\
+    import pytest
+
+    from toypkg.watermark import watermark
+
+
+    @pytest.mark.parametrize("prompt", [4, 9])
+    def test_final_token_is_not_offloaded(prompt):
+        assert watermark(10, prompt) == 9
+    ''')
+
+
+@pytest.fixture(scope="session")
+def cpu_standin(docker_client, standin, series_manifest):
+    """The stand-in plus what the upstream tests need on a CPU (the venv runner's packages)."""
+    import standin as builder
+
+    from patchset.runners.venv import VenvBuilder
+
+    env = VenvBuilder().venv_for(series_manifest.pypi, VERSION)
+    return builder.cpu_image(docker_client, VERSION, env.site_packages)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_toy_fix_is_proven_inside_a_container(docker_client, cpu_standin, session_repo, derive_image, tmp_path):
+    src = tmp_path / "src"
+    (src / "toypkg").mkdir(parents=True)
+    (src / "toypkg" / "__init__.py").write_text(INIT)
+    (src / "toypkg" / "watermark.py").write_text(WATERMARK)
+    (src / "tests").mkdir()
+    (src / "tests" / "test_util.py").write_text("def test_nothing():\n    pass\n")
+    image = derive_image(cpu_standin, f"{session_repo}:toy",
+                         write={f"{SITE}/toypkg/__init__.py": INIT.encode(),
+                                f"{SITE}/toypkg/watermark.py": WATERMARK.encode()})
+    useless = "def test_always():\n    assert True\n"
+    write_patch(tmp_path, "recipes/fix.patch", udiff("toypkg/watermark.py", WATERMARK, FIXED)
+                + udiff("tests/test_watermark.py", "", TEST).replace("--- a/tests/test_watermark.py", "--- /dev/null"))
+    write_patch(tmp_path, "recipes/useless.patch", udiff("toypkg/__init__.py", INIT, INIT + "# nothing\n")
+                + udiff("tests/test_useless.py", "", useless).replace("--- a/tests/test_useless.py", "--- /dev/null"))
+    (tmp_path / "patches.yaml").write_text(textwrap.dedent("""\
+        schema: 1
+        upstream: {pypi: toypkg}
+        targets: {"1.0": {}}
+        patches:
+          - {id: fix, title: t, origin: local, releases: ">=1", patch: recipes/fix.patch,
+             tests: ["tests/test_watermark.py::test_final_token_is_not_offloaded"]}
+          - {id: useless, title: t, origin: local, releases: ">=1", patch: recipes/useless.patch,
+             tests: ["tests/test_useless.py"]}
+        """))
+    manifest = load_manifest(tmp_path / "patches.yaml")
+    runner = ImageRunner(image, client=docker_client)
+    work = tmp_path / "work"
+    report = vt.prove(manifest, "1.0", runner, DirSource(src), workdir=work, timeout=300)
+    assert {p.id: p.verdict for p in report.patches} == {"fix": "proven", "useless": "not-discriminating"}
+    fix = report.patches[0]
+    assert fix.without_fix.count("failed") == 2 and fix.with_fix.count("passed") == 2
+    # Results came back through the writable mount; nothing was written into the image.
+    assert (work / "runs" / "series" / "out" / "junit.xml").is_file()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.network
+def test_the_offload_tests_give_the_same_verdicts_in_the_image_as_in_the_venv(
+        docker_client, cpu_standin, series_manifest, session_repo, tmp_path):
+    """Must show: `patchset test --image` on the CPU, with the venv runner's verdicts."""
+    from patchset.runners.venv import VenvRunner
+    from patchset.sources import open_source
+    from patchset.verbs.build import build_image
+
+    built = build_image(series_manifest, VERSION, base=cpu_standin, tag=f"{session_repo}:cpu-patched",
+                        client=docker_client)
+    source = open_source("pypi", VERSION, project=series_manifest.pypi, tag=series_manifest.tag)
+    lines: list[str] = []
+    in_image = vt.prove(series_manifest, VERSION, ImageRunner(built.tag, client=docker_client), source,
+                        workdir=tmp_path / "image", timeout=1200, progress=lines.append)
+    in_venv = vt.prove(series_manifest, VERSION, VenvRunner(), source, workdir=tmp_path / "venv", timeout=1200)
+    image_verdicts = {p.id: p.verdict for p in in_image.patches}
+    assert image_verdicts == {p.id: p.verdict for p in in_venv.patches}, "\n".join(lines[-20:])
+    assert set(image_verdicts.values()) == {"proven"}, in_image.to_json()
+    assert [s.ok for s in in_image.suites] == [s.ok for s in in_venv.suites]
+    assert in_image.ok, in_image.to_json()
