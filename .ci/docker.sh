@@ -32,8 +32,12 @@ fi
 start() {
     # No iptables and no bridge: CI machines are often containers without the privileges those
     # need, and no test gives a container network.
-    nohup dockerd --iptables=false --bridge=none --data-root="$data" --storage-driver="$1" \
-        >>"$log" 2>&1 &
+    # setsid: its own session, so a Ctrl-C or the end of the calling job's process group
+    # does not take the engine down with it.
+    detach=""
+    command -v setsid >/dev/null 2>&1 && detach=setsid
+    $detach nohup dockerd --iptables=false --bridge=none --data-root="$data" --storage-driver="$1" \
+        >>"$log" 2>&1 </dev/null &
     pid=$!
     i=0
     while [ $i -lt 60 ]; do

@@ -47,6 +47,7 @@ STALE = "stale"
 TAMPERED = "tampered"
 UNKNOWN = "unknown"
 FAILING = (MISSING, STALE, TAMPERED)
+LABEL_PREFIX = "io.patchset.patch."  # written by `patchset build`
 STATUSES = (CARRIED, UPSTREAM, MISSING, STALE, TAMPERED, UNKNOWN)
 
 
@@ -156,7 +157,18 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
                                f"the image holds {install.version}")
     judge = _Judge(manifest, version, expected, image_files, record)
     result.fixes = [judge.verdict(p) for p in manifest.patches]
+    result.warnings += _labels_disagree(image.labels or {}, result.fixes)
     return result
+
+
+def _labels_disagree(labels: dict[str, str], fixes: list[FixVerdict]) -> list[str]:
+    """Labels are claims; say where the files contradict them (the verdicts never use labels)."""
+    out = []
+    for f in fixes:
+        claimed = labels.get(f"{LABEL_PREFIX}{f.id}")
+        if claimed and f.status != CARRIED:
+            out.append(f"the image's label {LABEL_PREFIX}{f.id} claims the fix is carried; its files say {f.status}")
+    return out
 
 
 def _read_record(files: docker_engine.ImageFiles, install: docker_engine.VllmInstall,
@@ -209,7 +221,10 @@ class _Judge:
 
         tampered = self._tampered(entry.get("files") or []) if carried_per_record else []
         if tampered:
-            return TAMPERED, "; ".join(tampered)
+            current = self._load(patch)
+            still = current is not None and _vllm_files(current) and self._hunks_present(current)
+            return TAMPERED, "; ".join(tampered) + ("; the patch's own hunks are still there" if still
+                                                    else "; the patch's own hunks are no longer all there")
         if r.status == UPSTREAM:
             return UPSTREAM, r.evidence
 
