@@ -175,9 +175,11 @@ def test_the_overlay_hides_stale_bytecode_and_leaves_the_installed_package_alone
 def test_dependants_are_left_out_with_the_patch_they_need(project):
     root, src, site = project
     extended = WATERMARK_FIXED + "\n\ndef finished_watermark(req):\n    return watermark(*req)\n"
+    # imported at module level: without the fix the file fails to import, which must count as failing
     dep_test = textwrap.dedent('''\
+        from toypkg.watermark import finished_watermark
+
         def test_finished_watermark():
-            from toypkg.watermark import finished_watermark
             assert finished_watermark((10, 4)) == 9
         ''')
     manifest = manifest_with(root, {
@@ -197,6 +199,8 @@ def test_dependants_are_left_out_with_the_patch_they_need(project):
     assert verdicts(report) == {"watermark": "proven", "follow-up": "proven"}
     assert report.patches[0].without_fix.excluded == ("watermark", "follow-up")
     assert report.patches[1].without_fix.excluded == ("follow-up",)
+    (err,) = report.patches[1].without_fix.results
+    assert (err.nodeid, err.outcome) == ("tests/test_follow_up.py", ERROR) and "finished_watermark" in err.detail
     assert report.ok
 
 

@@ -8,13 +8,16 @@ from patchset.verbs.test import ConfigRun, PatchVerdict, ProofReport, SuiteResul
 MARK = {"proven": "✔", "upstream": "·", "not-targeted": "·"}
 
 
-def _run_cell(run: ConfigRun | None) -> str:
-    return run.summary() if run else "-"
+def _run_cell(run: ConfigRun | None, patch_id: str = "") -> str:
+    if run is None:
+        return "-"
+    also = [x for x in run.excluded if x != patch_id]
+    return run.summary() + (f" (also left out: {', '.join(also)})" if also else "")
 
 
 def _rows(report: ProofReport):
     for p in report.patches:
-        yield [p.id, p.verdict, _run_cell(p.without_fix), _run_cell(p.with_fix), p.reason]
+        yield [p.id, p.verdict, _run_cell(p.without_fix, p.id), _run_cell(p.with_fix), p.reason]
 
 
 def _suite_rows(report: ProofReport):

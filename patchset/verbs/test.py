@@ -115,7 +115,10 @@ class ConfigRun:
         return [n for n, _ in self.needs_gpu if self.outcome_of(n) in (FAILED, ERROR)]
 
     def outcome_of(self, nodeid: str) -> str | None:
-        return next((r.outcome for r in self.results if r.nodeid == nodeid), None)
+        exact = next((r.outcome for r in self.results if r.nodeid == nodeid), None)
+        if exact is None and any(r.outcome == ERROR and covers(r.nodeid, nodeid) for r in self.results):
+            return ERROR  # its file failed to import: the test could not even be collected
+        return exact
 
     def summary(self) -> str:
         parts = [f"{self.count(o)} {o}" for o in (PASSED, FAILED, ERROR, SKIPPED) if self.count(o)]
