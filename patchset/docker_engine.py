@@ -42,7 +42,8 @@ site = os.path.dirname(pkg)
 infos = sorted(n for n in os.listdir(site)
                if n.lower().startswith("vllm-") and n.endswith((".dist-info", ".egg-info")))
 print(json.dumps({"package": pkg, "site": site, "dist_infos": infos,
-                  "python": "%d.%d" % sys.version_info[:2]}))
+                  "python": "%d.%d" % sys.version_info[:2],
+                  "pytest": importlib.util.find_spec("pytest") is not None}))
 """
 
 
@@ -172,6 +173,7 @@ class VllmInstall:
     metadata_path: str
     python: str  # the image Python's major.minor, for bytecode paths
     python_executable: str = "python3"  # what answered on the image's PATH
+    has_pytest: bool = False
 
     def path_of(self, repo_path: str) -> str:
         """Absolute in-image path of a repository-layout path (``vllm/...``)."""
@@ -189,7 +191,8 @@ def locate_vllm(client: docker.DockerClient, image: Image, files: ImageFiles) ->
             continue
         headers = HeaderParser().parsestr(raw.decode("utf-8", "replace"), headersonly=True)
         if (headers.get("Name") or "").lower() == "vllm" and headers.get("Version"):
-            return VllmInstall(found["site"], headers["Version"], metadata_path, found["python"], found["executable"])
+            return VllmInstall(found["site"], headers["Version"], metadata_path, found["python"], found["executable"],
+                               bool(found.get("pytest")))
     raise VllmNotFound(f"{_name(image)}: vllm package at {found['package']} has no readable dist-info METADATA")
 
 

@@ -122,14 +122,15 @@ def cpu_standin(docker_client, standin, series_manifest):
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_a_toy_fix_is_proven_inside_a_container(docker_client, cpu_standin, session_repo, derive_image, tmp_path):
+def test_a_toy_fix_is_proven_inside_a_container(docker_client, standin, session_repo, derive_image, tmp_path):
+    """On the bare stand-in, which has no pytest: the runner mounts pytest & co for the image's Python."""
     src = tmp_path / "src"
     (src / "toypkg").mkdir(parents=True)
     (src / "toypkg" / "__init__.py").write_text(INIT)
     (src / "toypkg" / "watermark.py").write_text(WATERMARK)
     (src / "tests").mkdir()
     (src / "tests" / "test_util.py").write_text("def test_nothing():\n    pass\n")
-    image = derive_image(cpu_standin, f"{session_repo}:toy",
+    image = derive_image(standin, f"{session_repo}:toy",
                          write={f"{SITE}/toypkg/__init__.py": INIT.encode(),
                                 f"{SITE}/toypkg/watermark.py": WATERMARK.encode()})
     useless = "def test_always():\n    assert True\n"
@@ -149,6 +150,7 @@ def test_a_toy_fix_is_proven_inside_a_container(docker_client, cpu_standin, sess
         """))
     manifest = load_manifest(tmp_path / "patches.yaml")
     runner = ImageRunner(image, client=docker_client)
+    assert "pytest pytest-asyncio tblib mounted from" in runner.prepare("toypkg", "1.0")
     work = tmp_path / "work"
     report = vt.prove(manifest, "1.0", runner, DirSource(src), workdir=work, timeout=300)
     assert {p.id: p.verdict for p in report.patches} == {"fix": "proven", "useless": "not-discriminating"}

@@ -10,6 +10,9 @@ container of the image runs with:
   configuration's files into it (dropping their bytecode), and ``exec``\\ s pytest with that farm
   first on ``PYTHONPATH``: the image itself is never changed, whatever user it runs as;
 * ``/patchset/out`` writable, where pytest writes its JUnit XML, read back on the host;
+* pytest, pytest-asyncio and tblib mounted read-only when the image has no pytest (serving images
+  don't): resolved by pip on the host for the image's Python version, cached, and put on
+  ``sys.path`` after site-packages so the image's own packages always win;
 * no network; GPUs only when asked (``--gpus all`` → a ``DeviceRequest`` for every GPU, the SDK's
   spelling of ``docker run --gpus all``).
 
@@ -25,6 +28,9 @@ import contextlib
 import json
 import os
 import re
+import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -40,8 +46,11 @@ from patchset.runners.junit import parse_junit
 from patchset.runners.offline import cpu_env, write_hf_home
 
 OUTPUT_TAIL = 12000
-TREE, BOOT, OUT, PLUGIN, OVERLAY, HF = (
-    "/patchset/tree", "/patchset/boot", "/patchset/out", "/patchset/plugin", "/patchset/overlay", "/patchset/hf")
+TREE, BOOT, OUT, PLUGIN, OVERLAY, HF, TOOLS = (
+    "/patchset/tree", "/patchset/boot", "/patchset/out", "/patchset/plugin", "/patchset/overlay", "/patchset/hf",
+    "/patchset/pytest")
+#: What the tests need that a serving image usually lacks (the venv runner installs the same).
+TEST_TOOLS = ("pytest", "pytest-asyncio", "tblib")
 LABEL = "io.patchset.test"
 
 #: Runs first in the container with the image's Python; standalone (the image has no patchset).
@@ -77,6 +86,13 @@ for rel in spec["write"]:
     shutil.copyfile(os.path.join(boot, "files", rel), target)
 print("patchset: %s from %s, %d files replaced, %d removed" % (
     package, installed, len(spec["write"]), len(spec["delete"])), flush=True)
+tools = os.environ.get("PATCHSET_TEST_TOOLS")
+if tools:
+    # pytest & co from the host go *after* site-packages: the image's own packages always win.
+    sys.path[0] = os.getcwd()  # what `python -m pytest` puts first
+    sys.path.append(tools)
+    import pytest
+    sys.exit(pytest.main(sys.argv[3:]))
 os.execv(sys.executable, [sys.executable, "-m", "pytest"] + sys.argv[3:])
 '''
 
@@ -109,6 +125,7 @@ class ImageRunner:
         self.python = python
         self.image = None
         self.install: docker_engine.VllmInstall | None = None
+        self.tools: Path | None = None  # host folder of pytest & co, when the image has no pytest
 
     @property
     def needs_accelerator_reason(self) -> str | None:
@@ -136,10 +153,13 @@ class ImageRunner:
             raise PatchsetError(f"{self.image_ref} holds vLLM {self.install.version}, not {version}",
                                 hint="test an image of the release asked for")
         self.python = self.python or self.install.python_executable
+        if not self.install.has_pytest:
+            self.tools = pytest_for(self.install.python, progress)
         digest = docker_engine.image_digest(self.image)
         gpus = f", GPUs: {self.gpus}" if self.gpus else ", no GPU"
+        tools = f", {' '.join(TEST_TOOLS)} mounted from {self.tools}" if self.tools else ""
         return (f"image {self.image_ref} ({digest[:19]}), vLLM {self.install.version} in {self.install.site}, "
-                f"Python {self.install.python}{gpus}")
+                f"Python {self.install.python}{gpus}{tools}")
 
     # --- one configuration ------------------------------------------------------------------------
 
@@ -170,6 +190,8 @@ class ImageRunner:
             os.chmod(hf, 0o777)
             env = cpu_env(Path(HF))
         env.update({"PYTHONPATH": f"{OVERLAY}:{PLUGIN}", "PYTHONDONTWRITEBYTECODE": "1"})
+        if self.tools:
+            env["PATCHSET_TEST_TOOLS"] = TOOLS
         args = pytest_args(config.selectors, junit=f"{OUT}/junit.xml", rootdir=TREE)
         mounts = {
             str(config.tree.resolve()): {"bind": TREE, "mode": "ro"},
@@ -178,6 +200,8 @@ class ImageRunner:
             str(out.resolve()): {"bind": OUT, "mode": "rw"},
             str(hf.resolve()): {"bind": HF, "mode": "rw"},
         }
+        if self.tools:
+            mounts[str(self.tools.resolve())] = {"bind": TOOLS, "mode": "ro"}
         return self.client.containers.create(
             self.image.id,
             entrypoint=[self.python or "python3", f"{BOOT}/bootstrap.py", BOOT, OVERLAY],
@@ -250,6 +274,41 @@ class ImageRunner:
 
 
 _PERCENT = re.compile(r"\[\s*(\d+)%\]\s*$")
+
+
+def pytest_for(python: str, progress: Progress = no_progress) -> Path:
+    """pytest & co for the image's Python ``X.Y``, installed on the host once and cached.
+
+    Serving images (``vllm/vllm-openai``) carry vLLM and its requirements but no test tools.
+    Pure-Python wheels resolved for the image's Python version are mounted read-only instead of
+    changing the image; containers have no network, so pip runs here, with pip's own index.
+    """
+    from patchset.cache import Cache
+
+    cache = Cache()
+    folder = cache.path("image-test-tools", f"py{python}")
+    done = folder / ".complete"
+    if done.is_file():
+        return folder
+    with cache.lock("image-test-tools", f"py{python}"):
+        if done.is_file():
+            return folder
+        progress(f"image: the image has no pytest; installing {' '.join(TEST_TOOLS)} for Python {python} (cached)")
+        partial = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input",
+               "--target", str(partial), "--python-version", python, "--only-binary", ":all:", "--no-compile",
+               *TEST_TOOLS]
+        proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+            raise PatchsetError(f"cannot install {' '.join(TEST_TOOLS)} for the image's Python {python}:\n{tail}",
+                                hint="or test an image that has pytest installed")
+        shutil.rmtree(partial / "bin", ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(partial, folder)
+        done.write_text(" ".join(TEST_TOOLS) + "\n")
+    return folder
 
 
 def _kill(container, killed: threading.Event) -> None:
