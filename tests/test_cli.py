@@ -55,10 +55,12 @@ def test_check_fails_with_exit_1_and_names_the_hunk(project, capsys, monkeypatch
     (project / "trees/0.29.0" / MOD).write_text(PRISTINE.replace("line11 = 11", "line11 = 12"))
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     assert main(["check", *SRC, "--vllm", "0.29.0"]) == 1
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "failed" in out and "recipes/fix/fix.patch:6: hunk 1" in out
     assert "-line11 = 11" in out and "+line11 = 12" in out
-    assert "::error file=recipes/fix/fix.patch,line=6::vLLM 0.29.0: fix failed" in out
+    assert "::error file=recipes/fix/fix.patch,line=6::vLLM 0.29.0: fix failed" in captured.err
+    assert "::error" not in out
 
 
 def test_check_junit_and_markdown(project, capsys):

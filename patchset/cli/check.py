@@ -29,6 +29,8 @@ def run(args: argparse.Namespace) -> int:
 
     report = check(manifest, args.vllm, args.source, on_release=progress)
     sys.stdout.write(render.RENDERERS[args.format](report))
+    # Annotations go to stderr whatever the format: the runner reads both streams, and stdout
+    # must stay one clean document (JSON, JUnit XML or Markdown for the step summary).
     for line in render.annotations(report):
-        print(line, file=sys.stderr if args.format == "json" else sys.stdout)
+        print(line, file=sys.stderr)
     return 0 if report.ok else 1
