@@ -166,3 +166,35 @@ def _upstream_evidence(p: Patch, source: Source, pristine: dict) -> str:
     if contains and p.upstream_commit and contains(p.upstream_commit):
         return f"ancestry: upstream commit {p.upstream_commit} is an ancestor of {getattr(source, 'tag', '')}"
     return ""
+
+
+def failure_summary(result: ReleaseResult, where: str = "") -> str:
+    """One line naming each failed patch, its patch file and line, hunk and file."""
+    parts = []
+    for p in result.patches:
+        if p.status in (FAILED, BLOCKED):
+            bad = [h for h in p.hunks if not h.applied and h.status != engine.ALREADY]
+            at = ""
+            if bad:
+                h = bad[0]
+                at = f" ({p.patch_file}:{h.patch_line}, hunk {h.number}, {h.file}: {h.status}"
+                at += f", {h.message})" if h.message else ")"
+            parts.append(f"patch {p.id} {p.status}{at}: {p.message}")
+    return f"the series does not apply to vLLM {result.vllm}{where}: " + "; ".join(parts)
+
+
+def syntax_error(result: ReleaseResult) -> tuple[str, str | None] | None:
+    """The first patched Python file that no longer compiles, and the patches that wrote it.
+
+    A patch that applies is not a patch that still means what it did; one that
+    breaks the syntax of a module must never reach a tree or an image.
+    """
+    for path, content in result.changed.items():
+        if content is None or not path.endswith(".py"):
+            continue
+        try:
+            compile(content, path, "exec", dont_inherit=True)
+        except SyntaxError as e:
+            culprits = [p.id for p in result.patches if path in p.files]
+            return f"{path}:{e.lineno}: the patched file does not compile: {e.msg}", ", ".join(culprits) or None
+    return None

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -44,8 +43,8 @@ from patchset.errors import PatchsetError
 from patchset.runners import PLUGIN_DIR, Progress, RunConfig, RunOutcome, junit_env, no_progress, pytest_args
 from patchset.runners.junit import parse_junit
 from patchset.runners.offline import cpu_env, write_hf_home
+from patchset.runners.output import RunOutput
 
-OUTPUT_TAIL = 12000
 TREE, BOOT, OUT, PLUGIN, OVERLAY, HF, TOOLS = (
     "/patchset/tree", "/patchset/boot", "/patchset/out", "/patchset/plugin", "/patchset/overlay", "/patchset/hf",
     "/patchset/pytest")
@@ -247,33 +246,17 @@ class ImageRunner:
 
     @staticmethod
     def _follow(container, config: RunConfig, log: Path) -> str:
-        tail: list[str] = []
-        size = 0
-        last_pct = -1
         pending = b""
         with log.open("w") as sink:
+            out = RunOutput(sink, config.progress, config.label)
             for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
                 pending += chunk
                 *lines, pending = pending.split(b"\n")
                 for raw in lines:
-                    line = raw.decode("utf-8", "replace") + "\n"
-                    sink.write(line)
-                    tail.append(line)
-                    size += len(line)
-                    while size > OUTPUT_TAIL and len(tail) > 1:
-                        size -= len(tail.pop(0))
-                    m = _PERCENT.search(line)
-                    if m and int(m.group(1)) >= last_pct + 25:
-                        last_pct = int(m.group(1))
-                        config.progress(f"{config.label}: {last_pct}%")
+                    out.line(raw.decode("utf-8", "replace") + "\n")
             if pending:
-                line = pending.decode("utf-8", "replace")
-                sink.write(line)
-                tail.append(line)
-        return "".join(tail)
-
-
-_PERCENT = re.compile(r"\[\s*(\d+)%\]\s*$")
+                out.line(pending.decode("utf-8", "replace"))
+        return out.tail
 
 
 def pytest_for(python: str, progress: Progress = no_progress) -> Path:

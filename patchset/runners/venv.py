@@ -46,6 +46,7 @@ from patchset.runners import (
 )
 from patchset.runners.junit import parse_junit
 from patchset.runners.offline import cpu_env, write_hf_home
+from patchset.runners.output import RunOutput
 from patchset.runners.overlay import make_overlay
 
 #: Bump when what goes into a venv changes, so cached venvs built the old way are not reused.
@@ -60,7 +61,6 @@ CUDA_ONLY_PREFIXES = (
 )
 TEST_REQUIREMENTS = ("pytest", "pytest-asyncio", "tblib")
 CUDA_DISTRIBUTIONS = re.compile(r"^(nvidia-|cuda-)")
-OUTPUT_TAIL = 12000
 
 
 class VenvError(PatchsetError):
@@ -281,9 +281,6 @@ class VenvRunner:
         return RunOutcome(parse_junit(junit), code, duration, cmd, output, junit)
 
 
-_PERCENT = re.compile(r"\[\s*(\d+)%\]\s*$")
-
-
 def run_streaming(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float | None, log: Path,
                   progress: Progress, label: str) -> tuple[int, str, float]:
     """Run a command, keeping its output in ``log`` and passing pytest's percentages to ``progress``.
@@ -292,10 +289,8 @@ def run_streaming(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: fl
     whole process group is killed: pytest may have spawned workers).
     """
     t0 = time.monotonic()
-    tail: list[str] = []
-    size = 0
-    last_pct = -1
-    with log.open("w") as out:
+    with log.open("w") as sink:
+        out = RunOutput(sink, progress, label)
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
         deadline = t0 + timeout if timeout else None
@@ -309,15 +304,7 @@ def run_streaming(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: fl
         try:
             assert proc.stdout is not None
             for line in proc.stdout:
-                out.write(line)
-                tail.append(line)
-                size += len(line)
-                while size > OUTPUT_TAIL and len(tail) > 1:
-                    size -= len(tail.pop(0))
-                m = _PERCENT.search(line)
-                if m and int(m.group(1)) >= last_pct + 25:
-                    last_pct = int(m.group(1))
-                    progress(f"{label}: {last_pct}%")
+                out.line(line)
             code = proc.wait()
         except BaseException:
             _kill_group(proc)
@@ -327,9 +314,9 @@ def run_streaming(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: fl
                 timer.cancel()
     duration = time.monotonic() - t0
     if deadline and time.monotonic() >= deadline and code < 0:
-        tail.append(f"\n[patchset: killed after {timeout:.0f} s]\n")
+        out.note(f"\n[patchset: killed after {timeout:.0f} s]\n")
         code = -1
-    return code, "".join(tail), duration
+    return code, out.tail, duration
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

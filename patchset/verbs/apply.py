@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from patchset.core import provenance
 from patchset.core.manifest import Manifest
-from patchset.core.series import ReleaseResult, evaluate_release
+from patchset.core.series import ReleaseResult, evaluate_release, failure_summary, syntax_error
 from patchset.errors import PatchsetError
 from patchset.sources.tree import TargetTree
 
@@ -59,10 +59,12 @@ def apply_series(manifest: Manifest, version: str, directory: str | Path, *, com
 
     result = evaluate_release(manifest, version, tree)
     if not result.ok:
-        raise ApplyError(_failure_summary(result), file=str(tree.root),
+        raise ApplyError(failure_summary(result), file=str(tree.root),
                          hint="nothing was written; `patchset check` shows every hunk")
+    broken = syntax_error(result)
+    if broken:
+        raise ApplyError(broken[0], patch=broken[1], hint="nothing was written")
     changed = result.changed
-    _compile_in_memory(changed, result)
     record = provenance.make_record(manifest, result, layout=tree.layout)
     report = ApplyReport(version, str(tree.root), result, record=str(record_path))
     report.skipped = sorted({f for p in result.patches for f in p.skipped})
@@ -104,33 +106,6 @@ def _already(manifest: Manifest, version: str, tree: TargetTree, record_path: Pa
                              file=str(record_path), hint="the tree was changed after patchset applied the series")
     return ApplyReport(version, str(tree.root), None, record=str(record_path), already=True,
                        message="the series is already applied (provenance record matches); nothing changed")
-
-
-def _failure_summary(result: ReleaseResult) -> str:
-    parts = []
-    for p in result.patches:
-        if p.status in ("failed", "blocked"):
-            bad = [h for h in p.hunks if not h.applied and h.status != "already-applied"]
-            where = ""
-            if bad:
-                h = bad[0]
-                where = f" ({p.patch_file}:{h.patch_line}, hunk {h.number}, {h.file}: {h.status}"
-                where += f", {h.message})" if h.message else ")"
-            parts.append(f"patch {p.id} {p.status}{where}: {p.message}")
-    return f"the series does not apply to vLLM {result.vllm}: " + "; ".join(parts)
-
-
-def _compile_in_memory(changed: dict[str, bytes | None], result: ReleaseResult) -> None:
-    """A patched module that no longer parses must never reach the tree."""
-    for path, content in changed.items():
-        if content is None or not path.endswith(".py"):
-            continue
-        try:
-            compile(content, path, "exec", dont_inherit=True)
-        except SyntaxError as e:
-            culprits = [p.id for p in result.patches if path in p.files]
-            raise ApplyError(f"{path}:{e.lineno}: the patched file does not compile: {e.msg}",
-                             patch=", ".join(culprits) or None, hint="nothing was written") from e
 
 
 def _write_all(tree: TargetTree, changed: dict[str, bytes | None], before: dict[str, bytes | None],

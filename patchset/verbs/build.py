@@ -27,7 +27,7 @@ from packaging.version import InvalidVersion, Version
 from patchset import docker_engine
 from patchset.core import provenance
 from patchset.core.manifest import Manifest
-from patchset.core.series import APPLIES, ReleaseResult, evaluate_release
+from patchset.core.series import APPLIES, ReleaseResult, evaluate_release, failure_summary, syntax_error
 from patchset.errors import PatchsetError
 
 DOCKERFILE = Path("images") / "vllm-patched" / "Dockerfile"
@@ -139,11 +139,13 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
         tree = ImageTree(files, install, base)
         result = evaluate_release(manifest, version, tree)
         if not result.ok:
-            raise BuildError(_failure_summary(result, base),
+            raise BuildError(failure_summary(result, f" in {base}"),
                              hint="nothing was built; `patchset check` shows every hunk")
         changed = {path: content for path, content in result.changed.items() if tree.covers(path)}
         modes = {path: files.mode(install.path_of(path)) for path in changed}
-    _compile_in_memory(changed, result)
+    broken = syntax_error(result)
+    if broken:
+        raise BuildError(broken[0], patch=broken[1], hint="nothing was built")
 
     record = provenance.make_record(manifest, result, layout="repo")
     record["image"] = {"base": base, "base_digest": base_digest, "site": install.site}
@@ -282,26 +284,3 @@ def _same_release(found: str, wanted: str) -> bool:
         return Version(found).public == Version(wanted).public
     except InvalidVersion:
         return found == wanted
-
-
-def _failure_summary(result: ReleaseResult, base: str) -> str:
-    parts = []
-    for p in result.patches:
-        if p.status in ("failed", "blocked"):
-            bad = [h for h in p.hunks if not h.applied and h.status != "already-applied"]
-            where = f" (hunk {bad[0].number}, {bad[0].file}: {bad[0].status})" if bad else ""
-            parts.append(f"patch {p.id} {p.status}{where}: {p.message}")
-    return f"the series does not apply to vLLM {result.vllm} in {base}: " + "; ".join(parts)
-
-
-def _compile_in_memory(changed: dict[str, bytes | None], result: ReleaseResult) -> None:
-    """A patched module that no longer parses must never reach an image."""
-    for path, content in changed.items():
-        if content is None or not path.endswith(".py"):
-            continue
-        try:
-            compile(content, path, "exec", dont_inherit=True)
-        except SyntaxError as e:
-            culprits = [p.id for p in result.patches if path in p.files]
-            raise BuildError(f"{path}:{e.lineno}: the patched file does not compile: {e.msg}",
-                             patch=", ".join(culprits) or None, hint="nothing was built") from e
