@@ -18,7 +18,7 @@ MOD = "vllm/core/sched.py"
 TEST = "tests/test_sched.py"
 PRISTINE = "".join(f"x{i} = {i}\n" for i in range(1, 41))
 PATCHED = PRISTINE.replace("x10 = 10\n", "x10 = 10 - 1\n")
-TEST_BEFORE = "def test_x():\n    assert True is not False\n"
+TEST_BEFORE = "def test_x():\n    assert 1 + 1 == 2\n"
 TEST_AFTER = TEST_BEFORE + "\n\ndef test_y():\n    pass\n"
 
 
