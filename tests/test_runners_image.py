@@ -133,7 +133,7 @@ def test_a_toy_fix_is_proven_inside_a_container(docker_client, standin, session_
     image = derive_image(standin, f"{session_repo}:toy",
                          write={f"{SITE}/toypkg/__init__.py": INIT.encode(),
                                 f"{SITE}/toypkg/watermark.py": WATERMARK.encode()})
-    useless = "def test_always():\n    assert True\n"
+    useless = "def test_always():\n    assert 2 > 1  # planted: passes with or without the fix\n"
     write_patch(tmp_path, "recipes/fix.patch", udiff("toypkg/watermark.py", WATERMARK, FIXED)
                 + udiff("tests/test_watermark.py", "", TEST).replace("--- a/tests/test_watermark.py", "--- /dev/null"))
     write_patch(tmp_path, "recipes/useless.patch", udiff("toypkg/__init__.py", INIT, INIT + "# nothing\n")
