@@ -161,7 +161,8 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
         "PYTHON": install.python_executable,
         "SITE": install.site,
         "TOUCHED": " ".join(p for p in sorted(changed) if p.endswith(".py")),
-        "DELETED": " ".join(deleted),
+        # In-image paths: the deleted modules and every bytecode file they may have left.
+        "DELETED": " ".join(_deleted_paths(install, deleted)),
         "BASE_USER": (image.attrs.get("Config") or {}).get("User") or "root",
     }
     image_id = _run_build(client, context, tag, buildargs, labels, say)
@@ -169,6 +170,17 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     report = BuildReport(version, base, base_digest, tag, built.id, install.site, result, written, deleted,
                          labels, _added_layers(image, built), len(context))
     return report
+
+
+def _deleted_paths(install: docker_engine.VllmInstall, deleted: list[str]) -> list[str]:
+    out = []
+    for path in deleted:
+        full = install.path_of(path)
+        out.append(full)
+        if full.endswith(".py"):
+            folder, name = full.rsplit("/", 1)
+            out.append(f"{folder}/__pycache__/{name[:-3]}.*.pyc")
+    return out
 
 
 def image_labels(manifest: Manifest, version: str, base: str, base_digest: str,
