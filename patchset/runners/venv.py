@@ -120,8 +120,7 @@ class VenvBuilder:
     def venv_for(self, project: str, version: str) -> PythonEnv:
         from patchset.sources import index
 
-        self.progress(f"venv: looking up {project} {version} on the package index")
-        wheel = index.wheel(project, version)
+        wheel = index.remembered(self.cache, "wheel", project, version, index.wheel)
         pytag = self._python_tag()
         key = f"{canonicalize_name(project)}-{version}-{pytag}-{wheel.sha256[:16]}-f{VENV_FORMAT}"
         final = self.cache.path("venvs", key)
