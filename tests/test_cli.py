@@ -105,3 +105,9 @@ def test_targets_matrix_for_ci(project, capsys):
     assert main(["targets", "--format", "matrix", "--carrying"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out == {"include": [{"vllm": "0.28.0", "image": None}, {"vllm": "0.29.0", "image": None}]}
+
+
+def test_check_table_groups_hunks_by_placement(project, capsys):
+    assert main(["check", *SRC, "--vllm", "0.28.0", "--vllm", "0.29.0"]) == 0
+    out = capsys.readouterr().out
+    assert "1 hunk: 1 offset +4" in out and "1 hunk: 1 exact" in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import git
@@ -129,3 +130,13 @@ def test_probe_that_cannot_see_the_fix_is_warned_about(tmp_path):
     r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))
     assert r.ok
     assert any("probe does not hold after applying" in w for w in r.warnings)
+
+
+def test_a_malformed_patch_file_fails_that_patch_naming_file_and_line(tmp_path):
+    m = load_manifest(project(tmp_path))
+    broken = tmp_path / "recipes/first/fix.patch"
+    broken.write_text(broken.read_text() + "+one line too many\n")
+    r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))
+    assert statuses(r) == {"first": "failed", "second": "blocked"}
+    assert re.search(r"recipes/first/fix\.patch:\d+: ", r.patch("first").message)
+    assert "more lines than its header" in r.patch("first").message

@@ -90,3 +90,56 @@ def test_real_wheel_members_by_range_requests(tmp_path):
     assert src.read("tests/conftest.py") is None and not src.covers("tests/conftest.py")
     cached = list((tmp_path / "wheel-members").rglob("scheduler.py"))
     assert len(cached) == 1
+
+
+def _serve(folder: Path):
+    """A plain HTTP server on 127.0.0.1 that, like some mirrors, ignores Range headers."""
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_wheel_server_without_ranges_gets_the_whole_wheel_verified(tmp_path):
+    import zipfile
+
+    from patchset.sources.index import IndexFile
+    from patchset.sources.wheel import WheelSource
+
+    wheel = tmp_path / "srv" / "vllm-0.29.0-py3-none-any.whl"
+    wheel.parent.mkdir()
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr(SCHED, b"num_tokens_after_batch = req.num_tokens\n")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    server = _serve(wheel.parent)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{wheel.name}"
+        src = WheelSource(IndexFile(wheel.name, url, digest, wheel.stat().st_size), Cache(tmp_path / "cache"))
+        assert src.read(SCHED) == b"num_tokens_after_batch = req.num_tokens\n"
+        assert src.read("vllm/absent.py") is None
+    finally:
+        server.shutdown()
+    # The whole wheel was downloaded (no ranges), verified and kept by its digest.
+    assert (tmp_path / "cache" / "blobs" / digest[:2] / digest).is_file()
+    # Members are cached: a new source reads them with the server gone.
+    again = WheelSource(IndexFile(wheel.name, url, digest, wheel.stat().st_size), Cache(tmp_path / "cache"))
+    assert again.read(SCHED) is not None
+
+
+@pytest.mark.network
+def test_a_warm_cache_needs_no_index(tmp_path, monkeypatch):
+    cache = Cache(tmp_path)
+    first = open_source("pypi", "0.29.0", cache=cache)
+    # The index is now unreachable; the release's sdist is known by digest and unpacked already.
+    monkeypatch.setenv("PATCHSET_INDEX_URL", "http://127.0.0.1:9/simple/")
+    from patchset.sources import index
+
+    index.project_files.cache_clear()
+    second = open_source("pypi", "0.29.0", cache=cache)
+    assert second.identity == first.identity
+    assert second.read(SCHED) == first.read(SCHED)

@@ -25,7 +25,8 @@ def hunk_summary(hunks: tuple[HunkResult, ...]) -> str:
         else:
             key = f"{h.status} (#{h.number})"
         kinds[key] = kinds.get(key, 0) + 1
-    return f"{len(hunks)} hunks: " + ", ".join(f"{n} {k}" for k, n in kinds.items())
+    noun = "hunk" if len(hunks) == 1 else "hunks"
+    return f"{len(hunks)} {noun}: " + ", ".join(f"{n} {k}" for k, n in kinds.items())
 
 
 def detail(p: PatchResult) -> str:

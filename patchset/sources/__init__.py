@@ -36,7 +36,7 @@ def open_source(spec: str, version: str, *, project: str = "vllm", tag: str = "v
     if kind == "wheel" and not arg:
         from patchset.sources.wheel import WheelSource
 
-        return WheelSource(project, version, cache)
+        return WheelSource.of(project, version, cache)
     if kind == "git" and arg:
         from patchset.sources.git import GitSource
 

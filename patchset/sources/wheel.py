@@ -20,11 +20,16 @@ BLOCK = 256 * 1024
 
 
 class WheelSource:
-    def __init__(self, project: str, version: str, cache: Cache) -> None:
-        self.file = index.remembered(cache, "wheel", project, version, index.wheel)
+    def __init__(self, file: index.IndexFile, cache: Cache) -> None:
+        self.file = file
         self.cache = cache
         self.identity = f"wheel:{self.file.filename}@sha256:{self.file.sha256[:12]}"
         self._zip: zipfile.ZipFile | None = None
+
+    @classmethod
+    def of(cls, project: str, version: str, cache: Cache) -> WheelSource:
+        """The release's wheel as the package index lists it."""
+        return cls(index.remembered(cache, "wheel", project, version, index.wheel), cache)
 
     def covers(self, path: str) -> bool:
         return path.startswith("vllm/")
@@ -79,7 +84,7 @@ class _RangeFile(io.RawIOBase):
     def _get(self, start: int, end: int) -> tuple[bytes, int]:
         req = urllib.request.Request(self.url, headers={"Range": f"bytes={start}-{end}"})
         with urllib.request.urlopen(req, timeout=120) as resp:
-            if resp.status != 206:
+            if getattr(resp, "status", None) != 206:
                 raise _NoRanges()
             total = int(resp.headers["Content-Range"].rsplit("/", 1)[1])
             return resp.read(), total
