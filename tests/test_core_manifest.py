@@ -122,3 +122,12 @@ def test_dependants_are_transitive(tmp_path):
     m = load_manifest(make(tmp_path, ONE + two + three))
     assert m.dependants("one") == {"two", "three"}
     assert m.dependants("three") == set()
+
+
+def test_an_installed_version_with_a_local_label_is_the_same_release():
+    from patchset.core.manifest import same_release
+
+    assert same_release("0.29.0+cpu", "0.29.0")
+    assert same_release("0.29.0", "0.29")
+    assert not same_release("0.29.1", "0.29.0")
+    assert not same_release("0.29.0.post1", "0.29.0")

@@ -375,6 +375,14 @@ class _Loader:
         return ()
 
 
+def same_release(found: str, wanted: str) -> bool:
+    """Does an installed version string name this release? ``0.29.0+cpu`` is 0.29.0 with a local label."""
+    try:
+        return Version(found).public == Version(wanted).public
+    except InvalidVersion:
+        return found == wanted
+
+
 def _find_cycle(graph: dict[str, tuple[str, ...]]) -> list[str]:
     state: dict[str, int] = {}
     stack: list[str] = []

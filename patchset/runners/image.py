@@ -39,6 +39,7 @@ import docker.errors
 from docker.types import DeviceRequest
 
 from patchset import docker_engine
+from patchset.core.manifest import same_release
 from patchset.errors import PatchsetError
 from patchset.runners import PLUGIN_DIR, Progress, RunConfig, RunOutcome, junit_env, no_progress, pytest_args
 from patchset.runners.junit import parse_junit
@@ -148,7 +149,7 @@ class ImageRunner:
                 self.install = files.locate_vllm()
             except docker_engine.VllmNotFound as e:
                 raise PatchsetError(str(e)) from e
-        if project.lower() == "vllm" and not _same_release(self.install.version, version):
+        if project.lower() == "vllm" and not same_release(self.install.version, version):
             raise PatchsetError(f"{self.image_ref} holds vLLM {self.install.version}, not {version}",
                                 hint="test an image of the release asked for")
         self.python = self.python or self.install.python_executable
@@ -305,12 +306,3 @@ def _safe(rel: str) -> str:
     if not parts or Path(rel).is_absolute() or ".." in parts:
         raise PatchsetError(f"refusing to write {rel!r} outside the package")
     return rel
-
-
-def _same_release(found: str, wanted: str) -> bool:
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(found).public == Version(wanted).public
-    except InvalidVersion:
-        return found == wanted

@@ -17,10 +17,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from patchset.core import provenance
-from patchset.core.manifest import Manifest
+from patchset.core.manifest import Manifest, same_release
 from patchset.core.series import ReleaseResult, evaluate_release, failure_summary, syntax_error
 from patchset.errors import PatchsetError
 from patchset.sources.tree import TargetTree
@@ -81,11 +79,7 @@ def _check_version(tree: TargetTree, version: str, allow: bool) -> None:
     found = tree.version()
     if found is None or allow:
         return
-    try:
-        same = Version(found).public == Version(version).public
-    except InvalidVersion:
-        same = found == version
-    if not same:
+    if not same_release(found, version):
         raise ApplyError(f"the tree holds vLLM {found}, not {version}", file=str(tree.root),
                          hint="pass the release the tree really holds")
 

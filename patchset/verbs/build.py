@@ -22,11 +22,10 @@ from pathlib import Path
 
 import docker
 import docker.errors
-from packaging.version import InvalidVersion, Version
 
 from patchset import docker_engine
 from patchset.core import provenance
-from patchset.core.manifest import Manifest
+from patchset.core.manifest import Manifest, same_release
 from patchset.core.series import APPLIES, ReleaseResult, evaluate_release, failure_summary, syntax_error
 from patchset.errors import PatchsetError
 
@@ -129,7 +128,7 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
             install = files.locate_vllm()
         except docker_engine.VllmNotFound as e:
             raise BuildError(str(e)) from e
-        if not _same_release(install.version, version):
+        if not same_release(install.version, version):
             raise BuildError(f"{base} holds vLLM {install.version} ({install.metadata_path}), not {version}",
                              hint="pass the base image of that release with --base")
         if files.read(install.path_of(provenance.PROVENANCE_PATH)) is not None:
@@ -289,10 +288,3 @@ def _added_layers(base, built) -> list[Layer]:
     base_depth = len(base.history())
     new = built.history()[: max(0, len(built.history()) - base_depth)]
     return [Layer(h.get("CreatedBy", ""), int(h.get("Size", 0))) for h in reversed(new) if h.get("Size", 0)]
-
-
-def _same_release(found: str, wanted: str) -> bool:
-    try:
-        return Version(found).public == Version(wanted).public
-    except InvalidVersion:
-        return found == wanted
