@@ -378,7 +378,7 @@ class _Loader:
 def same_release(found: str, wanted: str) -> bool:
     """Does an installed version string name this release? ``0.29.0+cpu`` is 0.29.0 with a local label."""
     try:
-        return Version(found).public == Version(wanted).public
+        return Version(Version(found).public) == Version(Version(wanted).public)  # 0.29 == 0.29.0
     except InvalidVersion:
         return found == wanted
 
