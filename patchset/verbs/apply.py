@@ -117,7 +117,7 @@ def _write_all(tree: TargetTree, changed: dict[str, bytes | None], before: dict[
             done.append(path)
         _atomic_write(record_path, record)
     except BaseException:
-        for path in done:  # put back what was replaced, newest first
+        for path in reversed(done):  # put back what was replaced, newest first
             target = tree.local(path)
             old = before.get(path)
             if target is None:
