@@ -3,12 +3,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from patchset.cli.options import add_manifest, manifest_from
+from patchset.cli.options import add_manifest, image_reference, manifest_from
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("audit", help="which fixes each image carries, verified against the image's files")
-    p.add_argument("images", nargs="+", metavar="IMAGE", help="local image or registry reference")
+    p.add_argument("images", nargs="+", metavar="IMAGE", type=image_reference, help="local image or registry reference")
     add_manifest(p)
     p.add_argument("--format", choices=("table", "json", "markdown"), default="table",
                    help="output format (default: table)")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from patchset.cli.options import add_manifest, add_vllm, manifest_from
+from patchset.cli.options import add_manifest, add_vllm, image_reference, image_tag, manifest_from
 from patchset.report.common import dump_json
 
 
@@ -11,9 +11,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("build", help="build an image: the base image plus the series for one release")
     add_vllm(p, required=True)
     add_manifest(p)
-    p.add_argument("--base", metavar="IMAGE",
+    p.add_argument("--base", metavar="IMAGE", type=image_reference,
                    help="the image to build on (default: the target's image in the manifest)")
-    p.add_argument("--tag", metavar="TAG", help="the tag of the built image (default: BASE's tag + '-patched')")
+    p.add_argument("--tag", metavar="TAG", type=image_tag,
+                   help="the tag of the built image (default: BASE's tag + '-patched')")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="json: one object on stdout describing the image; build output goes to stderr")
     return p

@@ -42,7 +42,7 @@ from patchset import docker_engine
 from patchset.core.manifest import same_release
 from patchset.errors import PatchsetError
 from patchset.runners import PLUGIN_DIR, Progress, RunConfig, RunOutcome, junit_env, no_progress, pytest_args
-from patchset.runners.junit import parse_junit
+from patchset.runners.junit import read_junit
 from patchset.runners.offline import cpu_env, write_hf_home
 from patchset.runners.output import RunOutput
 
@@ -243,7 +243,8 @@ class ImageRunner:
         if killed.is_set():
             tail += f"\n[patchset: killed after {config.timeout:.0f} s]\n"
             code = -1
-        return RunOutcome(parse_junit(junit), code, time.monotonic() - t0, cmd, tail, junit)
+        results, problem = read_junit(junit)
+        return RunOutcome(results, code, time.monotonic() - t0, cmd, tail, junit, problem)
 
     @staticmethod
     def _follow(container, config: RunConfig, log: Path) -> str:

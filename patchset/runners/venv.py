@@ -44,7 +44,7 @@ from patchset.runners import (
     no_progress,
     pytest_args,
 )
-from patchset.runners.junit import parse_junit
+from patchset.runners.junit import read_junit
 from patchset.runners.offline import cpu_env, write_hf_home
 from patchset.runners.output import RunOutput
 from patchset.runners.overlay import make_overlay
@@ -277,7 +277,8 @@ class VenvRunner:
         code, output, duration = run_streaming(cmd, cwd=config.tree, env=env, timeout=config.timeout,
                                                log=work / "pytest.log", progress=config.progress,
                                                label=config.label)
-        return RunOutcome(parse_junit(junit), code, duration, cmd, output, junit)
+        results, problem = read_junit(junit)
+        return RunOutcome(results, code, duration, cmd, output, junit, problem)
 
 
 def run_streaming(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float | None, log: Path,

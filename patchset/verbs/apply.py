@@ -20,12 +20,16 @@ from pathlib import Path
 from patchset.core import provenance
 from patchset.core.manifest import Manifest, same_release
 from patchset.core.series import ReleaseResult, evaluate_release, failure_summary, syntax_error
-from patchset.errors import PatchsetError
+from patchset.errors import Finding, PatchsetError
 from patchset.sources.tree import TargetTree
 
 
 class ApplyError(PatchsetError):
     """The series cannot be applied; the tree was left as it was."""
+
+
+class SeriesFails(ApplyError, Finding):
+    """A hunk fails (or the result does not compile) on this tree: a finding, exit 1; nothing was written."""
 
 
 @dataclass
@@ -57,11 +61,11 @@ def apply_series(manifest: Manifest, version: str, directory: str | Path, *, com
 
     result = evaluate_release(manifest, version, tree)
     if not result.ok:
-        raise ApplyError(failure_summary(result), file=str(tree.root),
+        raise SeriesFails(failure_summary(result), file=str(tree.root),
                          hint="nothing was written; `patchset check` shows every hunk")
     broken = syntax_error(result)
     if broken:
-        raise ApplyError(broken[0], patch=broken[1], hint="nothing was written")
+        raise SeriesFails(broken[0], patch=broken[1], hint="nothing was written")
     changed = result.changed
     record = provenance.make_record(manifest, result, layout=tree.layout)
     report = ApplyReport(version, str(tree.root), result, record=str(record_path))
