@@ -381,8 +381,9 @@ def test_a_series_that_does_not_apply_is_refused(project):
           patch: recipes/stale.patch
           tests: ["tests/test_util.py"]
         """)
-    with pytest.raises(PatchsetError, match="does not apply"):
+    with pytest.raises(PatchsetError, match="does not apply") as e:
         run_prove(root, src, site, manifest)
+    assert e.value.exit_code == 1  # a finding, like `check` failing, not bad input
 
 
 def test_reports_have_the_documented_shapes(project):
