@@ -193,3 +193,32 @@ def test_an_interrupt_is_130_and_still_one_json_document(project, capsys, monkey
     monkeypatch.setattr(cli_check, "check", interrupted)
     assert main(["check", *SRC, "--format", "json"]) == 130
     assert json.loads(capsys.readouterr().out)["error"]["message"] == "interrupted"
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("source", ["pypi", "wheel"])
+def test_eight_processes_checking_at_once_on_one_empty_cache_agree(tmp_path, source):
+    """The real series on the real 0.29.0 sdist / wheel, eight CI jobs sharing one cold cache."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PATCHSET_CACHE": str(tmp_path / "cache")}
+    env.pop("GITHUB_ACTIONS", None)
+    cmd = [sys.executable, "-m", "patchset", "check", "--vllm", "0.29.0", "--source", source, "--format", "json"]
+    procs = [subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(8)]
+    results = [(*p.communicate(), p.returncode) for p in procs]  # communicate first: never block on a full pipe
+    for _, err, code in results:
+        assert code == 0, err
+    outputs = {out for out, _, _ in results}
+    assert len(outputs) == 1
+    doc = json.loads(outputs.pop())
+    assert doc["ok"] is True and doc["targets"][0]["vllm"] == "0.29.0"
+    assert [p["status"] for p in doc["targets"][0]["patches"]] == ["applies"] * len(doc["targets"][0]["patches"])
+    # and a ninth, on the cache the eight filled, says the same
+    warm = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    assert warm.returncode == 0 and json.loads(warm.stdout) == doc
