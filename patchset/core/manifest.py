@@ -27,6 +27,7 @@ PATCH_SUFFIXES = (".patch", ".diff")
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 MAX_ERRORS = 50  # enough to fix a manifest in one pass; a broken file must not print thousands
 _T = TypeVar("_T")
+_U = TypeVar("_U")
 
 TOP_KEYS = {"schema", "upstream", "layout", "targets", "suites", "patches", "recipes"}
 UPSTREAM_KEYS = {"pypi", "git", "tag"}
@@ -229,7 +230,7 @@ class _Loader:
         self.note(message, line, patch, hint)
         raise _Abandon
 
-    def attempt(self, read: Callable[..., _T], *args: Any, default: _T) -> _T:
+    def attempt(self, read: Callable[..., _T], *args: Any, default: _U) -> _T | _U:
         try:
             return read(*args)
         except _Abandon:
@@ -283,7 +284,7 @@ class _Loader:
         self.keys(layout, LAYOUT_KEYS, "layout")
         return self.int_field(layout, "strip", 1, None), self.string(layout, "root", "", None)
 
-    def keys(self, m: yamlnodes.Mapping, allowed: set[str], what: str, patch: str | None = None) -> None:
+    def keys(self, m: dict, allowed: set[str], what: str, patch: str | None = None) -> None:
         for k in m:
             if k not in allowed:
                 self.note(f"unknown key {k!r} in {what}", yamlnodes.line_of(m, k), patch,
