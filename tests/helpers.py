@@ -30,7 +30,28 @@ def lines(n: int, prefix: str = "line") -> str:
 def write_manifest(root: Path, body: str) -> Path:
     path = root / "patches.yaml"
     path.write_text(textwrap.dedent(body).lstrip())
+    schema_agrees(path)
     return path
+
+
+def schema_agrees(path: Path) -> None:
+    """Every fixture manifest the loader accepts, the shipped JSON Schema accepts too.
+
+    Checked where fixtures are written, so no test manifest escapes it. Manifests the loader
+    refuses (bad-input tests, patch files not written yet) are not the schema's business.
+    """
+    import jsonschema
+    import yaml
+
+    from patchset.core.manifest import load_manifest
+    from patchset.core.schema import manifest_schema
+    from patchset.errors import PatchsetError
+
+    try:
+        load_manifest(path)
+    except PatchsetError:
+        return
+    jsonschema.validate(yaml.safe_load(path.read_text()), manifest_schema())
 
 
 def write_patch(root: Path, rel: str, text: str, header: str = "Description: test patch\n---\n") -> Path:

@@ -25,7 +25,7 @@ from patchset import __version__
 from patchset.errors import EXIT_INTERNAL, PatchsetError, UsageError
 
 # Each module has add_parser(subparsers) and run(args) -> exit code.
-VERBS = ("validate", "check", "apply", "test", "build", "audit", "targets")
+VERBS = ("validate", "check", "apply", "test", "build", "audit", "targets", "schema", "sbom")
 
 
 class _Parser(argparse.ArgumentParser):
