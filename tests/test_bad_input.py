@@ -105,6 +105,9 @@ MANIFEST_CASES = {
     "probe-unknown-key": edit("    tests:", "    present: {file: vllm/sched.py, has: x}\n    tests:"),
     "fuzz-negative": edit("    tests:", "    fuzz: -1\n    tests:"),
     "strip-a-word": edit("    tests:", "    strip: one\n    tests:"),
+    "target-an-unquoted-float": edit('"0.29.0": {}', "0.30: {}"),
+    "releases-an-unquoted-float": edit('releases: ">=0.28.0"', "releases: 0.29"),
+    "duplicate-key": edit('    releases: ">=0.28.0"\n', '    releases: ">=0.28.0"\n    releases: ">=0.29.0"\n'),
 }
 
 #: Each malformed in its own way; checked by `validate` (the verb that refuses bad patch files).
@@ -188,9 +191,14 @@ def refused(project: Path, capsys, argv: list[str], where: str) -> dict | None:
     out, err = capsys.readouterr()
     assert code == 2, (argv, out, err)
     lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("patchset") and ": error: " in lines[0], err
     assert "Traceback" not in err
+    if argv[:1] == ["validate"]:
+        # validate lists every problem, one a line, FILE first, then how many there were (an orphaned
+        # recipes/ file is one more when the case broke the entry that named it)
+        assert len(lines) >= 2 and re.fullmatch(r"patchset validate: error: patches\.yaml: \d+ problems?", lines[-1])
+        assert all(re.match(r"(patches\.yaml|recipes/fix/fix\.patch):", line) for line in lines[:-1]), err
+    else:
+        assert len(lines) == 1 and lines[0].startswith("patchset") and ": error: " in lines[0], err
     assert re.search(where, lines[0]), (where, lines[0])
     assert snapshot(project) == before, "bad input must write nothing"
     if "json" not in argv:
@@ -204,7 +212,7 @@ def refused(project: Path, capsys, argv: list[str], where: str) -> dict | None:
 @pytest.mark.parametrize("name", sorted(MANIFEST_CASES))
 def test_malformed_manifests_are_refused_with_file_and_line(project, capsys, name):
     (project / "project" / "patches.yaml").write_text(MANIFEST_CASES[name])
-    refused(project, capsys, ["validate"], AT_MANIFEST)
+    refused(project, capsys, ["validate"], "^" + AT_MANIFEST)
     error = refused(project, capsys, ["check", *SRC, "--format", "json"], AT_MANIFEST)
     assert error is not None and error["file"].endswith("patches.yaml") and error["line"] >= 1
 
@@ -213,7 +221,7 @@ def test_malformed_manifests_are_refused_with_file_and_line(project, capsys, nam
 def test_malformed_patch_files_are_refused_with_file_and_line(project, capsys, name):
     (project / "project" / "recipes" / "fix" / "fix.patch").write_text(PATCH_CASES[name])
     # a file with no diff at all is wrong as a whole: it is named without a line
-    refused(project, capsys, ["validate"], r"recipes/fix/fix\.patch: " if name == "no-diff" else AT_PATCH)
+    refused(project, capsys, ["validate"], r"^recipes/fix/fix\.patch: " if name == "no-diff" else "^" + AT_PATCH)
 
 
 @pytest.mark.parametrize("name", sorted(ARG_CASES))
