@@ -111,7 +111,7 @@ def _guess_nodeid(case: ET.Element) -> str:
         return name.replace(".", "/") + ".py"
     parts = classname.split(".")
     # classname is dotted module path, optionally followed by a class name (capitalised by convention)
-    cls = []
+    cls: list[str] = []
     while parts and parts[-1][:1].isupper():
         cls.insert(0, parts.pop())
     return "::".join(["/".join(parts) + ".py", *cls, name])

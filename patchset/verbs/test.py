@@ -81,7 +81,7 @@ _GPU_ERROR = re.compile(
     r"requires? (an? )?(gpu|cuda|accelerator)|no accelerator|torch\.accelerator\.\w+\(\) .*not available)",
     re.I)
 
-Evaluate = Callable[..., object]  # patchset.core.series.evaluate_release
+Evaluate = Callable[..., Any]  # patchset.core.series.evaluate_release
 
 
 def gpu_reason(r: NodeResult, accelerator: bool = False) -> str | None:
@@ -390,7 +390,9 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
           progress: Progress = no_progress, evaluate: Evaluate | None = None) -> ProofReport:
     """Run each selected patch's tests with and without it, and the suites, on ``version``."""
     if evaluate is None:
-        from patchset.core.series import evaluate_release as evaluate
+        from patchset.core.series import evaluate_release
+
+        evaluate = evaluate_release
     version = manifest.target(version).version
     for pid in patch_ids:
         manifest.patch(pid)  # unknown ids are an error, not silently nothing
