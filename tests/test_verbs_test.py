@@ -536,3 +536,13 @@ def test_selectors_overlapping_a_suite_run_once():
         "tests/a", "tests/b.py::t")
     assert vt.covers("tests/a.py::test_y", "tests/a.py::test_y[1-2]")
     assert not vt.covers("tests/a.py::test_y", "tests/a.py::test_yz")
+
+
+def test_a_crashed_suite_run_is_not_ok_and_says_why():
+    run = vt.ConfigRun("series", (), ("tests",), [NodeResult("tests/test_a.py::t", PASSED)], -1,
+                       crash="pytest timed out after 60 s and was killed (exit -1): ...")
+    suite = vt.SuiteResult("tests", run)
+    assert not suite.ok  # what passed before the kill is no reason to call the suite green
+    report = vt.ProofReport("1.0", "venv", "here", [], [suite])
+    assert not report.ok and "pytest timed out after 60 s" in testreport.render_table(report)
+    assert json.loads(testreport.render_json(report))["suites"][0]["crash"].startswith("pytest timed out")

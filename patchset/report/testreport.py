@@ -26,6 +26,8 @@ def _suite_rows(report: ProofReport):
         skips = sorted({r.message for r in s.run.results if r.outcome == "skipped"})
         if skips and not s.run.failing:
             detail = "; ".join(filter(None, [detail, "skipped: " + "; ".join(skips[:5])]))
+        if s.run.crash:
+            detail = s.run.crash
         yield [s.path, "pass" if s.ok else "FAIL", s.run.summary(), detail]
 
 
