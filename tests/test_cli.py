@@ -222,3 +222,12 @@ def test_eight_processes_checking_at_once_on_one_empty_cache_agree(tmp_path, sou
     # and a ninth, on the cache the eight filled, says the same
     warm = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
     assert warm.returncode == 0 and json.loads(warm.stdout) == doc
+
+
+def test_check_junit_parses_when_the_tree_holds_control_characters(project, capsys):
+    # a form feed (common in old sources) and an escape on the line a hunk fails on reach the report
+    (project / "trees/0.29.0" / MOD).write_text(PRISTINE.replace("line11 = 11", "line11 = 11\x0c\x1b[0m"))
+    assert main(["check", *SRC, "--vllm", "0.29.0", "--format", "junit"]) == 1
+    root = ET.fromstring(capsys.readouterr().out)
+    failure = root.find(".//failure")
+    assert failure is not None and "line11 = 11#x0C" in failure.text and "#x1B[0m" in failure.text
