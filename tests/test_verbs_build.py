@@ -110,8 +110,9 @@ def test_build_refuses_when_the_series_does_not_apply(tmp_path, docker_client, s
           - {id: bad, title: does not apply, origin: local, releases: ">=0.29", patch: recipes/bad.patch}
     """))
     tag = f"{session_repo}:refused"
-    with pytest.raises(BuildError, match="does not apply"):
+    with pytest.raises(BuildError, match="does not apply") as e:
         build_image(manifest, VERSION, base=standin, tag=tag, client=docker_client)
+    assert e.value.exit_code == 1  # a finding, as for check and apply; not bad input
     assert not docker_client.images.list(name=tag)
 
 

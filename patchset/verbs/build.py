@@ -27,7 +27,7 @@ from patchset import docker_engine
 from patchset.core import provenance
 from patchset.core.manifest import Manifest, same_release
 from patchset.core.series import APPLIES, ReleaseResult, evaluate_release, failure_summary, syntax_error
-from patchset.errors import PatchsetError
+from patchset.errors import Finding, PatchsetError
 
 DOCKERFILE = Path("images") / "vllm-patched" / "Dockerfile"
 LABEL_NS = "io.patchset"
@@ -36,6 +36,10 @@ OCI = "org.opencontainers.image"
 
 class BuildError(PatchsetError):
     """The image was not built."""
+
+
+class SeriesFails(BuildError, Finding):
+    """The series does not apply to the base image's files: a finding (exit 1), nothing was built."""
 
 
 @dataclass
@@ -140,13 +144,13 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
         for warning in manifest.warnings:  # e.g. a .patch no patch names: validate refuses it
             say(f"warning: {warning}\n")
         if not result.ok:
-            raise BuildError(failure_summary(result, f" in {base}"),
+            raise SeriesFails(failure_summary(result, f" in {base}"),
                              hint="nothing was built; `patchset check` shows every hunk")
         changed = {path: content for path, content in result.changed.items() if tree.covers(path)}
         modes = {path: files.mode(install.path_of(path)) for path in changed}
     broken = syntax_error(result)
     if broken:
-        raise BuildError(broken[0], patch=broken[1], hint="nothing was built")
+        raise SeriesFails(broken[0], patch=broken[1], hint="nothing was built")
 
     record = provenance.make_record(manifest, result, layout="repo")
     record["image"] = {"base": base, "base_digest": base_digest, "site": install.site}
