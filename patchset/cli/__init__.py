@@ -15,6 +15,7 @@ import contextlib
 import importlib
 import io
 import json
+import os
 import sys
 import tempfile
 import traceback
@@ -27,6 +28,9 @@ from patchset.errors import EXIT_INTERNAL, PatchsetError, UsageError
 # Each module has add_parser(subparsers) and run(args) -> exit code.
 VERBS = ("validate", "check", "apply", "test", "build", "audit", "targets", "schema", "sbom")
 
+EXIT_OK = 0
+EXIT_FAILED = 1  # what was asked does not hold
+EXIT_ERROR = 2  # bad input: manifest, patch file, arguments, environment
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a bad command line is a :class:`UsageError` (one line, exit 2, JSON when asked)."""
@@ -69,12 +73,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _refuse(prog, e, as_json)
     except KeyboardInterrupt:
         return _interrupted(prog, as_json)
+    except BrokenPipeError:
+        return _reader_gone()
     except SystemExit:  # --help, --version: argparse has printed what was asked
         sys.stdout.write(buffer.getvalue())
         raise
     except Exception as e:  # noqa: BLE001 -- the contract: any other exception is an internal error, exit 3
         return _internal(prog, e, as_json)
-    sys.stdout.write(buffer.getvalue())
+    try:
+        sys.stdout.write(buffer.getvalue())
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_gone()
     return code
 
 
@@ -106,11 +116,24 @@ def _refuse(prog: str, e: PatchsetError, as_json: bool) -> int:
     return e.exit_code
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a tool stopped by Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
+
+
+def _reader_gone() -> int:
+    """stdout's reader left (``| head``): nothing to report to, and no traceback either."""
+    with contextlib.suppress(OSError):
+        # Python flushes stdout once more at exit: point it at /dev/null so that flush cannot fail too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
+
+
 def _interrupted(prog: str, as_json: bool) -> int:
     print(f"{prog}: interrupted", file=sys.stderr)
     if as_json:
         sys.stdout.write(error_document({"file": None, "line": None, "message": "interrupted", "hint": None}))
-    return 130
+    return EXIT_INTERRUPTED
 
 
 def _internal(prog: str, e: BaseException, as_json: bool) -> int:
