@@ -34,6 +34,7 @@ def make_tree(root: Path) -> Path:
     (root / MOD).write_text(PRISTINE)
     (root / "tests").mkdir()
     (root / TEST).write_text(TEST_BEFORE)
+    (root / "pyproject.toml").write_text("[project]\nname = 'vllm'\n")  # an upstream tree: tests/ is its own
     return root
 
 
@@ -92,21 +93,22 @@ def test_one_broken_hunk_leaves_the_tree_byte_identical(tmp_path):
 def test_a_write_failing_midway_puts_back_what_was_written(tmp_path, monkeypatch):
     root = make_tree(tmp_path / "tree")
     before = snapshot(root)
-    from patchset.verbs import apply as apply_mod
+    from patchset import journal
 
-    real = apply_mod._atomic_write
+    real = os.replace
     calls = []
 
-    def flaky(target, content):
-        calls.append(target)
-        if len(calls) == 2:  # the second file: the first is already replaced
+    def flaky(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:  # the journal, the first file, then the second file fails
             raise OSError(28, "No space left on device")
-        real(target, content)
+        real(src, dst)
 
-    monkeypatch.setattr(apply_mod, "_atomic_write", flaky)
+    monkeypatch.setattr(journal.os, "replace", flaky)
     with pytest.raises(OSError):
         apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
-    monkeypatch.setattr(apply_mod, "_atomic_write", real)
+    monkeypatch.setattr(journal.os, "replace", real)
+    assert len(calls) > 3  # the rollback renamed the first file back
     assert snapshot(root) == before
 
 
@@ -157,7 +159,7 @@ def test_package_layout_the_vllm_folder_itself(tmp_path):
 def test_wrong_release_in_the_tree_is_refused(tmp_path):
     root = make_tree(tmp_path / "site")
     (root / "vllm" / "_version.py").write_text("__version__ = version = '0.28.0'\n")
-    with pytest.raises(ApplyError, match="holds vLLM 0.28.0, not 0.29.0"):
+    with pytest.raises(ApplyError, match=r"holds vLLM 0.28.0 \(vllm/_version.py\), not 0.29.0"):
         apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
 
 
