@@ -177,3 +177,85 @@ def test_file_modes_survive(tmp_path):
     os.chmod(root / MOD, 0o755)
     apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
     assert (root / MOD).stat().st_mode & 0o777 == 0o755
+
+
+def with_modes(monkeypatch, modes: dict[str, int]) -> None:
+    """The engine reports the git modes a patch sets as ``ReleaseResult.modes``; add them to its real result."""
+    from patchset.verbs import apply as apply_mod
+
+    real = apply_mod.evaluate_release
+
+    def evaluate(*args, **kwargs):
+        result = real(*args, **kwargs)
+        result.modes = modes
+        return result
+
+    monkeypatch.setattr(apply_mod, "evaluate_release", evaluate)
+
+
+def test_modes_the_series_sets_are_written_and_recorded(tmp_path, monkeypatch):
+    root = make_tree(tmp_path / "tree")
+    with_modes(monkeypatch, {MOD: 0o100755, "vllm/core/__init__.py": 0o100755})  # the second: a mode-only change
+    report = apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+    assert (root / MOD).stat().st_mode & 0o777 == 0o755
+    assert (root / "vllm/core/__init__.py").stat().st_mode & 0o777 == 0o755
+    assert "vllm/core/__init__.py" in report.written
+    record = json.loads((root / "vllm" / ".patchset-provenance.json").read_text())
+    assert record["files"][MOD]["mode"] == "100755"
+    assert record["files"]["vllm/core/__init__.py"]["mode"] == "100755"
+    assert record["files"][TEST]["mode"] == "100644"
+    os.chmod(root / MOD, 0o644)
+    with pytest.raises(ApplyError, match=f"{MOD} differs from what the provenance record says"):
+        apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+
+
+def test_a_symlink_mode_is_refused_and_nothing_written(tmp_path, monkeypatch):
+    root = make_tree(tmp_path / "tree")
+    before = snapshot(root)
+    with_modes(monkeypatch, {MOD: 0o120000})
+    with pytest.raises(ApplyError, match="sets mode 120000; patchset writes regular files only"):
+        apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+    assert snapshot(root) == before
+
+
+def test_a_stray_tests_folder_in_site_packages_is_left_out(tmp_path):
+    root = make_tree(tmp_path / "site")
+    (root / "pyproject.toml").unlink()  # site-packages: the tests/ beside vllm/ belongs to someone else
+    (root / "vllm-0.29.0.dist-info").mkdir()
+    (root / "vllm-0.29.0.dist-info" / "METADATA").write_text("Name: vllm\nVersion: 0.29.0\n")
+    report = apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+    assert report.skipped == [TEST] and (root / TEST).read_text() == TEST_BEFORE
+
+
+def test_already_applied_refreshes_bytecode_that_no_longer_matches(tmp_path):
+    root = make_tree(tmp_path / "tree")
+    m = load_manifest(make_manifest(tmp_path))
+    apply_series(m, "0.29.0", root)
+    (pyc,) = (root / "vllm/core/__pycache__").glob("sched.*.pyc")
+    old = tmp_path / "old.py"
+    old.write_text(PRISTINE)
+    py_compile.compile(str(old), cfile=str(pyc), invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    again = apply_series(m, "0.29.0", root)
+    assert again.already and "refreshed the stale bytecode of 1 modules" in again.message
+    import importlib.util
+
+    assert pyc.read_bytes()[8:16] == importlib.util.source_hash((root / MOD).read_bytes())
+
+
+def test_a_patched_tree_is_refused_as_a_dir_source(tmp_path):
+    from patchset.errors import SourceError
+    from patchset.verbs.check import check
+
+    root = make_tree(tmp_path / "tree")
+    manifest = load_manifest(make_manifest(tmp_path))
+    apply_series(manifest, "0.29.0", root)
+    with pytest.raises(SourceError, match="already carries a patchset series"):
+        check(manifest, ["0.29.0"], source=f"dir:{root}")
+
+
+def test_recover_without_an_interrupted_apply_says_so(tmp_path, capsys):
+    from patchset.cli import main
+
+    root = make_tree(tmp_path / "tree")
+    assert main(["apply", "--recover", str(root)]) == 0
+    assert "nothing to recover" in capsys.readouterr().out

@@ -103,9 +103,14 @@ def _files_to_write(tree: TargetTree, result: ReleaseResult) -> list[tuple[str, 
         local = tree.local(path)
         if local is None:
             continue
-        content = result.changed[path] if path in result.changed else tree.read(path)
-        if content is None and path not in result.changed:
-            continue  # a mode for a file this tree does not hold
+        if path in result.changed:
+            content = result.changed[path]
+        else:  # a mode-only change: the bytes stay, and the record lists them like any file it wrote
+            content = result.files.get(path, tree.read(path))
+            if content is None:
+                continue  # a mode for a file this tree does not hold
+            result.files.setdefault(path, content)
+            result.pristine.setdefault(path, content)
         out.append((path, str(local.relative_to(tree.root)), content, modes.get(path)))
     return out
 

@@ -38,5 +38,7 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
         if on_release:
             on_release(version)
         tree = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
-        results.append(evaluate_release(manifest, version, tree))
+        result = evaluate_release(manifest, version, tree)
+        result.warnings[:0] = getattr(tree, "warnings", [])  # what a dir: tree could not prove about itself
+        results.append(result)
     return CheckReport(str(manifest.path), results)
