@@ -146,7 +146,7 @@ def plan(root: Path, package: Path, record: str,
             raise JournalError(f"{path} is not a regular file in this tree; patchset replaces regular files only",
                                file=str(target))
         before = target.read_bytes() if target.exists() else None
-        old_mode = stat.S_IFMT(target.stat().st_mode) | stat.S_IMODE(target.stat().st_mode) if before else None
+        old_mode = _state(target)[1]
         mode = None if content is None else (wanted or old_mode or REGULAR)
         if (content, mode) == (before, old_mode):
             continue
@@ -197,7 +197,8 @@ def begin(journal: Journal, new: dict[str, bytes], old: dict[str, bytes], record
         if e.new_sha256 is not None:
             _write_synced(journal.staged(e), new[e.new_sha256], e.new_mode or REGULAR)
     _write_synced(journal.dir / "record.json", record, REGULAR)
-    for folder in {journal.staged(e).parent for e in journal.entries} | {journal.dir / "old", journal.dir}:
+    folders = {journal.staged(e).parent for e in journal.entries} | {journal.dir / "old", journal.dir}
+    for folder in folders | {(journal.root / d).parent for d in journal.new_dirs}:
         _fsync_dir(folder)
 
 

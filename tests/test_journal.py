@@ -68,3 +68,15 @@ def test_a_journal_folder_without_a_journal_is_just_removed(tmp_path):
     (pkg / ".patchset-journal" / ".patchset-tmp-journal.json").write_text("{")
     assert "had changed nothing" in journal.recover(root, pkg)
     assert not (pkg / ".patchset-journal").exists()
+
+
+def test_an_empty_file_is_a_file_with_a_mode(tmp_path):
+    root, pkg = tree(tmp_path)
+    (pkg / "__init__.py").write_text("")
+    plan, new, old = journal.plan(root, pkg, "vllm/.rec", [("vllm/__init__.py", "vllm/__init__.py", b"x = 1\n", None)])
+    assert plan.entries[0].old_mode == 0o100644 and plan.entries[0].new_mode == 0o100644
+    plan.record_sha256 = str(journal.sha256(b"{}"))
+    plan.dir.mkdir()
+    journal.begin(plan, new, old, b"{}")
+    assert journal.recover(root, pkg).startswith("finished")
+    assert (pkg / "__init__.py").read_text() == "x = 1\n"

@@ -30,6 +30,7 @@ class DirSource:
         self.identity = f"dir:{self.root.resolve()}"
         self.warnings: list[str] = []
         self.source_tree: bool | None = None  # None: judge tests/ by its presence alone
+        self.package = ""
 
     @classmethod
     def release(cls, root: str | Path, version: str, project: str = "vllm") -> DirSource:
@@ -42,13 +43,13 @@ class DirSource:
             raise SourceError(f"{root} holds no {package} package ({package}/__init__.py)", hint=hint)
         refuse_patched(src.root / package, str(root))
         _check_release(src.root, package, version, str(root), src.warnings)
-        src.source_tree = is_source_tree(src.root)
+        src.source_tree, src.package = is_source_tree(src.root), package
         return src
 
     def covers(self, path: str) -> bool:
         top = path.split("/", 1)[0]
-        if top == "tests" and self.source_tree is not None:
-            return self.source_tree and (self.root / top).is_dir()
+        if self.source_tree is False and top != self.package:
+            return False  # site-packages: tests/ or docs/ beside the package are someone else's
         return (self.root / top).exists()
 
     def read(self, path: str) -> bytes | None:

@@ -26,7 +26,7 @@ class TargetTree:
             raise SourceError(f"{root} holds no vllm package",
                               hint="give site-packages, an upstream source tree, or the vllm package folder")
         self.identity = f"dir:{self.root}"
-        # tests/ is patched only in an upstream tree; a stray tests/ in site-packages is someone else's.
+        # tests/ (or anything beside vllm/) is patched only in an upstream tree; in site-packages it is someone else's.
         self.source_tree = self.layout == REPO and is_source_tree(self.root)
 
     @property
@@ -45,10 +45,7 @@ class TargetTree:
     def covers(self, path: str) -> bool:
         if path.startswith("vllm/"):
             return True
-        top = path.split("/", 1)[0]
-        if top == "tests":
-            return self.source_tree and (self.root / top).is_dir()
-        return self.layout == REPO and (self.root / top).is_dir()
+        return self.source_tree and (self.root / path.split("/", 1)[0]).is_dir()
 
     def read(self, path: str) -> bytes | None:
         f = self.local(path)

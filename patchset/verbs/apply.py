@@ -163,6 +163,3 @@ def _differs(tree: TargetTree, path: str, entry: dict) -> bool:
 def _stale_bytecode(tree: TargetTree, path: str) -> bool:
     local = tree.local(path)
     return local is not None and not journal.bytecode_matches(local)
-
-
-remove_stale_bytecode = journal.remove_stale_bytecode  # kept for callers of the old name
