@@ -28,8 +28,8 @@ def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "rep
                 modes: dict[str, int] | None = None) -> dict:
     """The record of ``result``; ``modes`` (path -> st_mode written, default: the modes the patches set)
     go into the file entries as git writes them ("100755")."""
-    if modes is None:
-        modes = getattr(result, "modes", {})
+    if modes is None:  # only files the series rewrites: a mode-only change needs the caller's bytes
+        modes = {p: m for p, m in getattr(result, "modes", {}).items() if p in result.changed}
     files = {}
     for path in sorted(set(result.changed) | set(modes)):
         content = result.changed.get(path, result.files.get(path))

@@ -101,7 +101,7 @@ def _files_to_write(tree: TargetTree, result: ReleaseResult) -> list[tuple[str, 
     out = []
     for path in sorted(set(result.changed) | set(modes)):
         local = tree.local(path)
-        if local is None:
+        if local is None or not tree.covers(path):
             continue
         if path in result.changed:
             content = result.changed[path]
