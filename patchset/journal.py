@@ -89,8 +89,12 @@ class Journal:
         return self.dir / "old" / str(e.old_sha256)
 
     def dumps(self) -> bytes:
+        # Where each file's bytes wait is derived from its path; written out too, for a person reading this.
+        entries = [{**asdict(e), "staged": str(self.staged(e).relative_to(self.root)) if e.new_sha256 else None,
+                    "backup": str(self.backup(e).relative_to(self.root)) if e.old_sha256 else None}
+                   for e in self.entries]
         body = {"schema": SCHEMA, "record": self.record, "record_sha256": self.record_sha256,
-                "compile": self.compile, "new_dirs": self.new_dirs, "entries": [asdict(e) for e in self.entries]}
+                "compile": self.compile, "new_dirs": self.new_dirs, "entries": entries}
         return (json.dumps(body, indent=1, sort_keys=True) + "\n").encode()
 
     @classmethod
@@ -100,11 +104,15 @@ class Journal:
             body = json.loads(path.read_bytes())
             if body.get("schema") != SCHEMA:
                 raise ValueError(f"schema {body.get('schema')!r}")
-            return cls(root, package, body["record"], body["record_sha256"], [Entry(**e) for e in body["entries"]],
+            return cls(root, package, body["record"], body["record_sha256"], [_entry(e) for e in body["entries"]],
                        body["compile"], body["new_dirs"])
         except (ValueError, KeyError, TypeError) as e:
             raise JournalError(f"unreadable apply journal: {e}", file=str(path),
                                hint="this patchset cannot finish that apply; restore the tree") from e
+
+
+def _entry(body: dict) -> Entry:
+    return Entry(**{k: v for k, v in body.items() if k not in ("staged", "backup")})
 
 
 def sha256(data: bytes | None) -> str | None:
@@ -398,7 +406,7 @@ def compile_checked(source: Path) -> None:
 
 
 def _write_synced(path: Path, data: bytes, mode: int) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
         view = memoryview(data)
         while view:

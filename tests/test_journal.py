@@ -80,3 +80,16 @@ def test_an_empty_file_is_a_file_with_a_mode(tmp_path):
     journal.begin(plan, new, old, b"{}")
     assert journal.recover(root, pkg).startswith("finished")
     assert (pkg / "__init__.py").read_text() == "x = 1\n"
+
+
+def test_the_journal_says_where_every_file_waits(tmp_path):
+    import json
+
+    root, pkg = tree(tmp_path)
+    interrupted(root, pkg)
+    body = json.loads((pkg / ".patchset-journal" / "journal.json").read_text())
+    a = body["entries"][0]
+    assert a["path"] == "vllm/a.py" and a["staged"] == "vllm/.patchset-tmp-a.py"
+    assert a["backup"] == f"vllm/.patchset-journal/old/{a['old_sha256']}"
+    assert (root / a["staged"]).read_text() == "a = 2\n" and (root / a["backup"]).read_text() == "a = 1\n"
+    assert a["old_mode"] == a["new_mode"] == 0o100644
