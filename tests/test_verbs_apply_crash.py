@@ -258,4 +258,4 @@ def test_the_cli_is_killed_at_a_rename_then_recovers(expect):
     assert rec.returncode == 0 and "finished the interrupted apply (10 files)" in rec.stdout, rec.stderr
     assert sources(root) == expect.patched and not temp_files(root) and not stale_bytecode(root)
     again = subprocess.run(cmd, capture_output=True, text=True)
-    assert again.returncode == 0 and "already applied" in again.stdout
+    assert again.returncode == 0 and "already applied" in again.stdout and "nothing changed" in again.stdout

@@ -53,6 +53,8 @@ def apply_series(manifest: Manifest, version: str, directory: str | Path, *, com
         recovered = journal.recover(tree.root, tree.package)
         report = _apply_locked(manifest, version, tree, compile_bytecode, allow_version_mismatch)
     report.recovered = recovered
+    if recovered and report.already:  # the recovery just finished it: "nothing changed" would be untrue
+        report.message = "the series is applied (provenance record matches)"
     return report
 
 
