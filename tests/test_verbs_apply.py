@@ -259,3 +259,13 @@ def test_recover_without_an_interrupted_apply_says_so(tmp_path, capsys):
     root = make_tree(tmp_path / "tree")
     assert main(["apply", "--recover", str(root)]) == 0
     assert "nothing to recover" in capsys.readouterr().out
+
+
+def test_a_tree_that_does_not_say_its_release_is_applied_with_a_warning(tmp_path):
+    manifest = load_manifest(make_manifest(tmp_path))
+    report = apply_series(manifest, "0.29.0", make_tree(tmp_path / "tree"))
+    assert report.result is not None and "does not say which vLLM release it holds" in report.result.warnings[0]
+    said = make_tree(tmp_path / "said")
+    (said / "vllm" / "_version.py").write_text("__version__ = version = '0.29.0'\n")
+    report = apply_series(manifest, "0.29.0", said)
+    assert report.result is not None and not report.result.warnings

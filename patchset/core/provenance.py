@@ -15,8 +15,9 @@ import json
 from patchset import __version__
 from patchset.core.manifest import Manifest
 from patchset.core.series import APPLIES, ReleaseResult
+from patchset.sources.local import PROVENANCE_NAME
 
-PROVENANCE_PATH = "vllm/.patchset-provenance.json"
+PROVENANCE_PATH = f"vllm/{PROVENANCE_NAME}"
 SCHEMA = 1
 
 

@@ -67,13 +67,14 @@ def recover_tree(directory: str | Path) -> str:
 
 def _apply_locked(manifest: Manifest, version: str, tree: TargetTree, compile_bytecode: bool,
                   allow_version_mismatch: bool) -> ApplyReport:
-    _check_version(tree, version, allow_version_mismatch)
+    unsure = _check_version(tree, version, allow_version_mismatch)
     record_path = tree.local(provenance.PROVENANCE_PATH)
     assert record_path is not None
     if record_path.is_file():
         return _already(manifest, version, tree, record_path, compile_bytecode)
 
     result = evaluate_release(manifest, version, tree)
+    result.warnings[:0] = unsure
     if not result.ok:
         raise ApplyError(failure_summary(result), file=str(tree.root),
                          hint="nothing was written; `patchset check` shows every hunk")
@@ -117,16 +118,19 @@ def _files_to_write(tree: TargetTree, result: ReleaseResult) -> list[tuple[str, 
     return out
 
 
-def _check_version(tree: TargetTree, version: str, allow: bool) -> None:
+def _check_version(tree: TargetTree, version: str, allow: bool) -> list[str]:
+    """Refuse a tree of another release; a warning when the tree does not say which one it holds."""
     if allow:
-        return
+        return []
     stated = tree.version()
     if stated is None:
-        return
+        return [f"{tree.root} does not say which vLLM release it holds (no vllm/_version.py, dist-info or "
+                f"PKG-INFO): applied as {version} on trust"]
     found, said_by = stated
     if not same_release(found, version):
         raise ApplyError(f"the tree holds vLLM {found} ({said_by}), not {version}", file=str(tree.root),
                          hint="pass the release the tree really holds")
+    return []
 
 
 def _already(manifest: Manifest, version: str, tree: TargetTree, record_path: Path,
