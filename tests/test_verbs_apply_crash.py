@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -134,6 +135,8 @@ def run_child(root: Path, manifest: Path, *, kill_at: int | None = None, delay: 
             else:
                 apply_series(load_manifest(manifest), "0.29.0", root)
             code = 0
+        except BaseException:
+            traceback.print_exc()  # the parent only sees the exit status
         finally:
             os._exit(code)
     if delay is not None:
