@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+from patchset.core.manifest import load_manifest
+from patchset.errors import PatchsetError
 from patchset.report.common import dump_json, render, table
-from patchset.verbs.deps import DepsReport
+from patchset.verbs.check import CheckReport
+from patchset.verbs.deps import DepsReport, merge
 
 # Colours by status on the release, light enough to read the ids on.
 FILL = {"applies": "#d4edda", "upstream": "#cce5ff", "not-targeted": "#eeeeee", "failed": "#f8d7da",
@@ -81,6 +84,21 @@ def render_dot(report: DepsReport) -> str:
         lines.append(f'  {q(s.after)} -> {q(s.patch)} [style=dotted, color="#999999", label="stale"];')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def check_graph(report: CheckReport) -> str:
+    """The series' shape for a check summary: a Mermaid graph when any patch needs or names another."""
+    try:
+        manifest = load_manifest(report.manifest)
+    except PatchsetError:  # the report still stands without its picture
+        return ""
+    if not report.targets:
+        return ""
+    graph = merge(manifest, report.targets)
+    if not graph.edges and not graph.declared:
+        return ""
+    return (f"#### The series' dependencies (vLLM {graph.vllm}; arrows point to the patch that needs "
+            f"the other)\n\n" + render_mermaid(graph))
 
 
 RENDERERS = {"table": render_table, "json": render_json, "mermaid": render_mermaid, "dot": render_dot}

@@ -92,6 +92,30 @@ def compare(manifest: Manifest, result: ReleaseResult, edges: list[Edge]) -> Dep
     return DepsReport(result.vllm, order, statuses, edges, declared, undeclared, stale, free)
 
 
+RANK = {"failed": 0, "blocked": 1, "applies": 2, "upstream": 3, "not-targeted": 4, "excluded": 5}
+
+
+def merge(manifest: Manifest, results: list[ReleaseResult]) -> DepsReport:
+    """One graph for several releases: every edge found on any, each patch at its worst status."""
+    reports = [compare(manifest, r, infer_edges(manifest, r)) for r in results]
+    edges: dict[tuple[str, str], Edge] = {}
+    for r in reports:
+        for e in r.edges:
+            edges.setdefault((e.patch, e.needs), e)
+    statuses = {pid: min((r.statuses[pid] for r in reports), key=lambda s: RANK.get(s, 9))
+                for pid in reports[0].order}
+    needed = {(e.patch, e.needs) for e in edges.values()}
+    stale = [s for s in reports[0].stale if all((s.patch, s.after) in {(x.patch, x.after) for x in r.stale}
+                                                 or r.statuses.get(s.after) != APPLIES for r in reports)]
+    merged = DepsReport(", ".join(r.vllm for r in reports), reports[0].order, statuses, list(edges.values()),
+                        reports[0].declared, stale=[s for s in stale if (s.patch, s.after) not in needed])
+    said = closure({p.id: list(p.after) for p in manifest.patches})
+    merged.undeclared = [e for e in merged.edges if e.needs not in said.get(e.patch, set())]
+    linked = {e.patch for e in merged.edges} | {e.needs for e in merged.edges}
+    merged.free = [i for i in merged.order if statuses[i] == APPLIES and i not in linked]
+    return merged
+
+
 def closure(graph: Mapping[str, Iterable[str]]) -> dict[str, set[str]]:
     """Everything each node reaches, directly or not."""
     out: dict[str, set[str]] = {}
