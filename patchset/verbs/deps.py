@@ -9,7 +9,9 @@ the patches that removed lines just before it. Nothing is re-run per pair,
 except for pairs that share a file and show no such overlap: there A is
 reverse-applied to the tree B sees, and B tried on that (one small apply per
 pair, on the few files they share), which catches what line ownership cannot
-(a context that becomes ambiguous without A, say).
+(A deleted a second copy of B's context, which is ambiguous without A). A hunk
+that is as ambiguous with A as without only had its header's line numbers
+moved: that is no need for A's lines, and not an edge.
 """
 
 from __future__ import annotations
@@ -300,8 +302,20 @@ def _without(a: str, pf_a: PatchFile, me: str, pf: PatchFile, fuzz: int, tree: M
     if outcome.ok:
         return ""
     bad = next(h for h in outcome.hunks if not h.applied)
+    if len(bad.candidates) > 1 and len(bad.candidates) <= _occurrences(tree.get(bad.file), mine, bad.number):
+        # As ambiguous with a as without: only the header's line numbers moved. That is a stale
+        # header, not a need for a's lines (any earlier patch that changes the line count does it).
+        return ""
     text = f"without {a}, hunk {bad.number} of {me} ({bad.file}) is {bad.status}"
     return text + (f": {bad.message}" if bad.message else "")
+
+
+def _occurrences(content: bytes | None, pf: PatchFile, number: int) -> int:
+    """How often hunk ``number``'s old lines occur in ``content``."""
+    hunk = next(h for h in pf.hunks if h.number == number)
+    old = [ln.text for ln in hunk.old]
+    keys = [ln.rstrip(b"\r").decode("utf-8", "surrogateescape") for ln in (content or b"").split(b"\n")]
+    return sum(1 for i in range(len(keys) - len(old) + 1) if old and keys[i:i + len(old)] == old)
 
 
 def reverse(pf: PatchFile) -> PatchFile:
