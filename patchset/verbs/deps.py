@@ -157,8 +157,15 @@ class _Owned:
 
     @classmethod
     def pristine(cls, content: bytes | None) -> _Owned:
-        n = len(content.splitlines()) if content else 0
+        n = _count_lines(content)
         return cls([None] * n, [frozenset()] * n)
+
+
+def _count_lines(content: bytes | None) -> int:
+    """Lines as GNU patch counts them: split on newlines only."""
+    if not content:
+        return 0
+    return content.count(b"\n") + (not content.endswith(b"\n"))
 
 
 def infer_edges(manifest: Manifest, result: ReleaseResult) -> list[Edge]:
@@ -177,9 +184,11 @@ def infer_edges(manifest: Manifest, result: ReleaseResult) -> list[Edge]:
         if not outcome.ok:  # the series evaluation said it applies: a mismatch is not ours to hide
             raise AssertionError(f"{p.id} applied in the series but not when replayed: {outcome.message}")
         found = _owned_evidence(p.id, pf, outcome, tree, owned)
+        fuzzed = any(h.fuzz for h in outcome.hunks)
         for a, pf_a in done.items():
-            if a not in found and touched[a] & set(pf.touched):
-                why = _without(a, pf_a, p.id, pf, p.fuzz, tree, touched[a] & set(pf.touched))
+            shared = touched[a] & set(pf.touched)
+            if a not in found and shared and (fuzzed or _may_need(pf_a, pf, shared)):
+                why = _without(a, pf_a, p.id, pf, p.fuzz, tree, shared)
                 if why:
                     found[a] = why
         edges += [Edge(p.id, a, found[a]) for a in done if a in found]
@@ -201,8 +210,8 @@ def _owned_evidence(me: str, pf: PatchFile, outcome: engine.PatchOutcome, tree: 
     for fp in pf.files:
         src = fp.old_path
         if src is None:
-            owned[fp.path] = _Owned([me] * len((outcome.files.get(fp.path) or b"").splitlines()), [])
-            owned[fp.path].cut = [frozenset()] * len(owned[fp.path].owner)
+            n = _count_lines(outcome.files.get(fp.path))
+            owned[fp.path] = _Owned([me] * n, [frozenset()] * n)
             continue
         state = owned.get(src) or _Owned.pristine(tree.get(src))
         starts = _starts(fp, placed, tree.get(src))
@@ -286,6 +295,42 @@ def _advance(me: str, fp: FilePatch, starts: list[int], state: _Owned) -> _Owned
         pending = frozenset()
         i += 1
     return _Owned(owner, cut, state.tail | pending)
+
+
+def _may_need(pf_a: PatchFile, pf: PatchFile, shared: set[str]) -> bool:
+    """Could taking ``pf_a`` out give one of ``pf``'s hunks a second place to match?
+
+    Ownership has already cleared the place each hunk did match. A new place
+    without A must contain a line A removed, or straddle a point where A only
+    inserted: so some line of the hunk is one A removed, or two consecutive
+    lines of it are the two A inserted between. Neither: reverse-applying A
+    cannot change anything, and the pair costs nothing.
+    """
+    removed: set[str] = set()
+    seams: set[tuple[str, str]] = set()
+    for f in pf_a.files:
+        if f.path not in shared:
+            continue
+        for h in f.hunks:
+            lines = h.lines
+            removed |= {ln.text for ln in lines if ln.kind == "-"}
+            for i, ln in enumerate(lines):
+                if ln.kind == "+" and (i == 0 or lines[i - 1].kind == " "):
+                    j = i
+                    while j < len(lines) and lines[j].kind == "+":
+                        j += 1
+                    if i == 0 or j == len(lines):
+                        return True  # an insertion at the hunk's edge: no seam to compare, so try it
+                    if lines[j].kind == " ":
+                        seams.add((lines[i - 1].text, lines[j].text))
+    for f in pf.files:
+        if not {f.old_path, f.new_path} & shared:
+            continue
+        for h in f.hunks:
+            old = [ln.text for ln in h.old]
+            if removed.intersection(old) or seams.intersection(zip(old, old[1:], strict=False)):
+                return True
+    return False
 
 
 def _without(a: str, pf_a: PatchFile, me: str, pf: PatchFile, fuzz: int, tree: Mapping[str, bytes | None],
