@@ -297,3 +297,60 @@ def test_read_series_keeps_options_comments_and_disabled_entries(tmp_path):
     (tmp_path / "series").write_text("a.patch\nmissing.patch\n")
     with pytest.raises(PatchsetError, match=r"series:2: names missing.patch, which does not exist"):
         read_series(tmp_path / "series")
+
+
+def test_an_mbox_of_several_mails_and_cherry_picked_commits(pristine, tmp_path):
+    paths = candidates(pristine)
+    mails = []
+    for k, rel in enumerate(paths[8:10]):
+        text = (pristine / "vllm" / rel).read_text()
+        body = f"Backport {k}.\n\n(cherry picked from commit {'ab' * 20})" if k == 0 else "Fork only."
+        mails.append(mail(f"{k}" * 40, f"Fix number {k}", body, udiff(rel, text, insert_after(text, 15, f"# m{k}"))))
+    (tmp_path / "fork.mbox").write_text("".join(mails))
+    result = import_series([str(tmp_path / "fork.mbox")], tmp_path / "out", [VERSION])
+    assert result.ok
+    m = load_manifest(tmp_path / "out" / "patches.yaml")
+    assert [p.id for p in m.patches] == ["fix-number-0", "fix-number-1"]
+    assert [(p.origin, p.upstream_commit) for p in m.patches] == [("backport", "ab" * 20), ("fork", None)]
+    assert (m.patches[0].strip, m.patches[0].root) == (1, "vllm")
+
+
+def test_force_replaces_a_previous_import_and_stray_patches_are_refused(pristine, tmp_path):
+    rel = candidates(pristine)[11]
+    text = (pristine / "vllm" / rel).read_text()
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "a.patch").write_text("A fix.\n\n" + udiff(rel, text, insert_after(text, 9, "# a")))
+    import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION])
+    again = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION], force=True)
+    assert again.ok and len(again.written) == 2
+    stray = tmp_path / "out" / "recipes" / "old" / "old.patch"
+    stray.parent.mkdir()
+    stray.write_text("x")
+    before = (tmp_path / "out" / "patches.yaml").read_bytes()
+    with pytest.raises(PatchsetError, match=r"old\.patch is a patch the imported series does not name"):
+        import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION], force=True)
+    assert (tmp_path / "out" / "patches.yaml").read_bytes() == before
+
+
+def test_a_p0_series_entry_and_a_forced_layout(pristine, tmp_path):
+    rel = candidates(pristine)[12]
+    text = (pristine / "vllm" / rel).read_text()
+    diff = udiff(rel, text, insert_after(text, 9, "# p0")).replace(f"a/{rel}", rel).replace(f"b/{rel}", rel)
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "zero.patch").write_text("No prefixes.\n\n" + diff)
+    (tmp_path / "p" / "series").write_text("zero.patch -p0\n")
+    result = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION])
+    assert result.ok and (result.patches[0].strip, result.patches[0].root) == (0, "vllm")
+    forced = import_series([str(tmp_path / "p")], tmp_path / "repo", [VERSION], "repo")
+    assert (forced.patches[0].strip, forced.patches[0].root) == (0, "")  # as told, even where it finds nothing
+
+
+def test_cli_bad_input_exits_2_and_writes_nothing(pristine, tmp_path, capsys):
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "empty.patch").write_text("Only words, no diff.\n")
+    assert main(["import", str(tmp_path / "p"), "--into", str(tmp_path / "out")]) == 2
+    assert "no target release" in capsys.readouterr().err
+    assert main(["import", str(tmp_path / "p"), "--into", str(tmp_path / "out"), "--target", VERSION]) == 2
+    assert "empty.patch: contains no diff" in capsys.readouterr().err
+    assert main(["import", str(tmp_path / "nothing-here"), "--target", VERSION]) == 2
+    assert not (tmp_path / "out").exists()

@@ -118,7 +118,7 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
         raise SeriesImportError(f"{manifest_path} exists", hint="pass --force to replace it, or --into another folder")
     entries, notes = read_sources(sources)
     trees = {v: open_source(source, v) for v in versions}
-    plans = plan(entries, trees[versions[0]], layout)
+    plans = plan(entries, trees[versions[0]], layout, notes)
     _refuse_clobber(into, plans, force)
     disabled = [e.where for e in entries if e.disabled]
     with tempfile.TemporaryDirectory(prefix="patchset-import-") as scratch:
@@ -290,8 +290,8 @@ def read_git(spec: str) -> list[Entry]:
 # -- planning ----------------------------------------------------------------------------------------------
 
 
-def plan(entries: list[Entry], tree: Source, layout: str) -> list[Planned]:
-    """Ids, file contents, metadata and layout for every enabled entry."""
+def plan(entries: list[Entry], tree: Source, layout: str, notes: list[str]) -> list[Planned]:
+    """Ids, file contents, metadata and layout for every enabled entry (``notes`` gains what looks odd)."""
     out: list[Planned] = []
     taken: set[str] = set()
     created: set[str] = set()
@@ -301,7 +301,10 @@ def plan(entries: list[Entry], tree: Source, layout: str) -> list[Planned]:
         pid = _unique(_slug(e.name), taken)
         content, text = _content(e)
         strip, root, pf = _layout(e, content, tree, layout, created)
-        created |= {f.new_path for f in pf.files if f.old_path is None and f.new_path}
+        made = {f.new_path for f in pf.files if f.old_path is None and f.new_path}
+        notes += [f"{e.where} creates {x}: a leftover of a patch tool? (kept; drop that section if so)"
+                  for x in sorted(made) if x.endswith((".orig", ".rej"))]
+        created |= made
         pr, commit = _refs(text, e)
         out.append(Planned(pid, f"recipes/{pid}/{_file_name(e.name, pid)}", content, strip, root,
                            _title(e, text, pid), "backport" if pr or commit else "fork", pr, commit))
