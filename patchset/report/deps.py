@@ -52,7 +52,7 @@ def render_mermaid(report: DepsReport, *, fenced: bool = True) -> str:
     lines = ["flowchart TD"]
     for pid in report.order:
         status = report.statuses.get(pid, "applies")
-        lines.append(f'  {node[pid]}["{_label(pid)}<br/><small>{status}</small>"]:::{_cls(status)}')
+        lines.append(f'  {node[pid]}["{_label(pid)}<br/>{status}"]:::{_cls(status)}')
     undeclared = {(e.patch, e.needs) for e in report.undeclared}
     for e in report.edges:
         arrow = "-. undeclared .->" if (e.patch, e.needs) in undeclared else "-->"
@@ -88,13 +88,12 @@ def render_dot(report: DepsReport) -> str:
 
 def check_graph(report: CheckReport) -> str:
     """The series' shape for a check summary: a Mermaid graph when any patch needs or names another."""
-    try:
-        manifest = load_manifest(report.manifest)
-    except PatchsetError:  # the report still stands without its picture
-        return ""
     if not report.targets:
         return ""
-    graph = merge(manifest, report.targets)
+    try:
+        graph = merge(load_manifest(report.manifest), report.targets)
+    except PatchsetError as e:  # the report still stands without its picture
+        return f"- the series' dependency graph is not shown: {e}\n"
     if not graph.edges and not graph.declared:
         return ""
     return (f"#### The series' dependencies (vLLM {graph.vllm}; arrows point to the patch that needs "

@@ -23,7 +23,12 @@ from patchset.core import engine
 from patchset.core.manifest import Manifest
 from patchset.core.patchfile import FilePatch, Hunk, HunkLine, PatchFile
 from patchset.core.series import APPLIES, ReleaseResult, evaluate_release
+from patchset.errors import PatchsetError
 from patchset.sources import open_source
+
+
+class DepsError(PatchsetError):
+    """The dependencies of this series cannot be inferred."""
 
 
 @dataclass(frozen=True)
@@ -170,7 +175,9 @@ def _count_lines(content: bytes | None) -> int:
 
 def infer_edges(manifest: Manifest, result: ReleaseResult) -> list[Edge]:
     """Every (B needs A) pair among the patches that apply on this release, in series order."""
-    applied = [(p, r) for p, r in zip(manifest.patches, result.patches, strict=True) if r.status == APPLIES]
+    # Whatever changed the tree in the series is replayed, so every later patch sees what it saw there.
+    applied = [(p, r) for p, r in zip(manifest.patches, result.patches, strict=True)
+               if r.status == APPLIES or r.files]
     tree: dict[str, bytes | None] = dict(result.pristine)
     owned: dict[str, _Owned] = {}
     touched: dict[str, set[str]] = {}  # patch id -> the files it changed
@@ -182,7 +189,8 @@ def infer_edges(manifest: Manifest, result: ReleaseResult) -> list[Edge]:
             continue
         outcome = engine.apply_patch(tree, pf, max_fuzz=p.fuzz)
         if not outcome.ok:  # the series evaluation said it applies: a mismatch is not ours to hide
-            raise AssertionError(f"{p.id} applied in the series but not when replayed: {outcome.message}")
+            raise DepsError(f"patch {p.id} applied in the series but not when replayed ({outcome.message}): "
+                            "patchset cannot infer this series' dependencies", hint="please report it")
         found = _owned_evidence(p.id, pf, outcome, tree, owned)
         fuzzed = any(h.fuzz for h in outcome.hunks)
         for a, pf_a in done.items():
