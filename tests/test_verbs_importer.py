@@ -254,6 +254,15 @@ def test_git_commits_from_a_local_clone(pristine, tmp_path):
     p = m.patches[0]
     assert (p.origin, p.upstream_pr, p.upstream_commit) == ("backport", 55555, fix.hexsha)
     assert p.id == "bugfix-an-upstream-fix-55555" and (p.strip, p.root) == (1, "")
+    text = (clone / rel).read_text()
+    (clone / rel).write_text(text.replace("# upstream fix\n", "# upstream fix, then a follow-up\n"))
+    repo.index.add([rel])
+    repo.index.commit("Follow-up (#55556)", author=author, committer=author)
+    both = import_series([f"git:{clone}@{fix.hexsha}~1..HEAD"], tmp_path / "range", [VERSION])
+    assert [(x.id, x.pr, x.after) for x in both.patches] == [
+        ("bugfix-an-upstream-fix-55555", 55555, []), ("follow-up-55556", 55556, ["bugfix-an-upstream-fix-55555"])]
+    with pytest.raises(PatchsetError, match="git cannot give the commit"):
+        import_series([f"git:{clone}@no-such-rev"], tmp_path / "bad", [VERSION])
 
 
 def test_refuses_to_overwrite_and_writes_nothing_on_error(pristine, imported, tmp_path):

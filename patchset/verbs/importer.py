@@ -244,6 +244,8 @@ def read_mails(data: bytes, name: str, where: str) -> list[Entry]:
     out = []
     for k, (a, b) in enumerate(zip(starts, starts[1:], strict=False)):
         msg = b"".join(lines[a:b])
+        if msg.endswith(b"\n\n"):  # the blank line before the next From_ line is the mbox's, not the diff's
+            msg = msg[:-1]
         mail = _mail(msg, f"{where} (mail {k + 1})")
         label = name if len(starts) == 2 and PATCH_NAME.search(name) else mail["subject"]
         m = GIT_FROM.match(lines[a])
