@@ -260,9 +260,9 @@ def _stands_on(me: str, hunk: Hunk, start: int, state: _Owned, path: str) -> dic
         if i >= len(state.owner):
             break
         owner = state.owner[i]
-        what = "context line" if ln.kind == " " else "removes line"
+        what = "has context line" if ln.kind == " " else "removes line"
         if owner is not None and owner != me:
-            found.setdefault(owner, f"hunk {hunk.number} of {me} ({path}) has {what} {i + 1} that {owner} adds")
+            found.setdefault(owner, f"hunk {hunk.number} of {me} ({path}) {what} {i + 1} that {owner} adds")
         if k > 0:
             for a in sorted(state.cut[i] - {me}):
                 found.setdefault(a, f"hunk {hunk.number} of {me} ({path}) spans line {i}-{i + 1}, "

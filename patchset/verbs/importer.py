@@ -120,7 +120,7 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
     trees = {v: open_source(source, v) for v in versions}
     plans = plan(entries, trees[versions[0]], layout, notes)
     _refuse_clobber(into, plans, force)
-    disabled = [e.where for e in entries if e.disabled]
+    disabled = [f"{e.where}: {e.name}" for e in entries if e.disabled]
     with tempfile.TemporaryDirectory(prefix="patchset-import-") as scratch:
         stage = Path(scratch)
         text = _stage(stage, entries, plans, versions, sources)
