@@ -195,3 +195,19 @@ def test_renderers_escape_ids_and_reasons():
     r = DepsReport("0.29.0", ["a", "b"], {"a": "applies", "b": "failed"}, [Edge("b", "a", 'say "hi"')], [])
     assert '"b" [fillcolor="#f8d7da"' in render.render_dot(r) and 'tooltip="say \\"hi\\""' in render.render_dot(r)
     assert ":::s_failed" in render.render_mermaid(r)
+
+
+def test_the_check_summary_draws_this_repositorys_series_over_all_targets():
+    from patchset.report.check import render_markdown
+    from patchset.verbs.check import check
+    from patchset.verbs.deps import merge
+
+    manifest = load_manifest(Path(__file__).resolve().parent.parent / "patches.yaml")
+    report = check(manifest)
+    graph = merge(manifest, report.targets)
+    assert graph.vllm == "0.28.0, 0.29.0, 0.30.0" and graph.edges == []
+    # mtp-eagle's after: is there for its tests; no hunk needs it on 0.28.0 or 0.29.0 (0.30.0 has all three)
+    assert [(s.patch, s.after) for s in graph.stale] == [("offload-mtp-eagle-serve", "offload-finished-watermark")]
+    assert set(graph.statuses.values()) == {"applies"}  # each patch at its worst status
+    md = render_markdown(report)
+    assert "```mermaid\nflowchart TD\n" in md and "  p0 -. stale .-> p2\n" in md

@@ -111,16 +111,25 @@ def merge(manifest: Manifest, results: list[ReleaseResult]) -> DepsReport:
             edges.setdefault((e.patch, e.needs), e)
     statuses = {pid: min((r.statuses[pid] for r in reports), key=lambda s: RANK.get(s, 9))
                 for pid in reports[0].order}
-    needed = {(e.patch, e.needs) for e in edges.values()}
-    stale = [s for s in reports[0].stale if all((s.patch, s.after) in {(x.patch, x.after) for x in r.stale}
-                                                 or r.statuses.get(s.after) != APPLIES for r in reports)]
+    # Stale: needed on no release where both patches apply (a release where one does not says nothing).
+    stale: dict[tuple[str, str], Stale] = {}
+    for r in reports:
+        for s in r.stale:
+            stale.setdefault((s.patch, s.after), s)
+    needed = set().union(*({(e.patch, e.needs) for e in r.edges} | _needed_through(r) for r in reports))
     merged = DepsReport(", ".join(r.vllm for r in reports), reports[0].order, statuses, list(edges.values()),
-                        reports[0].declared, stale=[s for s in stale if (s.patch, s.after) not in needed])
+                        reports[0].declared, stale=[s for k, s in stale.items() if k not in needed])
     said = closure({p.id: list(p.after) for p in manifest.patches})
     merged.undeclared = [e for e in merged.edges if e.needs not in said.get(e.patch, set())]
     linked = {e.patch for e in merged.edges} | {e.needs for e in merged.edges}
     merged.free = [i for i in merged.order if statuses[i] == APPLIES and i not in linked]
     return merged
+
+
+def _needed_through(r: DepsReport) -> set[tuple[str, str]]:
+    """The declared edges this release's inferred graph needs, directly or not."""
+    found = closure(_graph(r.edges))
+    return {(b, a) for b, a in r.declared if a in found.get(b, set())}
 
 
 def closure(graph: Mapping[str, Iterable[str]]) -> dict[str, set[str]]:
