@@ -120,7 +120,7 @@ def audit(manifest: Manifest, images: Sequence[str], *, source: str = "wheel", p
 
 def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, source: str = "wheel",
                 pull: bool = False) -> ImageAudit:
-    result = ImageAudit(ref)
+    result = ImageAudit(ref, warnings=list(manifest.warnings))  # e.g. a .patch no patch names
     try:
         if pull:
             repository, tag = docker_engine.split_reference(ref)

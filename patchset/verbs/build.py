@@ -137,6 +137,8 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
                              hint="build from the pristine release image; patchset never stacks a series twice")
         tree = ImageTree(files, install, base)
         result = evaluate_release(manifest, version, tree)
+        for warning in manifest.warnings:  # e.g. a .patch no patch names: validate refuses it
+            say(f"warning: {warning}\n")
         if not result.ok:
             raise BuildError(failure_summary(result, f" in {base}"),
                              hint="nothing was built; `patchset check` shows every hunk")

@@ -39,4 +39,5 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
             on_release(version)
         tree = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
         results.append(evaluate_release(manifest, version, tree))
+        results[-1].warnings[:0] = manifest.warnings  # e.g. a .patch no patch names: validate refuses it
     return CheckReport(str(manifest.path), results)
