@@ -9,12 +9,14 @@ import subprocess
 from pathlib import Path
 
 import git
+import jsonschema
 import pytest
-from helpers import udiff
+from helpers import load_yaml, udiff
 
 from patchset.cache import Cache
 from patchset.cli import main
 from patchset.core.manifest import load_manifest
+from patchset.core.schema import manifest_schema
 from patchset.errors import PatchsetError
 from patchset.sources.sdist import SdistSource
 from patchset.verbs.importer import import_series, read_series
@@ -168,7 +170,8 @@ pytestmark = pytest.mark.network
 
 def test_the_imported_manifest_validates_and_checks_like_gnu_patch_F0(imported, pristine, tmp_path):
     fork, result, base = imported
-    assert "ok: 40 patches" in validate(base / "adopted" / "patches.yaml")
+    assert "ok: 40 patches" in validate(base / "adopted" / "patches.yaml").summary()
+    jsonschema.validate(load_yaml((base / "adopted" / "patches.yaml").read_text()), manifest_schema())
     ok, gnu_files = gnu_patch(pristine, fork, tmp_path)
     target = result.check.targets[0]
     assert len(target.patches) == len(fork.files) == 40

@@ -128,7 +128,10 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
         if edges:
             _set_after(plans, edges)
             text = _stage(stage, entries, plans, versions, sources)
-        validate(stage / DEFAULT_MANIFEST)
+        checked = validate(stage / DEFAULT_MANIFEST)
+        if not checked.ok:  # what import wrote must load: a problem here is import's own
+            raise SeriesImportError(f"the manifest it would write is not valid: {checked.errors[0]}",
+                                    hint="nothing was written; please report this")
         manifest = load_manifest(stage / DEFAULT_MANIFEST)
         report = CheckReport(str(manifest_path), [evaluate_release(manifest, v, t) for v, t in trees.items()])
         result = ImportResult(manifest_path, dry_run, text, plans, disabled, notes, edges, report)
