@@ -95,7 +95,7 @@ class Fork:
 def build_fork(root: Path, where: Path) -> Fork:
     fork = Fork(root, where)
     paths = candidates(root)
-    for n, rel in enumerate(paths[:N_PATCHES - 5], 1):
+    for n, rel in enumerate(paths[:N_PATCHES - 6], 1):
         text = fork.text(rel)
         pre = f"Fork tweak {n} for {rel}.\n\nSee vllm-project/vllm#{52000 + n} for the upstream discussion.\n\n"
         fork.add(f"{n:04d}-tweak-{n}.patch", rel, insert_after(text, middle(text), f"# fork tweak {n}"), pre,
@@ -114,6 +114,16 @@ def build_fork(root: Path, where: Path) -> Fork:
     t = fork.text(rel2)
     fork.add("0103-top-of-file-2.patch", rel2, insert_after(t, 3, "# near the top"),
              "Touches the same file as tweak 2, elsewhere.\n\n")
+    # Written against pristine 0.29.0, below tweak 5's line: GNU patch and patchset both place it 1 line down.
+    rel5 = paths[4]
+    pristine5 = (root / "vllm" / rel5).read_text()
+    late = len(pristine5.splitlines()) - 8
+    diff = udiff(rel5, pristine5, insert_after(pristine5, late, "# written on the pristine file"))
+    (fork.dir / "0107-offset.patch").write_text("Made on a clean tree.\n\n" + diff)
+    fork.series.append("0107-offset.patch")
+    fork.files.append("0107-offset.patch")
+    t = fork.text(rel5)
+    fork.state[rel5] = insert_after(t, late + 1, "# written on the pristine file")
     # A git format-patch mail, as `git format-patch` writes it.
     rel3 = paths[N_PATCHES - 5]
     t = fork.text(rel3)
@@ -179,6 +189,8 @@ def test_the_imported_manifest_validates_and_checks_like_gnu_patch_F0(imported, 
     assert ok.count(False) == 1 and target.patches[-1].status == "failed"  # the stale-context patch
     assert {h.status for h in target.patches[-1].hunks} == {"fuzz"}
     assert {path: target.files[path] for path in gnu_files} == gnu_files
+    moved = target.patch("offset")
+    assert [(h.status, h.offset) for h in moved.hunks] == [("offset", 1)]
 
 
 def test_layout_ids_metadata_and_the_inferred_order(imported):
