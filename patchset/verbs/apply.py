@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchset.core import provenance
+from patchset.core import bytecode, provenance
 from patchset.core.manifest import Manifest, same_release
 from patchset.core.series import ReleaseResult, evaluate_release, failure_summary, syntax_error
 from patchset.errors import PatchsetError
@@ -71,6 +71,7 @@ def apply_series(manifest: Manifest, version: str, directory: str | Path, *, com
     report.deleted = sorted(p for p, c in changed.items() if c is None)
     if compile_bytecode:
         _refresh_bytecode(tree, changed)
+    bytecode.settle_tree(record_path, {p: tree.local(p) for p in changed})  # no old bytecode may still run
     report.message = f"applied {sum(1 for p in result.patches if p.status == 'applies')} patches"
     return report
 
