@@ -266,3 +266,15 @@ def test_apply_leaves_no_old_bytecode_that_would_still_run(tmp_path, monkeypatch
     assert source.read_text() == NEW
     assert loaded_code(source) == code_of(NEW.encode())  # what Python runs is the patched code
     assert not prefixed.exists()
+
+
+def test_line_numbers_and_jump_encoding_are_not_code_but_an_operator_is():
+    """Patch releases of one Python differ in line tables and jump threading, never in what runs."""
+    source = b"def f(xs):\n    for x in xs:\n        if x < 2:\n            continue\n        return x\n"
+    moved = compile(source, "x.py", "exec", dont_inherit=True).replace(co_firstlineno=7)
+    data = bytes(bootstrap._code_to_hash_pyc(moved, b"\0" * 8, True))
+    same, why = bytecode.same_code(data, source, "x.py", 0)
+    assert same and "jump encoding and line table" in why
+    other = bytes(bootstrap._code_to_hash_pyc(code_of(source.replace(b"x < 2", b"x <= 2")), b"\0" * 8, True))
+    same, why = bytecode.same_code(other, source, "x.py", 0)
+    assert not same and "<module>.f" in why

@@ -11,7 +11,11 @@ compiled by that interpreter (at the pyc's optimisation level).
 for a code object (instructions, constants, nested code, names, line and exception tables)
 except ``co_filename``, which only names where the file was compiled. Comparing the marshal
 bytes themselves would flag identical code: marshal's back-references depend on reference
-counts, and installers compile under other paths.
+counts, and installers compile under other paths. Patch releases of one Python share the magic
+number but not always the compiler (3.11.7 threads a ``continue`` straight back to the loop head
+where 3.11.2 jumps forward to a backward jump), so code that is not equal is compared once more
+with every chain of unconditional jumps resolved to where it ends and the line table left out:
+the same instructions, operands, constants and names, which run the same way.
 
 This file is also shipped as text: the audit runs it with the image's own Python in a throwaway
 container, ``build`` runs it in the image's compile stage, and it re-runs itself with any other
@@ -22,6 +26,7 @@ module level and keeps to Python 3.9.
 from __future__ import annotations
 
 import contextlib
+import dis
 import hashlib
 import importlib.util
 import json
@@ -153,6 +158,8 @@ def same_code(data: bytes, source: bytes, path: str, level: int) -> tuple[bool, 
         return False, f"the source does not compile ({e}); this bytecode runs instead"
     if cached == fresh:
         return True, ""
+    if _shape(cached) == _shape(fresh):
+        return True, "the same code up to jump encoding and line table (another patch release's compiler)"
     return False, f"its code differs from the source's (first in {_first_difference(cached, fresh)})"
 
 
@@ -162,9 +169,36 @@ def _first_difference(a: types.CodeType, b: types.CodeType, where: str = "") -> 
     inner_b = [c for c in b.co_consts if isinstance(c, types.CodeType)]
     if len(inner_a) == len(inner_b):
         for i, inner in enumerate(inner_a):  # zip(strict=) is 3.10+; this file runs on 3.9
-            if inner != inner_b[i]:
+            if _shape(inner) != _shape(inner_b[i]):
                 return _first_difference(inner, inner_b[i], name)
     return name
+
+
+_UNCONDITIONAL = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_ABSOLUTE", "JUMP"}
+_JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
+
+
+def _shape(code: types.CodeType) -> tuple:
+    """What a code object does, without its line table and with every jump chain resolved."""
+    instructions = list(dis.get_instructions(code))
+    at = {i.offset: i for i in instructions}
+
+    def landing(target: int) -> int:
+        for _ in range(len(instructions)):  # bounded: a cycle of jumps ends the walk
+            i = at.get(target)
+            if i is None or i.opname not in _UNCONDITIONAL:
+                break
+            target = i.argval
+        return target
+
+    ops = tuple(("JUMP" if i.opname in _UNCONDITIONAL else i.opname, landing(i.argval)) if i.opcode in _JUMPS
+                else (i.opname, i.arg) for i in instructions)
+    consts = tuple(_shape(c) if isinstance(c, types.CodeType)
+                   else (type(c).__name__, sorted(map(repr, c)) if isinstance(c, frozenset) else repr(c))
+                   for c in code.co_consts)
+    return (code.co_name, code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags,
+            code.co_names, code.co_varnames, code.co_cellvars, code.co_freevars, consts, ops,
+            getattr(code, "co_exceptiontable", b""))
 
 
 def candidates(source_path: str) -> list[str]:
@@ -215,7 +249,7 @@ def judge(pyc: str, source_path: str) -> PycFinding:
         return finding
     same, why = same_code(data, source, source_path, level)
     finding.verdict = MATCHES if same else DIFFERS
-    finding.why = finding.why if same else f"{finding.why}, but {why}"
+    finding.why = f"{finding.why}, {'and' if same else 'but'} {why}" if why else finding.why
     return finding
 
 
