@@ -188,6 +188,7 @@ def test_table_output_names_every_fix(capsys, built, manifest_path, pristine_sou
     assert main(["audit", built.tag, "--manifest", str(manifest_path), "--source", pristine_source]) == 0
     out = capsys.readouterr().out
     assert built.tag in out and "carried" in out
+    assert "bytecode of the touched modules: 3 .pyc (3 matches)" in out
     for p in series_manifest.patches:
         assert p.id in out
 
