@@ -22,6 +22,7 @@ from helpers import udiff, write_manifest, write_patch
 
 from patchset.core import bytecode, provenance
 from patchset.core.manifest import load_manifest
+from patchset.errors import PatchsetError
 from patchset.verbs.apply import apply_series
 
 PRISTINE = b"def watermark(req):\n    return req.num_tokens\n"
@@ -278,3 +279,13 @@ def test_line_numbers_and_jump_encoding_are_not_code_but_an_operator_is():
     other = bytes(bootstrap._code_to_hash_pyc(code_of(source.replace(b"x < 2", b"x <= 2")), b"\0" * 8, True))
     same, why = bytecode.same_code(other, source, "x.py", 0)
     assert not same and "<module>.f" in why
+
+
+def test_an_applied_tree_whose_old_bytecode_came_back_is_not_reported_applied(tmp_path):
+    root, manifest = tree_and_manifest(tmp_path)
+    apply_series(load_manifest(manifest), "0.29.0", root)
+    source = root / MOD
+    pyc = write_pyc(pyc_path(source), hash_pyc(OLD.encode(), NEW.encode()))  # e.g. a later layer's cache
+    assert loaded_code(source) == code_of(OLD.encode())
+    with pytest.raises(PatchsetError, match=f"Python would run {pyc}"):
+        apply_series(load_manifest(manifest), "0.29.0", root)

@@ -385,25 +385,17 @@ def record_bytecode(record_file: str, written: dict[str, str]) -> None:
 
 
 def settle_tree(record_file: os.PathLike | str, modules: dict[str, os.PathLike | str | None]) -> list[PycFinding]:
-    """After apply: remove every pyc this interpreter would load with other code, verify, record the rest.
+    """After apply: remove every pyc an interpreter would load with other code, verify, record the rest.
 
     ``modules`` maps the touched repository-layout paths to their files in the tree. Raises
     PatchsetError when such bytecode cannot be removed: the tree would run old code.
     """
-    from patchset.errors import PatchsetError  # host side only: the shipped text never reaches here
-
-    local = {str(path): rel for rel, path in modules.items()
-             if path is not None and rel.endswith(".py") and os.path.isfile(path)}
-    sources = sorted(local)
-    for finding in inspect(sources):
+    for finding in inspect(sorted(_tree_sources(modules))):
         if finding.verdict == DIFFERS:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(finding.pyc)
-    findings = inspect(sources)
-    wrong = [f for f in findings if f.verdict == DIFFERS]
-    if wrong:
-        raise PatchsetError(f"{wrong[0].pyc} would still run instead of the patched source: {wrong[0].why}",
-                            file=wrong[0].pyc, hint="remove that bytecode file and apply again")
+    findings = verify_tree(modules)
+    local = _tree_sources(modules)
     recorded = {}
     for f in findings:
         rel = local[f.source]
@@ -413,6 +405,24 @@ def settle_tree(record_file: os.PathLike | str, modules: dict[str, os.PathLike |
         recorded[key] = f.sha256
     record_bytecode(os.fspath(record_file), recorded)
     return findings
+
+
+def verify_tree(modules: dict[str, os.PathLike | str | None]) -> list[PycFinding]:
+    """The findings for these modules of a tree; PatchsetError if a pyc that would be loaded holds other code."""
+    from patchset.errors import PatchsetError  # host side only: the shipped text never reaches here
+
+    findings = inspect(sorted(_tree_sources(modules)))
+    wrong = [f for f in findings if f.verdict == DIFFERS]
+    if wrong:
+        raise PatchsetError(f"Python would run {wrong[0].pyc} instead of the patched source: {wrong[0].why}",
+                            file=wrong[0].pyc, hint="remove that bytecode file; the series is not in effect")
+    return findings
+
+
+def _tree_sources(modules: dict[str, os.PathLike | str | None]) -> dict[str, str]:
+    """file in the tree -> repository-layout path, for the touched Python modules that exist."""
+    return {os.fspath(path): rel for rel, path in modules.items()
+            if path is not None and rel.endswith(".py") and os.path.isfile(path)}
 
 
 # --- entry point for the shipped text ------------------------------------------------------------

@@ -99,6 +99,7 @@ def _already(manifest: Manifest, version: str, tree: TargetTree, record_path: Pa
         if provenance.sha256(tree.read(path)) != entry.get("sha256"):
             raise ApplyError(f"{path} differs from what the provenance record says was written",
                              file=str(record_path), hint="the tree was changed after patchset applied the series")
+    bytecode.verify_tree({p: tree.local(p) for p in record.get("files", {})})  # and no old bytecode runs
     return ApplyReport(version, str(tree.root), None, record=str(record_path), already=True,
                        message="the series is already applied (provenance record matches); nothing changed")
 
