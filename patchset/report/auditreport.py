@@ -53,6 +53,7 @@ def render_markdown(report: AuditReport) -> str:
             out.append(f"cannot audit: {i.error}\n\n")
             continue
         out.append(markdown_table(HEADERS, ((f.id, _status(f), f.evidence) for f in i.fixes)) + "\n")
+        out.append(_bytecode(i).strip() + "\n\n" if i.bytecode else "")
     return "".join(out)
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import docker
+from docker.models.images import Image
 from packaging.version import InvalidVersion, Version
 
 from patchset import docker_engine
@@ -200,7 +201,7 @@ def _module_of(pyc: str) -> str:
     return f"{folder}/{name.split('.', 1)[0]}.py" if folder and name else ""
 
 
-def inspect_bytecode(client: docker.DockerClient, image, install: docker_engine.VllmInstall,
+def inspect_bytecode(client: docker.DockerClient, image: Image, install: docker_engine.VllmInstall,
                      modules: list[str]) -> list[dict]:
     """bytecode.inspect on these modules, run by the image's own Python in a throwaway container.
 
@@ -226,6 +227,8 @@ def inspect_bytecode(client: docker.DockerClient, image, install: docker_engine.
         findings = json.loads(out.splitlines()[-1])
     except docker.errors.APIError as e:
         raise BytecodeUninspectable(str(e.explanation or e)) from e
+    except (ValueError, OSError) as e:  # not one JSON line, or the engine timed out waiting
+        raise BytecodeUninspectable(f"{install.python_executable} gave no verdict: {e}") from e
     finally:
         container.remove(force=True)
     site = install.site.rstrip("/") + "/"
