@@ -199,7 +199,8 @@ CACHE = SCHEDULER.rsplit("/", 1)[0] + "/__pycache__"
 PYCS = [f"{CACHE}/scheduler.cpython-311{suffix}.pyc" for suffix in ("", ".opt-1", ".opt-2")]
 
 
-def put_files(client, image: str, tag: str, files: dict[str, bytes], mtime: int) -> str:
+def put_files(client, image: str, tag: str, files: dict[str, bytes], mtime: int, *, mode: int = 0o644,
+              changes: tuple[str, ...] = ()) -> str:
     """A new image from ``image`` with ``files`` (absolute paths) written, all with modification time ``mtime``."""
     import io
     import tarfile
@@ -210,12 +211,12 @@ def put_files(client, image: str, tag: str, files: dict[str, bytes], mtime: int)
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for path, data in files.items():
             info = tarfile.TarInfo(path.lstrip("/"))
-            info.size, info.mode, info.mtime = len(data), 0o644, mtime
+            info.size, info.mode, info.mtime = len(data), mode, mtime
             tar.addfile(info, io.BytesIO(data))
     container = client.containers.create(image, entrypoint=["/bin/true"], network_disabled=True)
     try:
         assert container.put_archive("/", buf.getvalue())
-        commit(container, client.images.get(image), tag)
+        commit(container, client.images.get(image), tag, list(changes))
     finally:
         container.remove(force=True)
     return tag
@@ -337,3 +338,19 @@ def test_a_pyc_for_a_python_the_image_lacks_is_a_warning(capsys, docker_client, 
     assert bytecode_of(doc)[foreign]["verdict"] == "no-interpreter"
     (warning,) = doc["images"][0]["warnings"]
     assert foreign in warning and "cpython-399" in warning and "not a failure" in warning
+
+
+def test_an_image_whose_python_cannot_judge_its_bytecode_cannot_be_audited(capsys, docker_client, built,
+                                                                            session_repo, manifest_path,
+                                                                            pristine_source):
+    """The image runs as nobody and cannot read one pyc: no verdict is an audit error, not a pass."""
+    from patchset import docker_engine
+
+    with docker_engine.ImageFiles(docker_client, built.tag) as files:
+        pyc = files.read(f"{built.site}/{PYCS[0]}")
+    image = put_files(docker_client, built.tag, f"{session_repo}:unreadable-pyc", {f"{built.site}/{PYCS[0]}": pyc},
+                      1_700_000_000, mode=0o000, changes=("USER nobody",))
+    code, doc = run_audit(capsys, manifest_path, pristine_source, image)
+    assert code == 1 and doc["ok"] is False
+    assert "cannot tell which bytecode Python would run" in doc["images"][0]["error"]
+    assert "Permission" in doc["images"][0]["error"]

@@ -171,13 +171,8 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
     if record and record.get("vllm") and record["vllm"] != version:
         result.warnings.append(f"the provenance record was written for vLLM {record['vllm']}, "
                                f"the image holds {install.version}")
-    try:
-        result.bytecode = inspect_bytecode(client, image, install, _modules(image_files, record))
-    except BytecodeUninspectable as e:
-        result.error = f"cannot tell which bytecode Python would run for the touched modules: {e}"
+    if not _judge_bytecode(result, client, image, install, _modules(image_files, record)):
         return result
-    result.warnings += [f"{b['pyc']}: {b['why']} (not a failure)" for b in result.bytecode
-                        if b["verdict"] in (bytecode.NO_INTERPRETER, bytecode.DORMANT, bytecode.UNINSPECTED)]
     judge = _Judge(manifest, version, expected, image_files, record, result.bytecode)
     result.fixes = [judge.verdict(p) for p in manifest.patches]
     result.warnings += _labels_disagree(image.labels or {}, result.fixes)
@@ -186,6 +181,22 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
 
 class BytecodeUninspectable(RuntimeError):
     """The image's Python could not judge the bytecode of the touched modules."""
+
+
+def _judge_bytecode(result: ImageAudit, client: docker.DockerClient, image: Image,
+                    install: docker_engine.VllmInstall, modules: list[str]) -> bool:
+    """Fill ``result.bytecode`` and its warnings; False, with ``result.error``, when there is no verdict."""
+    try:
+        result.bytecode = inspect_bytecode(client, image, install, modules)
+        unjudged = [f"{b['pyc']}: {b['why']}" for b in result.bytecode if b["verdict"] == bytecode.UNINSPECTED]
+        if unjudged:
+            raise BytecodeUninspectable("; ".join(unjudged))
+    except BytecodeUninspectable as e:
+        result.error = f"cannot tell which bytecode Python would run for the touched modules: {e}"
+        return False
+    result.warnings += [f"{b['pyc']}: {b['why']} (not a failure)" for b in result.bytecode
+                        if b["verdict"] in (bytecode.NO_INTERPRETER, bytecode.DORMANT)]
+    return True
 
 
 def _modules(image_files: dict[str, bytes | None], record: dict | None) -> list[str]:
