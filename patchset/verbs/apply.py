@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchset import journal
-from patchset.core import provenance
+from patchset.core import bytecode, provenance
 from patchset.core.manifest import Manifest, same_release
 from patchset.core.series import ReleaseResult, evaluate_release, failure_summary, syntax_error
 from patchset.errors import PatchsetError
@@ -90,6 +90,8 @@ def _apply_locked(manifest: Manifest, version: str, tree: TargetTree, compile_by
     report.skipped = sorted({f for p in result.patches for f in p.skipped})
     report.written = sorted(e.path for e in plan.entries if e.new_sha256 is not None)
     report.deleted = sorted(e.path for e in plan.entries if e.new_sha256 is None)
+    touched = {p: tree.local(p) for p in (*report.written, *report.deleted)}
+    bytecode.settle_tree(record_path, touched)  # no old bytecode may still run under a patched source
     report.message = f"applied {sum(1 for p in result.patches if p.status == 'applies')} patches"
     return report
 
@@ -152,6 +154,7 @@ def _already(manifest: Manifest, version: str, tree: TargetTree, record_path: Pa
     stale = [p for p in record.get("files", {}) if p.endswith(".py") and _stale_bytecode(tree, p)]
     for path in stale:
         journal.refresh_bytecode(tree.local(path), compile_bytecode=compile_bytecode)  # type: ignore[arg-type]
+    bytecode.verify_tree({p: tree.local(p) for p in record.get("files", {})})  # and no other old bytecode runs
     done = f"refreshed the stale bytecode of {len(stale)} modules" if stale else "nothing changed"
     return ApplyReport(version, str(tree.root), None, record=str(record_path), already=True,
                        message=f"the series is already applied (provenance record matches); {done}")
