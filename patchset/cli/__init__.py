@@ -16,6 +16,7 @@ import importlib
 import io
 import json
 import os
+import re
 import sys
 import tempfile
 import traceback
@@ -26,11 +27,12 @@ from patchset import __version__
 from patchset.errors import EXIT_INTERNAL, PatchsetError, UsageError
 
 # Each module has add_parser(subparsers) and run(args) -> exit code.
-VERBS = ("validate", "check", "apply", "test", "build", "audit", "targets", "schema", "sbom")
+VERBS = ("validate", "check", "apply", "test", "build", "audit", "targets", "schema", "sbom", "importer", "deps")
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # what was asked does not hold
 EXIT_ERROR = 2  # bad input: manifest, patch file, arguments, environment
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a bad command line is a :class:`UsageError` (one line, exit 2, JSON when asked)."""
@@ -60,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = wants_json(argv)
     verb = next((a for a in argv if not a.startswith("-")), "")
-    prog = f"patchset {verb}" if verb in VERBS else "patchset"
+    prog = f"patchset {verb}" if re.fullmatch(r"[a-z][a-z-]*", verb) else "patchset"
     # JSON goes through a buffer, so that an error after a partial write still leaves one document.
     buffer = io.StringIO()
     try:

@@ -24,7 +24,7 @@ import docker
 import docker.errors
 
 from patchset import docker_engine
-from patchset.core import provenance
+from patchset.core import bytecode, provenance
 from patchset.core.manifest import Manifest, same_release
 from patchset.core.series import APPLIES, ReleaseResult, evaluate_release, failure_summary, syntax_error
 from patchset.errors import Finding, PatchsetError
@@ -262,6 +262,7 @@ def build_context(install: docker_engine.VllmInstall, changed: dict[str, bytes |
             tar.addfile(info, io.BytesIO(data))
 
         add("Dockerfile", dockerfile)
+        add("patchset-bytecode.py", bytecode.script().encode())  # compiles and records the pycs in the image
         for path, content in sorted(changed.items()):
             if content is not None:
                 add("layer" + install.path_of(path), content, modes.get(path) or 0o644)
