@@ -231,3 +231,18 @@ def test_check_junit_parses_when_the_tree_holds_control_characters(project, caps
     root = ET.fromstring(capsys.readouterr().out)
     failure = root.find(".//failure")
     assert failure is not None and "line11 = 11#x0C" in failure.text and "#x1B[0m" in failure.text
+
+
+def test_a_reader_that_closed_stdout_gets_no_traceback(project):
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # `patchset check | head -0`: the reader is gone before anything is written
+    try:
+        proc = subprocess.run([sys.executable, "-m", "patchset", "check", *SRC, "--format", "json"], cwd=project,
+                              stdout=write, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(write)
+    assert proc.returncode == 141 and proc.stderr == ""
