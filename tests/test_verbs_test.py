@@ -297,6 +297,27 @@ def test_a_negative_control_that_hangs_is_inconclusive(project):
     assert "pytest timed out after 10 s" in p.reason
 
 
+def test_a_patch_the_rest_of_the_series_needs_cannot_be_left_out_and_is_unproven(project):
+    root, src, site = project
+    extended = WATERMARK_FIXED + "\n\nX = 1\n"
+    # follow-up's hunk has the fix as context but does not declare after: [watermark]
+    manifest = manifest_with(root, {
+        "watermark": fix_patch(WATERMARK_FIXED),
+        "follow-up": udiff("toypkg/watermark.py", WATERMARK_FIXED, extended),
+    }, """
+        - id: watermark
+          patch: recipes/watermark.patch
+          tests: ["tests/test_watermark.py::test_final_sampled_token_is_not_offloaded"]
+        - id: follow-up
+          patch: recipes/follow-up.patch
+        """)
+    report = run_prove(root, src, site, manifest)
+    p = report.patches[0]
+    assert (p.verdict, p.without_fix) == ("unproven", None)
+    assert "the rest of the series does not apply (follow-up failed)" in p.reason
+    assert "declare after: [watermark]" in p.reason
+
+
 class AcceleratedVenvRunner(VenvRunner):
     """The venv runner claiming an accelerator, as the image runner does when given --gpus."""
 

@@ -305,12 +305,16 @@ def select(outcome: RunOutcome, selectors: Sequence[str], not_found: dict[str, s
 
 
 def decide(patch_id: str, tests: Sequence[str], with_fix: ConfigRun | None,
-           without_fix: ConfigRun | None) -> PatchVerdict:
-    """The one place verdicts come from: what the runs with and without the fix mean for ``patch_id``."""
+           without_fix: ConfigRun | str | None) -> PatchVerdict:
+    """The one place verdicts come from: what the runs with and without the fix mean for ``patch_id``.
+
+    ``without_fix`` is the negative control's run, or why there could be none.
+    """
     tests = tuple(tests)
+    control = without_fix if isinstance(without_fix, ConfigRun) else None
 
     def verdict(word: str, reason: str) -> PatchVerdict:
-        return PatchVerdict(patch_id, word, reason, tests, with_fix, without_fix)
+        return PatchVerdict(patch_id, word, reason, tests, with_fix, control)
 
     if not tests:
         return verdict(UNPROVEN, "the manifest names no tests for it")
@@ -327,9 +331,9 @@ def decide(patch_id: str, tests: Sequence[str], with_fix: ConfigRun | None,
     if not passed:
         reasons = sorted({r.message for r in with_fix.results if r.outcome == SKIPPED})
         return verdict(UNPROVEN, "none of its tests ran: skipped (" + "; ".join(reasons) + ")")
-    if without_fix is None:
-        return verdict(UNPROVEN, "no negative control was run")
-    return verdict(*_negative_verdict(passed, without_fix))
+    if control is None:
+        return verdict(UNPROVEN, without_fix if isinstance(without_fix, str) else "no negative control was run")
+    return verdict(*_negative_verdict(passed, control))
 
 
 def _negative_verdict(passed: list[str], without_fix: ConfigRun) -> tuple[str, str]:
@@ -472,11 +476,7 @@ class _Session:
         why_no_gpu = getattr(self.runner, "needs_accelerator_reason", None)
         for p in testable:
             with_fix = series.view(SERIES, (), p.tests)
-            without_fix = self.negative_control(p)
-            if isinstance(without_fix, str):
-                v = PatchVerdict(p.id, UNPROVEN, without_fix, p.tests, with_fix, None)
-            else:
-                v = decide(p.id, p.tests, with_fix, without_fix)
+            v = decide(p.id, p.tests, with_fix, self.negative_control(p))
             if v.verdict == NEEDS_GPU and why_no_gpu:
                 v.reason += f" ({why_no_gpu})"
             verdicts[p.id] = v
