@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import multiprocessing
 import os
+import socket
+import threading
+import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import git
@@ -12,8 +18,11 @@ import pytest
 
 from patchset.cache import Cache
 from patchset.errors import SourceError
+from patchset.sources import http as patchset_http
 from patchset.sources import open_source
 from patchset.sources.git import GitSource
+from patchset.sources.index import IndexFile
+from patchset.sources.wheel import WheelSource
 
 SCHED = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py"
 
@@ -106,11 +115,6 @@ def _serve(folder: Path):
 
 
 def test_a_wheel_server_without_ranges_gets_the_whole_wheel_verified(tmp_path):
-    import zipfile
-
-    from patchset.sources.index import IndexFile
-    from patchset.sources.wheel import WheelSource
-
     wheel = tmp_path / "srv" / "vllm-0.29.0-py3-none-any.whl"
     wheel.parent.mkdir()
     with zipfile.ZipFile(wheel, "w") as z:
@@ -143,3 +147,197 @@ def test_a_warm_cache_needs_no_index(tmp_path, monkeypatch):
     second = open_source("pypi", "0.29.0", cache=cache)
     assert second.identity == first.identity
     assert second.read(SCHED) == first.read(SCHED)
+
+
+# --- wheels read by range from a real HTTP server that misbehaves -----------------------------------
+
+
+
+def real_wheel() -> Path:
+    """pip's own wheel, as Python ships it: a real wheel with a RECORD, no download needed."""
+    import ensurepip
+
+    return next((Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl"))
+
+
+#: Members of pip's wheel: a small one and one that spans blocks.
+SMALL, LARGER = "pip/__init__.py", "pip/_internal/req/req_install.py"
+
+
+class WheelServer(ThreadingHTTPServer):
+    """Serves ``full`` whole (no Range) and ``ranged`` by range, misbehaving as ``mode`` says.
+
+    modes: honest, short (1000-byte answers, honest Content-Range), liar (Content-Range claims more
+    than the body holds), misplaced (the bytes and Content-Range of another offset), drop (the
+    connection closes mid-body; only the first ``failures`` times when that is set), busy (503 first),
+    none (ranges ignored: 200 with the whole file).
+    """
+
+    def __init__(self, full: bytes, ranged: bytes | None = None, mode: str = "honest", failures: int = 10**6,
+                 auth: str | None = None) -> None:
+        self.full, self.ranged, self.mode, self.failures, self.auth = full, ranged or full, mode, failures, auth
+        self.ranges: list[str] = []
+        self.files: dict[str, bytes] = {}
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _WheelHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def url(self, path: str = "/pkg.whl") -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}{path}"
+
+    def misbehave(self) -> bool:
+        with self.lock:
+            self.failures -= 1
+            return self.failures >= 0
+
+
+class _WheelHandler(BaseHTTPRequestHandler):
+    server: WheelServer
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None, cut: bool = False) -> None:
+        self.send_response(status)
+        for k, v in {"Content-Length": str(len(body)), **(headers or {})}.items():
+            self.send_header(k, v)
+        self.end_headers()
+        if cut:
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        srv = self.server
+        if srv.auth and self.headers.get("Authorization") != "Basic " + base64.b64encode(srv.auth.encode()).decode():
+            return self._send(401, b"no", {"WWW-Authenticate": 'Basic realm="index"'})
+        if self.path in srv.files:
+            return self._send(200, srv.files[self.path], {"Content-Type": "application/vnd.pypi.simple.v1+json"})
+        wanted = self.headers.get("Range")
+        if not wanted or srv.mode == "none":
+            return self._send(200, srv.full)
+        srv.ranges.append(wanted)
+        start, end = (int(x) for x in wanted.split("=")[1].split("-"))
+        data, total = srv.ranged, len(srv.ranged)
+        end = min(end, total - 1)
+        misbehave = srv.mode != "honest" and srv.misbehave()
+        if misbehave and srv.mode == "busy":
+            return self._send(503, b"busy")
+        if misbehave and srv.mode == "short":
+            end = min(end, start + 999)
+        if misbehave and srv.mode == "misplaced" and start > 0:
+            start, end = 0, end - start
+        body = data[start:end + 1]
+        claimed = f"bytes {start}-{end}/{total}"
+        if misbehave and srv.mode == "liar":
+            body = body[: max(1, len(body) // 2)]
+        self._send(206, body, {"Content-Range": claimed}, cut=misbehave and srv.mode == "drop")
+
+
+@pytest.fixture
+def fast_retries(monkeypatch):
+    monkeypatch.setattr(patchset_http, "BACKOFF", 0.01)
+
+
+def _member(wheel: bytes, name: str) -> bytes:
+    with zipfile.ZipFile(io.BytesIO(wheel)) as z:
+        return z.read(name)
+
+
+def _forged(wheel: bytes, name: str, content: bytes) -> bytes:
+    """The wheel with one member's bytes replaced and a CRC that fits them; RECORD left as it was."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(wheel)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info, content if info.filename == name else src.read(info))
+    return out.getvalue()
+
+
+def _corrupted(wheel: bytes, name: str) -> bytes:
+    """The wheel with bytes of one member's compressed data flipped (same size, same headers)."""
+    with zipfile.ZipFile(io.BytesIO(wheel)) as z:
+        info = z.getinfo(name)
+    data = bytearray(wheel)
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    for i in range(start + 10, start + 20):
+        data[i] ^= 0xFF
+    return bytes(data)
+
+
+def _source(server: WheelServer, wheel: bytes, cache: Cache, size: int | None = None) -> WheelSource:
+    digest = hashlib.sha256(wheel).hexdigest()
+    return WheelSource(IndexFile("pip-23.2.1-py3-none-any.whl", server.url(), digest, size), cache, package="pip")
+
+
+def test_an_honest_range_server_gives_verified_members_without_the_whole_wheel(tmp_path):
+    wheel = real_wheel().read_bytes()
+    server = WheelServer(wheel)
+    try:
+        src = _source(server, wheel, Cache(tmp_path), len(wheel))
+        assert src.read(SMALL) == _member(wheel, SMALL)
+        assert src.read(LARGER) == _member(wheel, LARGER)
+        assert src.read("pip/not-there.py") is None
+    finally:
+        server.shutdown()
+    assert src.fallback_reason is None
+    assert not (tmp_path / "blobs").exists()  # never downloaded whole
+    assert len(server.ranges) < 10
+
+
+@pytest.mark.parametrize("mode, failures, falls_back, reason", [
+    ("short", 10**6, True, "pieces too short"),       # 1000 bytes an answer: bounded, then the full wheel
+    ("liar", 10**6, True, "bytes came"),              # Content-Range claims more than the body holds
+    ("misplaced", 10**6, True, "Content-Range says"),  # the bytes of another offset
+    ("drop", 10**6, True, "attempts"),                # every range answer cut mid-body
+    ("drop", 1, False, None),                         # one cut answer: retried, no full download
+    ("busy", 1, False, None),                         # one 503: retried by urllib3's Retry
+    ("none", 0, True, "ignores range"),               # no range support at all
+])
+def test_a_misbehaving_range_server_ends_in_verified_bytes(tmp_path, fast_retries, mode, failures, falls_back,
+                                                           reason):
+    wheel = real_wheel().read_bytes()
+    server = WheelServer(wheel, mode=mode, failures=failures)
+    try:
+        src = _source(server, wheel, Cache(tmp_path), len(wheel))
+        assert src.read(LARGER) == _member(wheel, LARGER)
+        assert src.read(SMALL) == _member(wheel, SMALL)
+    finally:
+        server.shutdown()
+    assert (src.fallback_reason is not None) is falls_back, src.fallback_reason
+    if reason:
+        assert reason in src.fallback_reason
+    assert (tmp_path / "blobs").exists() is falls_back
+    assert len(server.ranges) <= 64  # never a loop: a bounded number of requests, then the full wheel
+
+
+@pytest.mark.parametrize("tamper, reason", [
+    (lambda w: _forged(w, LARGER, b"import os\n"), "does not match the sha256 in the wheel's RECORD"),
+    (lambda w: _corrupted(w, LARGER), LARGER),
+])
+def test_wrong_bytes_by_range_are_never_cached(tmp_path, fast_retries, tamper, reason):
+    wheel = real_wheel().read_bytes()
+    server = WheelServer(wheel, ranged=tamper(wheel))  # ranges lie, the whole file is the real one
+    try:
+        src = _source(server, wheel, Cache(tmp_path))  # size unknown: the Content-Range gives it
+        assert src.read(LARGER) == _member(wheel, LARGER)
+    finally:
+        server.shutdown()
+    assert reason in src.fallback_reason
+    cached = tmp_path / "wheel-members" / hashlib.sha256(wheel).hexdigest() / LARGER
+    assert cached.read_bytes() == _member(wheel, LARGER)
+
+
+def test_a_wheel_whose_full_download_is_wrong_too_is_refused(tmp_path, fast_retries):
+    wheel = real_wheel().read_bytes()
+    forged = _forged(wheel, LARGER, b"evil\n")
+    server = WheelServer(forged)  # the index's sha256 is the real wheel's
+    try:
+        src = _source(server, wheel, Cache(tmp_path))
+        with pytest.raises(SourceError, match="does not match the index's"):
+            src.read(LARGER)
+    finally:
+        server.shutdown()
+    assert not list(tmp_path.rglob("req_install.py"))
