@@ -341,3 +341,140 @@ def test_a_wheel_whose_full_download_is_wrong_too_is_refused(tmp_path, fast_retr
     finally:
         server.shutdown()
     assert not list(tmp_path.rglob("req_install.py"))
+
+
+# --- private indexes: credentials in the URL or netrc, never printed -------------------------------
+
+TOKEN = "tok-3f9a7c21e5d84b06"
+
+
+def _index_server(wheel: bytes, auth: str | None) -> WheelServer:
+    """A PEP 691 index on 127.0.0.1 listing pip's wheel, its file served by the same host."""
+    import json
+
+    server = WheelServer(wheel, auth=auth)
+    name = "pip-23.2.1-py3-none-any.whl"
+    server.files["/simple/pip/"] = json.dumps({"meta": {"api-version": "1.0"}, "name": "pip", "files": [
+        {"filename": name, "url": f"../../files/{name}", "hashes": {"sha256": hashlib.sha256(wheel).hexdigest()},
+         "size": len(wheel)}]}).encode()
+    return server
+
+
+def _use_index(monkeypatch, url: str) -> None:
+    from patchset.sources import index
+
+    monkeypatch.setenv("PATCHSET_INDEX_URL", url)
+    monkeypatch.setenv("NETRC", "/nonexistent")  # no ~/.netrc of this machine's user gets in the way
+    index.project_files.cache_clear()
+
+
+def _all_bytes(folder: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file())
+
+
+def test_a_private_index_with_a_token_in_its_url(tmp_path, monkeypatch):
+    wheel = real_wheel().read_bytes()
+    server = _index_server(wheel, auth=f"ci:{TOKEN}")
+    try:
+        _use_index(monkeypatch, server.url("/simple/").replace("://", f"://ci:{TOKEN}@"))
+        src = WheelSource.of("pip", "23.2.1", Cache(tmp_path))
+        assert TOKEN not in src.file.url
+        assert src.read(SMALL) == _member(wheel, SMALL)  # the file host is the index's: same credentials
+    finally:
+        server.shutdown()
+    assert src.fallback_reason is None and server.ranges
+    assert TOKEN.encode() not in _all_bytes(tmp_path)  # nothing in the cache remembers the token
+
+
+def test_a_private_index_with_netrc_credentials(tmp_path, monkeypatch):
+    wheel = real_wheel().read_bytes()
+    server = _index_server(wheel, auth=f"ci:{TOKEN}")
+    netrc = tmp_path / "netrc"
+    netrc.write_text(f"machine 127.0.0.1 login ci password {TOKEN}\n")
+    netrc.chmod(0o600)
+    try:
+        _use_index(monkeypatch, server.url("/simple/"))
+        monkeypatch.setenv("NETRC", str(netrc))
+        src = WheelSource.of("pip", "23.2.1", Cache(tmp_path / "cache"))
+        assert src.read(SMALL) == _member(wheel, SMALL)
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize("where", ["wrong token", "no server"])
+def test_index_errors_never_print_the_token(tmp_path, monkeypatch, where):
+    from patchset.sources import index
+
+    server = _index_server(real_wheel().read_bytes(), auth="ci:the-right-one")
+    try:
+        url = server.url("/simple/") if where == "wrong token" else "http://127.0.0.1:9/simple/"
+        _use_index(monkeypatch, url.replace("://", f"://ci:{TOKEN}@"))
+        with pytest.raises(SourceError) as caught:
+            index.project_files("pip")
+    finally:
+        server.shutdown()
+    message = str(caught.value)
+    assert TOKEN not in message and TOKEN not in repr(caught.value.__cause__ or "")
+    assert "http://127.0.0.1" in message
+    if where == "wrong token":
+        assert "HTTP 401" in message and "netrc" in message
+
+
+def test_the_default_index_comes_from_pip_without_its_private_api(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['pip._internal'] = None\n"  # importing it would now fail
+            "from patchset.sources import index; print(index.index_url())")
+    env = {k: v for k, v in os.environ.items() if k not in ("PATCHSET_INDEX_URL", "PIP_INDEX_URL")}
+    env["PIP_CONFIG_FILE"] = os.devnull  # no configured index: pip's built-in default
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.startswith("https://") and out.strip().endswith("/simple/"), out
+
+
+def test_pip_config_names_the_index_and_the_ca_bundle(tmp_path, monkeypatch):
+    from patchset.sources import index
+
+    config = tmp_path / "pip.conf"
+    config.write_text("[global]\nindex-url = http://127.0.0.1:9/mirror/simple\ncert = /etc/mirror-ca.pem\n")
+    for var in ("PATCHSET_INDEX_URL", "PIP_INDEX_URL", "PIP_CERT", "REQUESTS_CA_BUNDLE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
+    index._pip_config.cache_clear()
+    try:
+        assert index.index_url() == "http://127.0.0.1:9/mirror/simple/"
+        assert patchset_http.ca_bundle() == "/etc/mirror-ca.pem"
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/requests.pem")
+        assert patchset_http.ca_bundle() == "/etc/requests.pem"
+        monkeypatch.setenv("PIP_CERT", "/etc/pip.pem")
+        assert patchset_http.ca_bundle() == "/etc/pip.pem"
+    finally:
+        index._pip_config.cache_clear()
+
+
+def test_pip_cert_lets_a_tls_index_with_a_private_ca_answer(tmp_path, monkeypatch):
+    import ssl
+    import subprocess
+
+    from patchset.sources import index
+
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    server = _index_server(real_wheel().read_bytes(), auth=None)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    try:
+        url = server.url("/simple/").replace("http://", "https://")
+        _use_index(monkeypatch, url)
+        monkeypatch.setenv("PIP_CERT", str(tmp_path / "other.pem"))
+        (tmp_path / "other.pem").write_bytes(Path(ssl.get_default_verify_paths().cafile or cert).read_bytes())
+        with pytest.raises(SourceError, match="cannot list pip"):
+            index.project_files("pip")
+        monkeypatch.setenv("PIP_CERT", str(cert))
+        index.project_files.cache_clear()
+        assert [f.filename for f in index.project_files("pip")] == ["pip-23.2.1-py3-none-any.whl"]
+    finally:
+        server.shutdown()

@@ -47,7 +47,8 @@ class WheelSource:
     @classmethod
     def of(cls, project: str, version: str, cache: Cache) -> WheelSource:
         """The release's wheel as the package index lists it."""
-        return cls(index.remembered(cache, "wheel", project, version, index.wheel), cache)
+        found = index.remembered(cache, "wheel", project, version, index.wheel)
+        return cls(found, cache, package=project.lower().replace("-", "_"))
 
     def covers(self, path: str) -> bool:
         return path.startswith(self.package + "/")
