@@ -478,3 +478,72 @@ def test_pip_cert_lets_a_tls_index_with_a_private_ca_answer(tmp_path, monkeypatc
         assert [f.filename for f in index.project_files("pip")] == ["pip-23.2.1-py3-none-any.whl"]
     finally:
         server.shutdown()
+
+
+# --- sdists: unsafe members refused on every Python, interrupted unpacks cleaned up -----------------
+
+
+def _sdist(path: Path, members: list[tuple[str, str, bytes | str]]) -> Path:
+    """A .tar.gz of (kind, name, data-or-link-target) members, kind in file|dir|sym|lnk."""
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for kind, name, data in members:
+            info = tarfile.TarInfo(name)
+            if kind == "file":
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))  # type: ignore[arg-type]
+                continue
+            info.type = {"dir": tarfile.DIRTYPE, "sym": tarfile.SYMTYPE, "lnk": tarfile.LNKTYPE}[kind]
+            info.linkname = data if isinstance(data, str) else ""
+            tar.addfile(info)
+    return path
+
+
+@pytest.mark.parametrize("evil, why", [
+    (("file", "vllm-0.29.0/../../outside.txt", b"x"), "points outside"),
+    (("file", "/tmp/absolute-outside.txt", b"x"), "points outside"),
+    (("sym", "vllm-0.29.0/vllm/link.py", "/etc/passwd"), "symbolic link"),
+    (("lnk", "vllm-0.29.0/vllm/hard.py", "vllm-0.29.0/vllm/a.py"), "hard link"),
+])
+@pytest.mark.parametrize("python_filter", [True, False], ids=["data_filter", "no_data_filter"])
+def test_an_sdist_with_an_unsafe_member_is_refused_whole(tmp_path, monkeypatch, evil, why, python_filter):
+    import tarfile
+
+    from patchset.sources.sdist import _unpack
+
+    if not python_filter:  # a Python without the data filter (3.10 before 3.10.12, 3.11 before 3.11.4)
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    blob = _sdist(tmp_path / "vllm-0.29.0.tar.gz", [("dir", "vllm-0.29.0", b""),
+                                                     ("file", "vllm-0.29.0/vllm/a.py", b"a\n"), evil])
+    dest = tmp_path / "cache" / "trees" / "dest"
+    dest.mkdir(parents=True)
+    with pytest.raises(SourceError, match=why):
+        _unpack(blob, dest, blob.name)
+    assert not list(dest.iterdir())  # nothing was unpacked
+    assert not (tmp_path / "cache" / "outside.txt").exists() and not (tmp_path / "outside.txt").exists()
+    assert not Path("/tmp/absolute-outside.txt").exists()
+
+
+def test_a_safe_sdist_unpacks_below_its_top_folder(tmp_path, monkeypatch):
+    import tarfile
+
+    from patchset.sources.sdist import _unpack
+
+    monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    blob = _sdist(tmp_path / "x.tar.gz", [("dir", "vllm-0.29.0", b""), ("file", "vllm-0.29.0/vllm/a.py", b"a\n")])
+    _unpack(blob, tmp_path / "out", blob.name)
+    assert (tmp_path / "out" / "vllm" / "a.py").read_bytes() == b"a\n"
+
+
+def test_an_interrupted_fill_is_cleaned_up_by_the_next_run(tmp_path):
+    cache = Cache(tmp_path)
+    leftover = tmp_path / "trees" / ".sdist-abc.part-x1y2z3"  # what a killed unpack leaves
+    (leftover / "vllm").mkdir(parents=True)
+    (leftover / "vllm" / "half.py").write_text("half")
+    other = tmp_path / "trees" / ".sdist-other.part-q"  # another entry's fill, maybe running now
+    other.mkdir()
+    entry = cache.tree("sdist-abc", lambda tmp: (tmp / "done").write_text("yes"))
+    assert (entry / "done").read_text() == "yes"
+    assert not leftover.exists()
+    assert other.exists()
