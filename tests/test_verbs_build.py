@@ -6,6 +6,7 @@ import io
 import json
 import tarfile
 
+import docker.errors
 import pytest
 from helpers import write_manifest, write_patch
 
@@ -150,3 +151,56 @@ def test_build_without_an_engine_is_an_error(monkeypatch, manifest_path, capsys)
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     assert main(["build", "--vllm", VERSION, "--manifest", str(manifest_path)]) == 2
     assert "no Docker engine answers" in capsys.readouterr().err
+
+
+# --- reproducible builds, nothing left behind -------------------------------------------------------
+
+EPOCH = "1700000000"  # 2023-11-14T22:13:20Z
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_two_builds_under_source_date_epoch_are_the_same_image(docker_client, standin, series_manifest,
+                                                               session_repo, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    first = build_image(series_manifest, VERSION, base=standin, tag=f"{session_repo}:sde1", client=docker_client)
+    second = build_image(series_manifest, VERSION, base=standin, tag=f"{session_repo}:sde2", client=docker_client)
+    assert first.image_id == second.image_id
+    assert first.labels == second.labels
+    assert first.labels["org.opencontainers.image.created"] == "2023-11-14T22:13:20Z"
+    with docker_engine.ImageFiles(docker_client, first.image_id) as files:
+        install = files.locate_vllm()
+        record = provenance.loads(files.read(install.path_of(provenance.PROVENANCE_PATH)))
+    assert record["applied_at"] == "2023-11-14T22:13:20+00:00"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_added_layer_is_byte_for_byte_the_same_without_the_build_cache(docker_client, standin,
+                                                                         series_manifest, session_repo,
+                                                                         monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    layers = []
+    for n in (1, 2):  # nothing cached: every file, folder and pyc of the layer is made afresh
+        report = build_image(series_manifest, VERSION, base=standin, tag=f"{session_repo}:nocache{n}",
+                             client=docker_client, nocache=True)
+        layers.append(docker_client.images.get(report.image_id).attrs["RootFS"]["Layers"])
+        with docker_engine.ImageFiles(docker_client, report.image_id) as files:
+            install = files.locate_vllm()
+            stream, _ = files._container.get_archive(install.path_of("vllm/distributed"))
+            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                touched = [m for m in tar.getmembers() if "offloading/" in m.name and "scheduler" in m.name]
+        assert touched and {m.mtime for m in touched} == {int(EPOCH)}, [(m.name, m.mtime) for m in touched]
+    base_layers = len(docker_client.images.get(standin).attrs["RootFS"]["Layers"])
+    assert layers[0][base_layers:] == layers[1][base_layers:]  # the diff ids: sha256 of each added layer
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_compile_stage_is_not_left_behind(built, docker_client):
+    assert built.removed_stages, "the build named no compile stage"
+    for stage in built.removed_stages:
+        with pytest.raises(docker.errors.ImageNotFound):
+            docker_client.images.get(stage)
+    # What the image needs is still there: its own layers and its parents.
+    assert docker_client.images.get(built.image_id).id == built.image_id
