@@ -99,6 +99,8 @@ def test_real_wheel_members_by_range_requests(tmp_path):
     assert src.read("tests/conftest.py") is None and not src.covers("tests/conftest.py")
     cached = list((tmp_path / "wheel-members").rglob("scheduler.py"))
     assert len(cached) == 1
+    assert src.fallback_reason is None  # verified against the real wheel's RECORD, read by range
+    assert not (tmp_path / "blobs").exists()
 
 
 def _serve(folder: Path):

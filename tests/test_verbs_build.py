@@ -204,3 +204,55 @@ def test_the_compile_stage_is_not_left_behind(built, docker_client):
             docker_client.images.get(stage)
     # What the image needs is still there: its own layers and its parents.
     assert docker_client.images.get(built.image_id).id == built.image_id
+
+
+# --- from an installed wheel, not a checkout ---------------------------------------------------------
+
+_FROM_THE_WHEEL = """
+import io, sys, tarfile, types
+from pathlib import Path
+import patchset
+from patchset import docker_engine
+from patchset.verbs.build import build_context, dockerfile_for
+assert Path(patchset.__file__).is_relative_to(sys.prefix), patchset.__file__  # the wheel's copy, not a checkout
+fork = types.SimpleNamespace(base=Path.cwd())  # a manifest's folder without images/ of its own
+dockerfile = dockerfile_for(fork)
+install = docker_engine.VllmInstall("/usr/lib/python3/dist-packages", "0.29.0", "x", "3.11")
+context = build_context(install, {"vllm/a.py": b"new\\n"}, {}, b"{}", dockerfile, 0)
+with tarfile.open(fileobj=io.BytesIO(context)) as tar:
+    assert tar.extractfile("Dockerfile").read() == dockerfile
+sys.stdout.buffer.write(dockerfile)
+"""
+
+
+@pytest.mark.network  # the wheel's build backend (setuptools) comes from the package index
+@pytest.mark.slow
+def test_build_finds_its_dockerfile_in_an_installed_wheel(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import sysconfig
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(repo / name, src / name)
+    shutil.copytree(repo / "patchset", src / "patchset", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(src)],
+                   check=True, capture_output=True)
+    wheel = next((tmp_path / "dist").glob("patchset-*.whl"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                   check=True, capture_output=True)
+    elsewhere = tmp_path / "fork"
+    elsewhere.mkdir()
+    # patchset from the clean venv; its dependencies from this test's environment (found after it).
+    env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
+    out = subprocess.run([venv / "bin" / "python", "-c", _FROM_THE_WHEEL], cwd=elsewhere, env=env,
+                         capture_output=True, check=False)
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout == (repo / "patchset" / "images" / "vllm-patched" / "Dockerfile").read_bytes()
