@@ -47,7 +47,10 @@ def index_url() -> str:
 
 def credentials_for(url: str) -> tuple[str, str] | None:
     """The index URL's credentials when ``url`` is on the index's host (as pip sends them), else None."""
-    public, creds = http.split_credentials(index_url())
+    try:
+        public, creds = http.split_credentials(index_url())
+    except SourceError:  # no index known: then no index credentials either
+        return None
     return creds if creds and http.host_of(url) == http.host_of(public) else None
 
 
