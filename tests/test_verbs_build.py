@@ -256,3 +256,18 @@ def test_build_finds_its_dockerfile_in_an_installed_wheel(tmp_path):
                          capture_output=True, check=False)
     assert out.returncode == 0, out.stderr.decode()
     assert out.stdout == (repo / "patchset" / "images" / "vllm-patched" / "Dockerfile").read_bytes()
+
+
+def test_the_source_label_never_carries_the_remotes_token(tmp_path):
+    import git
+
+    from patchset.verbs.build import _git_labels
+
+    repo = git.Repo.init(tmp_path)
+    (tmp_path / "patches.yaml").write_text("schema: 1\n")
+    repo.index.add(["patches.yaml"])
+    repo.index.commit("one")
+    repo.create_remote("origin", "https://x-access-token:ghs_s3cr3tT0ken@127.0.0.1/fork/vllm-patches.git")
+    labels = _git_labels(tmp_path)
+    assert labels["org.opencontainers.image.source"] == "https://127.0.0.1/fork/vllm-patches.git"
+    assert "s3cr3t" not in json.dumps(labels)

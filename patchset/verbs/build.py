@@ -34,6 +34,7 @@ from patchset.core import provenance
 from patchset.core.manifest import Manifest, same_release
 from patchset.core.series import APPLIES, ReleaseResult, evaluate_release, failure_summary, syntax_error
 from patchset.errors import PatchsetError
+from patchset.sources import http
 
 DOCKERFILE = Path("images") / "vllm-patched" / "Dockerfile"
 LABEL_NS = "io.patchset"
@@ -247,7 +248,8 @@ def _git_labels(where: Path) -> dict[str, str]:
     try:
         if repo.remotes:
             remote = repo.remotes["origin"] if "origin" in [r.name for r in repo.remotes] else repo.remotes[0]
-            out[f"{OCI}.source"] = remote.url
+            # A CI checkout's remote often holds a token (https://x-access-token:...@): never label it.
+            out[f"{OCI}.source"] = http.split_credentials(remote.url)[0]
     except (git.GitCommandError, IndexError, ValueError):
         pass
     return out
