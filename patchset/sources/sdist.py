@@ -31,8 +31,10 @@ def _unpack(blob: Path, dest: Path, name: str) -> None:
             keep = safe_members(tar.getmembers(), name)
             # Python's own data filter where this Python has it (3.10.12+, 3.11.4+), as a second line;
             # safe_members has already refused links, absolute paths and `..` on every Python.
-            kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-            tar.extractall(dest, members=keep, **kwargs)
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(dest, members=keep, filter="data")
+            else:
+                tar.extractall(dest, members=keep)  # every member was checked above
     except (tarfile.TarError, OSError) as e:
         raise SourceError(f"cannot unpack {name}: {e}") from e
 
