@@ -181,6 +181,8 @@ def _stream(url: str) -> Iterator[tuple[bytes, int, int]]:
             for chunk in resp.iter_content(CHUNK):
                 done += len(chunk)
                 yield chunk, done, total
+            if total and done != total:  # urllib3 1.x does not enforce Content-Length itself
+                raise _CutShort(f"{done} of {total} bytes came")
     except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ConnectionError,
             requests.exceptions.Timeout) as e:
         raise _CutShort(http.describe(e)) from e
