@@ -175,7 +175,7 @@ def _stream(url: str) -> Iterator[tuple[bytes, int, int]]:
 
     http = _http()
     try:
-        with http.get(url, stream=True) as resp:
+        with http.get(url, stream=True, headers={"Accept-Encoding": "identity"}) as resp:  # the bytes, as hashed
             http.check(resp, f"cannot download {url}")
             total, done = int(resp.headers.get("Content-Length") or 0), 0
             for chunk in resp.iter_content(CHUNK):
