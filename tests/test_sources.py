@@ -549,3 +549,13 @@ def test_an_interrupted_fill_is_cleaned_up_by_the_next_run(tmp_path):
     assert (entry / "done").read_text() == "yes"
     assert not leftover.exists()
     assert other.exists()
+
+
+def test_a_wheel_already_downloaded_whole_is_read_without_the_network(tmp_path):
+    wheel = tmp_path / "pip-23.2.1-py3-none-any.whl"
+    wheel.write_bytes(real_wheel().read_bytes())
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    cache = Cache(tmp_path / "cache")
+    cache.blob(digest, wheel.as_uri())  # as the venv runner leaves it
+    src = WheelSource(IndexFile(wheel.name, "http://127.0.0.1:9/gone.whl", digest), cache, package="pip")
+    assert src.read(SMALL) == _member(wheel.read_bytes(), SMALL)

@@ -70,6 +70,8 @@ class WheelSource:
         return data
 
     def _verified(self, path: str) -> bytes | None:
+        if self._reader is None and self.cache.path("blobs", self.file.sha256[:2], self.file.sha256).is_file():
+            self._open_whole()  # downloaded already (the venv runner does): no range request needed
         if self._reader is None:
             try:
                 self._reader = _Reader(zipfile.ZipFile(_RangeFile(self.file.url, self.file.size)), whole=False)
@@ -92,6 +94,9 @@ class WheelSource:
     def _fall_back(self, reason: str) -> None:
         """Read from the whole wheel, downloaded and checked against the index's sha256."""
         self.fallback_reason = http.redact(reason)
+        self._open_whole()
+
+    def _open_whole(self) -> None:
         blob = self.cache.blob(self.file.sha256, self.file.url)
         try:
             self._reader = _Reader(zipfile.ZipFile(blob), whole=True)
