@@ -225,9 +225,9 @@ sys.stdout.buffer.write(dockerfile)
 """
 
 
-@pytest.mark.network  # the wheel's build backend (setuptools) comes from the package index
-@pytest.mark.slow
-def test_build_finds_its_dockerfile_in_an_installed_wheel(tmp_path):
+@pytest.fixture(scope="module")
+def wheel_python(tmp_path_factory):
+    """(python, env): a clean venv holding patchset from its wheel; dependencies come after it on the path."""
     import os
     import shutil
     import subprocess
@@ -235,27 +235,53 @@ def test_build_finds_its_dockerfile_in_an_installed_wheel(tmp_path):
     import sysconfig
     from pathlib import Path
 
+    tmp = tmp_path_factory.mktemp("wheel")
     repo = Path(__file__).resolve().parents[1]
-    src = tmp_path / "src"
+    src = tmp / "src"
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(repo / name, src / name)
     shutil.copytree(repo / "patchset", src / "patchset", ignore=shutil.ignore_patterns("__pycache__"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(src)],
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / "dist"), str(src)],
                    check=True, capture_output=True)
-    wheel = next((tmp_path / "dist").glob("patchset-*.whl"))
-    venv = tmp_path / "venv"
+    wheel = next((tmp / "dist").glob("patchset-*.whl"))
+    venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
                    check=True, capture_output=True)
-    elsewhere = tmp_path / "fork"
-    elsewhere.mkdir()
-    # patchset from the clean venv; its dependencies from this test's environment (found after it).
-    env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
-    out = subprocess.run([venv / "bin" / "python", "-c", _FROM_THE_WHEEL], cwd=elsewhere, env=env,
-                         capture_output=True, check=False)
+    # The editable install of this checkout is a .pth hook, which PYTHONPATH entries do not run.
+    return venv / "bin" / "python", {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
+
+
+@pytest.mark.network  # the wheel's build backend (setuptools) comes from the package index
+@pytest.mark.slow
+def test_build_finds_its_dockerfile_in_an_installed_wheel(tmp_path, wheel_python):
+    import subprocess
+    from pathlib import Path
+
+    python, env = wheel_python
+    out = subprocess.run([python, "-c", _FROM_THE_WHEEL], cwd=tmp_path, env=env, capture_output=True, check=False)
     assert out.returncode == 0, out.stderr.decode()
+    repo = Path(__file__).resolve().parents[1]
     assert out.stdout == (repo / "patchset" / "images" / "vllm-patched" / "Dockerfile").read_bytes()
+
+
+@pytest.mark.network
+@pytest.mark.docker
+@pytest.mark.slow
+def test_patchset_build_runs_from_an_installed_wheel(tmp_path, wheel_python, manifest_path, standin, session_repo,
+                                                     docker_client):
+    import subprocess
+
+    python, env = wheel_python
+    tag = f"{session_repo}:from-wheel"
+    out = subprocess.run([python, "-m", "patchset", "build", "--vllm", VERSION, "--manifest", str(manifest_path),
+                          "--base", standin, "--tag", tag, "--format", "json"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    doc = json.loads(out.stdout)
+    assert doc["ok"] and docker_client.images.get(tag).id == doc["id"]
+    assert not (manifest_path.parent / "images" / "vllm-patched" / "Dockerfile").exists()  # the wheel's was used
 
 
 def test_the_source_label_never_carries_the_remotes_token(tmp_path):
