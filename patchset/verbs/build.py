@@ -131,6 +131,8 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     base_digest = docker_engine.image_digest(image)
     say(f"base {base} ({base_digest})\n")
 
+    for warning in manifest.warnings:  # e.g. a .patch no patch names: validate refuses it
+        say(f"warning: {warning}\n")
     install, result, changed, modes = _series_on_base(client, image, base, manifest, version)
     record = provenance.make_record(manifest, result, layout="repo")
     record["image"] = {"base": base, "base_digest": base_digest, "site": install.site}
@@ -178,8 +180,6 @@ def _series_on_base(client: docker.DockerClient, image, base: str, manifest: Man
                              hint="build from the pristine release image; patchset never stacks a series twice")
         tree = ImageTree(files, install, base)
         result = evaluate_release(manifest, version, tree)
-        for warning in manifest.warnings:  # e.g. a .patch no patch names: validate refuses it
-            say(f"warning: {warning}\n")
         if not result.ok:
             raise BuildError(failure_summary(result, f" in {base}"),
                              hint="nothing was built; `patchset check` shows every hunk")
