@@ -93,6 +93,17 @@ class ManifestEditor:
         if new != str(old):
             e["releases"] = _like(old, new)
 
+    def carry(self, patch_id: str, version: str, from_release: str) -> None:
+        """Widen the releases, and the patch-file range that served ``from_release``, to include ``version``."""
+        self.include(patch_id, version)
+        spec = self.entry(patch_id).get("patch")
+        if not isinstance(spec, dict) or any(Version(version) in SpecifierSet(str(k)) for k in spec):
+            return
+        for i, (key, value) in enumerate(list(spec.items())):
+            if Version(from_release) in SpecifierSet(str(key)):
+                _rename(spec, i, key, _like(key, widened(str(key), version)), value)
+                return
+
     def retire(self, patch_id: str, version: str, evidence: str) -> None:
         """Stop the patch's releases before ``version`` and say why, in a comment on the entry."""
         e = self.entry(patch_id)
@@ -101,10 +112,12 @@ class ManifestEditor:
         if new != str(old):
             e["releases"] = _like(old, new)
         note = f"retired for {version}: upstream there ({_one_line(evidence)})"
-        if "releases" in e:
-            e.yaml_add_eol_comment(note, "releases")
-        else:
-            e.yaml_add_eol_comment(note, "id")
+        key = "releases" if "releases" in e else "patch"
+        prior = e.ca.items.get(key)
+        lines = [t.value.strip().lstrip("#").strip() for t in (prior[1] or [])] if prior and len(prior) > 1 else []
+        if any(line.startswith(f"retired for {version}:") for line in lines):
+            return  # ported to V before: the evidence is there already
+        e.yaml_set_comment_before_after_key(key, before="\n".join(lines + [note]), indent=e.lc.col)
 
     def add_patch_file(self, patch_id: str, version: str, rel: str) -> None:
         """Name ``rel`` as the patch file from ``version`` on, narrowing the choice that served it."""
