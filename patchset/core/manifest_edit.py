@@ -117,7 +117,7 @@ class ManifestEditor:
         lines = [t.value.strip().lstrip("#").strip() for t in (prior[1] or [])] if prior and len(prior) > 1 else []
         if any(line.startswith(f"retired for {version}:") for line in lines):
             return  # ported to V before: the evidence is there already
-        e.yaml_set_comment_before_after_key(key, before="\n".join(lines + [note]), indent=e.lc.col)
+        e.yaml_set_comment_before_after_key(key, before=note, indent=e.lc.col)  # added after any comment there
 
     def add_patch_file(self, patch_id: str, version: str, rel: str) -> None:
         """Name ``rel`` as the patch file from ``version`` on, narrowing the choice that served it."""

@@ -101,9 +101,11 @@ def released_versions(project: str, pre: bool = False) -> list[Version]:
     return sorted(found)
 
 
-def newer_releases(manifest: Manifest, pre: bool = False) -> list[str]:
+def newer_releases(manifest: Manifest, pre: bool = False, released: Sequence[str] | None = None) -> list[str]:
     newest = max(Version(t.version) for t in manifest.targets)
-    return [str(v) for v in released_versions(manifest.pypi, pre) if v > newest]
+    versions = released_versions(manifest.pypi, pre) if released is None else sorted(
+        v for v in map(Version, released) if pre or not (v.is_prerelease or v.is_devrelease))
+    return [str(v) for v in versions if v > newest]
 
 
 def newest_covered_target(manifest: Manifest, p: Patch) -> str | None:
@@ -134,8 +136,13 @@ def as_target(manifest: Manifest, version: str, from_release: str | None = None)
 
 
 def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = False, source: str = "pypi",
-                 on_release: Callable[[str], None] | None = None) -> NextReport:
-    newer = newer_releases(manifest, pre)
+                 on_release: Callable[[str], None] | None = None,
+                 released: Sequence[str] | None = None) -> NextReport:
+    """Evaluate the series on ``version`` (default: the newest release after the targets).
+
+    ``released`` lists the releases that exist; by default the package index says.
+    """
+    newer = newer_releases(manifest, pre, released)
     if version is None:
         if not newer:
             newest = max((t.version for t in manifest.targets), key=Version)

@@ -386,6 +386,13 @@ def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: 
     """New patch files, the manifest and the workspaces; on any failure, none of the first two."""
     created: list[Path] = []
     written: list[str] = []
+    # Workspaces first: they live outside the manifest and recipes, and a refused one stops the port
+    # before anything the series is made of has changed.
+    conflicts = [r for r in report.patches if r.result == CONFLICT and r.workspace and r.id in walk.workspaces]
+    for r in conflicts:
+        _check_workspace(Path(r.workspace or ""), walk.workspaces[r.id][1])
+    for r in conflicts:
+        written += write_workspace(Path(r.workspace or ""), r, walk, report.to)
     try:
         for r in report.patches:
             if r.result == PORTED and r.text is not None and r.patch:
@@ -406,10 +413,16 @@ def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: 
         for f in created:
             f.unlink(missing_ok=True)
         raise
-    for r in report.patches:
-        if r.result == CONFLICT and r.workspace and r.id in walk.workspaces:
-            written += write_workspace(Path(r.workspace), r, walk, report.to)
     return written
+
+
+def _check_workspace(folder: Path, merged: dict[str, bytes | None]) -> None:
+    """Never overwrite a conflict the maintainer may be resolving."""
+    for path, content in merged.items():
+        f = folder / path
+        if f.is_file() and f.read_bytes() != content:
+            raise PatchsetError(f"{f} differs from what this port would write there (resolved by hand?)",
+                                hint=f"run patchset refresh {folder.name} first, or delete {folder} to start over")
 
 
 def _check_manifest(path: Path, text: str) -> None:
