@@ -154,6 +154,14 @@ def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = 
     trees = _Trees(manifest, source)
     result = series.evaluate_release(as_target(manifest, version), version, trees.get(version))
     patches = [_classify(manifest, p, result.patch(p.id), version, trees) for p in manifest.patches]
+    broken = series.syntax_error(result)
+    if broken:  # it applies, but what it makes of V's file is not Python any more
+        message, culprits = broken
+        last = (culprits or "").split(", ")[-1]  # the patch that left the file as it is
+        for np in patches:
+            if np.status == CARRIES and np.id == last:
+                np.status = NEEDS_PORT
+                np.result.message = message
     # The in-memory ranges (==V) would make every upstream patch warn "narrow releases": its status says it.
     upstream = tuple(p.id + " " for p in patches if p.status == UPSTREAM) + tuple(
         p.id + ":" for p in patches if p.status == UPSTREAM)

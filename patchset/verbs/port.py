@@ -216,7 +216,8 @@ def _decide(manifest: Manifest, walk: _Walk, p: Patch, u: str) -> PortedPatch:
     pf = _covered(_load(p, own.path, manifest), target)
     outcome = engine.apply_patch(walk.ours, pf, max_fuzz=0)
     rel = os.path.relpath(own.path, manifest.base)
-    if outcome.ok and all(h.status in (engine.EXACT, engine.OFFSET) for h in outcome.hunks):
+    placed = outcome.ok and all(h.status in (engine.EXACT, engine.OFFSET) for h in outcome.hunks)
+    if placed and not _compile_errors(outcome.files):
         walk.ours.update(outcome.files)
         return PortedPatch(p.id, CARRIED, u, patch=rel, files=tuple(sorted(outcome.files)))
     if outcome.status == "already-applied" and all(walk.ours.get(x) == walk.pristine.get(x) for x in pf.touched):
