@@ -9,6 +9,7 @@ round-trip mode keeps comments and styles; the release arithmetic uses
 
 from __future__ import annotations
 
+import copy
 import difflib
 import io
 import re
@@ -113,9 +114,7 @@ class ManifestEditor:
             e["releases"] = _like(old, new)
         note = f"retired for {version}: upstream there ({_one_line(evidence)})"
         key = "releases" if "releases" in e else "patch"
-        prior = e.ca.items.get(key)
-        lines = [t.value.strip().lstrip("#").strip() for t in (prior[1] or [])] if prior and len(prior) > 1 else []
-        if any(line.startswith(f"retired for {version}:") for line in lines):
+        if f"# retired for {version}:" in _comment_text(e):
             return  # ported to V before: the evidence is there already
         e.yaml_set_comment_before_after_key(key, before=note, indent=e.lc.col)  # added after any comment there
 
@@ -143,8 +142,7 @@ class ManifestEditor:
         last = list(spec)[-1]
         key = _like(last, ",".join(dict.fromkeys(new_key)))
         spec[key] = rel
-        if last in spec.ca.items:  # comment lines after the mapping stay after it
-            spec.ca.items[key] = spec.ca.items.pop(last)
+        _move_trailing_comment(spec, last, key)
 
     def add_target(self, version: str) -> None:
         """Add ``version`` under targets:, its settings copied from the newest target with the version swapped."""
@@ -183,6 +181,46 @@ def _rename(m: CommentedMap, pos: int, old: Any, new: Any, value: Any) -> None:
     m.insert(pos, new, value)
     if comment is not None:
         m.ca.items[new] = comment
+        token = comment[2] if len(comment) > 2 else None
+        if token is not None and token.value.startswith("#"):
+            token.column += len(str(new)) - len(str(old))  # the end-of-line comment keeps its gap
+
+
+def _move_trailing_comment(m: CommentedMap, last: Any, new: Any) -> None:
+    """Comment lines after the mapping's last entry follow the entry appended after it.
+
+    ruamel stores them with the last key's end-of-line comment, which stays where it is.
+    """
+    comment = m.ca.items.get(last)
+    token = comment[2] if comment and len(comment) > 2 else None
+    if token is None:
+        return
+    eol, nl, rest = token.value.partition("\n")
+    if not rest:
+        return
+    moved = copy.copy(token)
+    moved.value = "\n" + rest
+    m.ca.items[new] = [None, None, moved, None]
+    if eol.strip():
+        token.value = eol + nl
+    else:
+        del m.ca.items[last]
+
+
+def _comment_text(m: CommentedMap) -> str:
+    """Every comment ruamel attached inside a mapping, wherever it chose to keep it."""
+    out: list[str] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, list):
+            for y in x:
+                walk(y)
+        elif x is not None and hasattr(x, "value"):
+            out.append(str(x.value))
+
+    walk(list(m.ca.items.values()))
+    walk(m.ca.comment)
+    return "".join(out)
 
 
 def _one_line(text: str) -> str:
