@@ -98,7 +98,7 @@ class ManifestEditor:
         """Widen the releases, and the patch-file range that served ``from_release``, to include ``version``."""
         self.include(patch_id, version)
         spec = self.entry(patch_id).get("patch")
-        if not isinstance(spec, dict) or any(Version(version) in SpecifierSet(str(k)) for k in spec):
+        if not isinstance(spec, CommentedMap) or any(Version(version) in SpecifierSet(str(k)) for k in spec):
             return
         for i, (key, value) in enumerate(list(spec.items())):
             if Version(from_release) in SpecifierSet(str(key)):
@@ -129,7 +129,7 @@ class ManifestEditor:
             m[_like(None, f">={version}")] = rel
             e["patch"] = m
             return
-        if not isinstance(spec, dict):
+        if not isinstance(spec, CommentedMap):
             raise ManifestError(f"patch {patch_id}: patch: is neither a path nor a mapping", file=str(self.path))
         new_key = [f">={version}"]
         for i, (key, value) in enumerate(list(spec.items())):
@@ -154,7 +154,7 @@ class ManifestEditor:
         pos = keys.index(max(older, key=lambda k: Version(str(k)))) + 1 if older else 0
         model = targets[keys[pos - 1]] if older else None
         settings = CommentedMap()
-        if isinstance(model, dict):
+        if isinstance(model, CommentedMap):
             for k, val in model.items():
                 settings[k] = _like(val, str(val).replace(str(keys[pos - 1]), version)) if isinstance(val, str) \
                     else val

@@ -252,7 +252,7 @@ def _lines(data: bytes) -> list[str]:
 
 
 @cache
-def _opcodes(before: bytes, after: bytes) -> list[tuple[str, int, int, int, int]]:
+def _opcodes(before: bytes, after: bytes) -> Sequence[tuple[str, int, int, int, int]]:
     return difflib.SequenceMatcher(None, _lines(before), _lines(after), autojunk=False).get_opcodes()
 
 
@@ -265,7 +265,7 @@ def _locate(a: list[str], hunk: Hunk) -> tuple[int, int]:
     return start, min(len(a), start + max(1, len(old)))
 
 
-def _map_line(ops: list[tuple[str, int, int, int, int]], i: int) -> int | None:
+def _map_line(ops: Sequence[tuple[str, int, int, int, int]], i: int) -> int | None:
     for tag, i1, i2, j1, _j2 in ops:
         if tag == "equal" and i1 <= i < i2:
             return j1 + (i - i1)
