@@ -222,3 +222,52 @@ def test_porting_this_repository_to_the_newest_release_retires_every_fix(tmp_pat
     report = check(load_manifest(tmp_path / "patches.yaml"), [newest])
     assert report.ok and {p.status for p in report.targets[0].patches} == {"upstream"}
     assert re.search(r"releases: \">=0\.28\.0,<0\.30\.0\"\n", text)
+
+
+@pytest.mark.network
+def test_a_fork_series_of_real_vllm_code_from_028_through_029_to_030(tmp_path):
+    import realfixture
+
+    from patchset.cache import Cache
+    from patchset.sources.sdist import SdistSource
+    from patchset.verbs.next import next_release
+    from patchset.verbs.refresh import refresh
+
+    pristine = SdistSource("vllm", "0.28.0", Cache()).root
+    manifest = realfixture.build(tmp_path / "fork", lambda path: (pristine / path).read_text())
+    assert check(load_manifest(manifest)).ok
+    seen = next_release(load_manifest(manifest), "0.29.0", released=["0.29.0", "0.30.0"])
+    assert {p.id: p.status for p in seen.patches} == {
+        "outputs-doc": "carries", "request-placeholder": "needs-port", "request-high-water": "blocked",
+        "sampling-extra-args": "carries", "watermark": "carries", "recurrent-boundary": "needs-port",
+        "mtp-eagle": "blocked", "logger-error-once": "carries"}
+    first = port(load_manifest(manifest), "0.29.0")
+    assert results(first) == {
+        "outputs-doc": "carried", "request-placeholder": "ported", "request-high-water": "carried",
+        "sampling-extra-args": "carried", "watermark": "carried", "recurrent-boundary": "conflict",
+        "mtp-eagle": "blocked", "logger-error-once": "carried"}
+    placeholder = (manifest.parent / "recipes/request-placeholder/vllm-0.29.0.patch").read_text()
+    assert "Ported: from vLLM 0.28.0 to 0.29.0 by 3-way merge (patchset)" in placeholder
+    hand = _applied(tmp_path, "0.29.0", [REPO / "recipes/offload-finished-watermark/fix.patch",
+                                         REPO / "recipes/offload-recurrent-load-boundary/vllm-0.29.patch"],
+                    [SCHED, TESTS])
+    (manifest.parent / ".patchset/port/recurrent-boundary" / TESTS).write_bytes(hand[TESTS])
+    refresh(load_manifest(manifest), "recurrent-boundary", "0.29.0")
+    second = port(load_manifest(manifest), "0.29.0")
+    assert set(results(second).values()) == {"carried"}
+    assert check(load_manifest(manifest)).ok  # 0.28.0 and the new target 0.29.0
+    seen = next_release(load_manifest(manifest), released=["0.29.0", "0.30.0"])
+    assert seen.vllm == "0.30.0"
+    assert {p.id: p.status for p in seen.patches} == {
+        "outputs-doc": "carries", "request-placeholder": "carries", "request-high-water": "carries",
+        "sampling-extra-args": "partly-upstream", "watermark": "upstream", "recurrent-boundary": "upstream",
+        "mtp-eagle": "upstream", "logger-error-once": "needs-port"}
+    third = port(load_manifest(manifest), "0.30.0")
+    assert results(third) == {
+        "outputs-doc": "carried", "request-placeholder": "carried", "request-high-water": "carried",
+        "sampling-extra-args": "ported", "watermark": "retired", "recurrent-boundary": "retired",
+        "mtp-eagle": "retired", "logger-error-once": "conflict"}
+    sampling = (manifest.parent / "recipes/sampling-extra-args/vllm-0.30.0.patch").read_text()
+    assert "_verify_extra_args" not in sampling and "fork: pinned llguidance" in sampling  # only what 0.30 lacks
+    logger = (manifest.parent / ".patchset/port/logger-error-once/vllm/logger.py").read_text()
+    assert "<<<<<<< vllm 0.30.0\n" in logger and ">>>>>>> logger-error-once on 0.29.0\n" in logger

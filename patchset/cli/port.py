@@ -32,7 +32,12 @@ def run(args: argparse.Namespace) -> int:
         if args.format != "json" and sys.stderr.isatty():
             print(f"porting {patch_id} ...", file=sys.stderr)
 
+    def plan(diff: str) -> None:
+        if args.format == "table" and diff:  # the change to the manifest, before it is made
+            sys.stdout.write(diff)
+            sys.stdout.flush()
+
     report = port(manifest, args.to, from_release=args.from_release, only=args.patch, workdir=args.workdir,
-                  dry_run=args.dry_run, source=args.source, on_patch=progress)
+                  dry_run=args.dry_run, source=args.source, on_patch=progress, on_plan=plan)
     sys.stdout.write(render.PORT[args.format](report))
     return 0 if report.ok else 1

@@ -84,8 +84,6 @@ def _port_rows(report: PortReport):
 def port_table(report: PortReport) -> str:
     title = f"patchset port --to {report.to}" + (" (dry run: nothing written)" if report.dry_run else "")
     out = [render(table(title, PORT_HEADERS, _port_rows(report))).rstrip("\n")]
-    if report.manifest_diff:
-        out += ["", report.manifest_diff.rstrip("\n")]
     out += [f"wrote {w}" for w in report.written]
     counts = {k: sum(1 for p in report.patches if p.result == k)
               for k in ("carried", "retired", "ported", "conflict", "blocked")}

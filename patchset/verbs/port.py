@@ -115,8 +115,11 @@ class _Walk:
 
 def port(manifest: Manifest, to: str, *, from_release: str | None = None, only: Sequence[str] = (),
          workdir: str | Path | None = None, dry_run: bool = False, source: str = "pypi",
-         on_patch: Callable[[str], None] | None = None) -> PortReport:
-    """Port the series to ``to``; write the new patch files, the manifest and the workspaces unless dry_run."""
+         on_patch: Callable[[str], None] | None = None, on_plan: Callable[[str], None] | None = None) -> PortReport:
+    """Port the series to ``to``; write the new patch files, the manifest and the workspaces unless dry_run.
+
+    ``on_plan`` sees the manifest's diff before anything is written.
+    """
     start = time.monotonic()
     for pid in only:
         manifest.patch(pid)  # unknown ids are bad input, before any work
@@ -136,6 +139,8 @@ def port(manifest: Manifest, to: str, *, from_release: str | None = None, only: 
         report.patches.append(r)
     editor = plan_manifest(manifest, report, walk)
     report.manifest_diff = editor.diff()
+    if on_plan:
+        on_plan(report.manifest_diff)
     if not dry_run:
         report.written = write(manifest, report, editor, walk, work)
     report.seconds = time.monotonic() - start
