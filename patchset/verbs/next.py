@@ -151,7 +151,7 @@ def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = 
         version = newer[-1]
     if on_release:
         on_release(version)
-    trees = _Trees(manifest, source)
+    trees = Trees(manifest, source)
     result = series.evaluate_release(as_target(manifest, version), version, trees.get(version))
     patches = [_classify(manifest, p, result.patch(p.id), version, trees) for p in manifest.patches]
     broken = series.syntax_error(result)
@@ -169,7 +169,7 @@ def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = 
     return NextReport(version, newer, result.source, patches, warnings)
 
 
-class _Trees:
+class Trees:
     """Pristine trees by release, opened once."""
 
     def __init__(self, manifest: Manifest, source: str) -> None:
@@ -184,7 +184,7 @@ class _Trees:
         return self.opened[version]
 
 
-def _classify(manifest: Manifest, p: Patch, r: series.PatchResult, version: str, trees: _Trees) -> NextPatch:
+def _classify(manifest: Manifest, p: Patch, r: series.PatchResult, version: str, trees: Trees) -> NextPatch:
     u = newest_covered_target(manifest, p)
     already = tuple(h.number for h in r.hunks if h.status == engine.ALREADY)
     if r.status == series.UPSTREAM:

@@ -35,7 +35,7 @@ from patchset.core.manifest_edit import ManifestEditor
 from patchset.core.patchfile import PatchFile, parse_patch, read_patch
 from patchset.errors import PatchsetError
 from patchset.sources import Source
-from patchset.verbs.next import _Trees, newest_covered_target, window_change
+from patchset.verbs.next import Trees, newest_covered_target, window_change
 
 CARRIED = "carried"
 RETIRED = "retired"
@@ -98,7 +98,7 @@ class PortReport:
 
 
 @dataclass
-class _Walk:
+class Walk:
     """The state of V as the walk goes: the tree with the earlier patches carried or ported."""
 
     to: str
@@ -154,9 +154,9 @@ def walk_from(manifest: Manifest, p: Patch, from_release: str | None) -> str | N
     return newest_covered_target(manifest, p)
 
 
-def prepare(manifest: Manifest, to: str, from_release: str | None, source: str) -> _Walk:
+def prepare(manifest: Manifest, to: str, from_release: str | None, source: str) -> Walk:
     """Read the pristine files every patch touches, on V and on each release patches come from."""
-    trees = _Trees(manifest, source)
+    trees = Trees(manifest, source)
     froms = sorted({u for p in manifest.patches if (u := walk_from(manifest, p, from_release))})
     paths: set[str] = {probe.file for p in manifest.patches for probe in p.present}
     for p in manifest.patches:
@@ -164,7 +164,7 @@ def prepare(manifest: Manifest, to: str, from_release: str | None, source: str) 
             paths.update(_load(p, c.path, manifest).touched)
     target = trees.get(to)
     pristine = {x: target.read(x) for x in sorted(paths) if target.covers(x)}
-    walk = _Walk(to, dict(pristine), pristine, {}, {v: trees.get(v) for v in froms} | {to: target}, from_release)
+    walk = Walk(to, dict(pristine), pristine, {}, {v: trees.get(v) for v in froms} | {to: target}, from_release)
     for u in froms:
         walk.bases[u] = _bases(manifest, u, trees.get(u), sorted(paths), from_release)
     return walk
@@ -182,23 +182,23 @@ def _bases(manifest: Manifest, u: str, src: Source, paths: list[str],
     out: dict[str, dict[str, bytes | None]] = {}
     for p in manifest.patches:
         out[p.id] = dict(tree)
-        if walk_from(manifest, p, from_release) != u:
+        if p.choice_for(u) is None or not (p.targets(u) or walk_from(manifest, p, from_release) == u):
             continue  # not part of U's series
         if p.present and all(src.covers(x.file) and x.holds(tree.get(x.file)) for x in p.present):
             continue  # upstream on U: U's own files already carry it
-        pf = _covered(p.load(u, manifest.base), src)
+        pf = covered(p.load(u, manifest.base), src)
         outcome = engine.apply_patch(tree, pf, max_fuzz=p.fuzz)
         if outcome.ok:
             tree.update(outcome.files)
     return out
 
 
-def _covered(pf: PatchFile, src: Source) -> PatchFile:
+def covered(pf: PatchFile, src: Source) -> PatchFile:
     files = tuple(f for f in pf.files if all(src.covers(x) for x in f.touched))
     return PatchFile(pf.path, pf.sha256, pf.header, files)
 
 
-def step(manifest: Manifest, walk: _Walk, p: Patch, from_release: str | None) -> PortedPatch:
+def step(manifest: Manifest, walk: Walk, p: Patch, from_release: str | None) -> PortedPatch:
     """Decide one patch on V and move ``walk.ours`` past it."""
     u = walk_from(manifest, p, from_release)
     assert u is not None
@@ -207,7 +207,7 @@ def step(manifest: Manifest, walk: _Walk, p: Patch, from_release: str | None) ->
     return r
 
 
-def _decide(manifest: Manifest, walk: _Walk, p: Patch, u: str) -> PortedPatch:
+def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     broken = [d for d in p.after if d in walk.results and walk.results[d].result in (CONFLICT, BLOCKED)]
     if broken:
         return PortedPatch(p.id, BLOCKED, u, message="comes after " + ", ".join(
@@ -218,11 +218,11 @@ def _decide(manifest: Manifest, walk: _Walk, p: Patch, u: str) -> PortedPatch:
         return PortedPatch(p.id, RETIRED, u, evidence=evidence)
     own = p.choice_for(walk.to) or p.choice_for(u)
     assert own is not None
-    pf = _covered(_load(p, own.path, manifest), target)
+    pf = covered(_load(p, own.path, manifest), target)
     outcome = engine.apply_patch(walk.ours, pf, max_fuzz=0)
     rel = os.path.relpath(own.path, manifest.base)
     placed = outcome.ok and all(h.status in (engine.EXACT, engine.OFFSET) for h in outcome.hunks)
-    if placed and not _compile_errors(outcome.files):
+    if placed and not compile_errors(outcome.files):
         walk.ours.update(outcome.files)
         return PortedPatch(p.id, CARRIED, u, patch=rel, files=tuple(sorted(outcome.files)))
     if outcome.status == "already-applied" and all(walk.ours.get(x) == walk.pristine.get(x) for x in pf.touched):
@@ -240,9 +240,9 @@ def _upstream_evidence(p: Patch, src: Source, pristine: dict[str, bytes | None])
     return ""
 
 
-def _merge(manifest: Manifest, walk: _Walk, p: Patch, u: str) -> PortedPatch:
+def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     target = walk.sources[walk.to]
-    pf = _covered(p.load(u, manifest.base), walk.sources[u])
+    pf = covered(p.load(u, manifest.base), walk.sources[u])
     base = walk.bases[u][p.id]
     theirs_out = engine.apply_patch(base, pf, max_fuzz=p.fuzz)
     if not theirs_out.ok:
@@ -257,7 +257,7 @@ def _merge(manifest: Manifest, walk: _Walk, p: Patch, u: str) -> PortedPatch:
         content, found = _merge_file(path, base.get(path), theirs_out.files[path], walk.ours.get(path), labels)
         merged[path] = content
         conflicts += found
-    conflicts += _compile_errors(merged) if not conflicts else []
+    conflicts += compile_errors(merged) if not conflicts else []
     changed = {k: v for k, v in merged.items() if v != walk.ours.get(k)}
     if conflicts:
         _explain(conflicts, p, u, walk, pf)
@@ -292,7 +292,7 @@ def _merge_file(path: str, base: bytes | None, theirs: bytes | None, ours: bytes
     return m.content, [Conflict(path, n, "conflict") for n in starts]
 
 
-def _compile_errors(files: dict[str, bytes | None]) -> list[Conflict]:
+def compile_errors(files: dict[str, bytes | None]) -> list[Conflict]:
     """A clean merge of a Python file that does not compile is a conflict too."""
     out = []
     for path, content in files.items():
@@ -305,7 +305,7 @@ def _compile_errors(files: dict[str, bytes | None]) -> list[Conflict]:
     return out
 
 
-def _explain(conflicts: list[Conflict], p: Patch, u: str, walk: _Walk, pf: PatchFile) -> None:
+def _explain(conflicts: list[Conflict], p: Patch, u: str, walk: Walk, pf: PatchFile) -> None:
     """Attach to each conflict the upstream change (U → V) on the hunk nearest to it."""
     old_src = walk.sources[u]
     for c in conflicts:
@@ -370,7 +370,7 @@ def header_of(patch_text: str, note: str | None = None, today: datetime.date | N
     return "".join(out)
 
 
-def plan_manifest(manifest: Manifest, report: PortReport, walk: _Walk) -> ManifestEditor:
+def plan_manifest(manifest: Manifest, report: PortReport, walk: Walk) -> ManifestEditor:
     """The manifest as it will be after this port: only decided patches change."""
     editor = ManifestEditor(manifest.path)
     for r in report.patches:
@@ -388,7 +388,7 @@ def plan_manifest(manifest: Manifest, report: PortReport, walk: _Walk) -> Manife
     return editor
 
 
-def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: _Walk, work: Path) -> list[str]:
+def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: Walk, work: Path) -> list[str]:
     """New patch files, the manifest and the workspaces; on any failure, none of the first two."""
     created: list[Path] = []
     written: list[str] = []
@@ -407,13 +407,13 @@ def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: 
                     raise PatchsetError(f"{r.patch} exists and differs from the port",
                                         hint="move it away or delete it, then port again")
                 if not dest.exists():
-                    _atomic_write(dest, r.text.encode("utf-8", errors="surrogateescape"))
+                    atomic_write(dest, r.text.encode("utf-8", errors="surrogateescape"))
                     created.append(dest)
                 written.append(r.patch)
         text = editor.text()
         if text != editor.original:
-            _check_manifest(manifest.path, text)
-            _atomic_write(manifest.path, text.encode("utf-8"))
+            check_manifest(manifest.path, text)
+            atomic_write(manifest.path, text.encode("utf-8"))
             written.append(os.path.relpath(manifest.path, manifest.base))
     except BaseException:
         for f in created:
@@ -431,7 +431,7 @@ def _check_workspace(folder: Path, merged: dict[str, bytes | None]) -> None:
                                 hint=f"run patchset refresh {folder.name} first, or delete {folder} to start over")
 
 
-def _check_manifest(path: Path, text: str) -> None:
+def check_manifest(path: Path, text: str) -> None:
     """The rewritten manifest must load: a port never leaves an invalid series behind."""
     fd, tmp = tempfile.mkstemp(prefix=".port-", suffix=".yaml", dir=path.parent)
     try:
@@ -442,7 +442,7 @@ def _check_manifest(path: Path, text: str) -> None:
         os.unlink(tmp)
 
 
-def _atomic_write(dest: Path, data: bytes) -> None:
+def atomic_write(dest: Path, data: bytes) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
     try:
@@ -458,7 +458,7 @@ def _atomic_write(dest: Path, data: bytes) -> None:
         raise
 
 
-def write_workspace(folder: Path, r: PortedPatch, walk: _Walk, to: str) -> list[str]:
+def write_workspace(folder: Path, r: PortedPatch, walk: Walk, to: str) -> list[str]:
     """V's files with the earlier ports and this patch's merge (markers included), a README and metadata."""
     _, merged, u = walk.workspaces[r.id]
     folder.mkdir(parents=True, exist_ok=True)

@@ -56,7 +56,7 @@ def refresh(manifest: Manifest, patch_id: str, version: str, *, workdir: str | P
 
 
 def _walk_to(manifest: Manifest, p: Patch, version: str, from_release: str | None,
-             source: str) -> porting._Walk:
+             source: str) -> porting.Walk:
     """V's tree with every patch before ``p`` carried or ported, as ``port`` would have left it."""
     walk = porting.prepare(manifest, version, from_release, source)
     for q in manifest.patches:
@@ -85,7 +85,7 @@ def _from_workspace(manifest: Manifest, p: Patch, version: str, folder: Path, me
                                 file=str(f), line=markers[0], patch=p.id,
                                 hint="resolve every conflict, remove the markers, then refresh")
         files[path] = content
-    errors = porting._compile_errors(files)
+    errors = porting.compile_errors(files)
     if errors:
         e = errors[0]
         raise PatchsetError(f"does not compile: {e.message.split(': ', 1)[-1]}", file=str(folder / e.file),
@@ -117,7 +117,7 @@ def _exact_offsets(manifest: Manifest, p: Patch, version: str, source: str, dry_
         raise PatchsetError(f"no patch file serves vLLM {version} and no workspace holds a port",
                             patch=p.id, hint=f"port it first: patchset port --to {version} --patch {p.id}")
     walk = _walk_to(manifest, p, version, None, source)
-    pf = porting._covered(p.load(version, manifest.base), walk.sources[version])
+    pf = porting.covered(p.load(version, manifest.base), walk.sources[version])
     outcome = engine.apply_patch(walk.ours, pf)
     rel = os.path.relpath(choice.path, manifest.base)
     if not outcome.ok:
@@ -138,7 +138,7 @@ def _exact_offsets(manifest: Manifest, p: Patch, version: str, source: str, dry_
         msg += f"; the file also serves {', '.join(others)}: patchset check there"
     report = RefreshReport(p.id, version, OFFSETS, rel, msg)
     if not dry_run:
-        porting._atomic_write(choice.path, text.encode("utf-8", errors="surrogateescape"))
+        porting.atomic_write(choice.path, text.encode("utf-8", errors="surrogateescape"))
         report.written = [rel]
     return report
 
@@ -146,18 +146,18 @@ def _exact_offsets(manifest: Manifest, p: Patch, version: str, source: str, dry_
 def _write(manifest: Manifest, rel: str, text: str, editor: ManifestEditor) -> list[str]:
     dest = manifest.base / rel
     previous = dest.read_bytes() if dest.exists() else None
-    porting._atomic_write(dest, text.encode("utf-8", errors="surrogateescape"))
+    porting.atomic_write(dest, text.encode("utf-8", errors="surrogateescape"))
     written = [rel]
     try:
         new = editor.text()
         if new != editor.original:
-            porting._check_manifest(manifest.path, new)
-            porting._atomic_write(manifest.path, new.encode("utf-8"))
+            porting.check_manifest(manifest.path, new)
+            porting.atomic_write(manifest.path, new.encode("utf-8"))
             written.append(os.path.relpath(manifest.path, manifest.base))
     except BaseException:
         if previous is None:
             dest.unlink(missing_ok=True)
         else:
-            porting._atomic_write(dest, previous)
+            porting.atomic_write(dest, previous)
         raise
     return written
