@@ -127,3 +127,29 @@ def test_quilt_refresh_of_the_watermark_fix_on_028(tmp_path):
     assert r.mode == "offsets" and "-86" in r.message and "-74" in r.message
     report = check(load_manifest(tmp_path / "patches.yaml"), ["0.28.0"])
     assert {h.status for h in report.targets[0].patch("offload-finished-watermark").hunks} == {"exact"}
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_the_proof_on_the_ported_series_names_the_patch_that_only_applied(tmp_path, capsys):
+    """The hand recipes are all proven on 0.29.0 (recipes/NOTES.md). The port reproduces two of them;
+    the third carried its 0.28 recipe unchanged, and its tests must say it no longer means what it did."""
+    manifest = only_028(tmp_path / "p")
+    port(load_manifest(manifest), "0.29.0")
+    hand = _applied(tmp_path, "0.29.0", [REPO / "recipes/offload-finished-watermark/fix.patch",
+                                         REPO / "recipes/offload-recurrent-load-boundary/vllm-0.29.patch"],
+                    [SCHED, TESTS])
+    (manifest.parent / ".patchset/port/offload-recurrent-load-boundary" / TESTS).write_bytes(hand[TESTS])
+    refresh(load_manifest(manifest), "offload-recurrent-load-boundary", "0.29.0")
+    assert port(load_manifest(manifest), "0.29.0").ok
+    capsys.readouterr()
+    code = main(["test", "--vllm", "0.29.0", "--venv", "--manifest", str(manifest), "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    verdicts = {p["id"]: p["verdict"] for p in out["patches"]}
+    assert verdicts == {"offload-finished-watermark": "proven", "offload-recurrent-load-boundary": "proven",
+                        "offload-mtp-eagle-serve": "failing"}
+    mtp = next(p for p in out["patches"] if p["id"] == "offload-mtp-eagle-serve")
+    assert sorted(x.split("::", 1)[1] for x in mtp["with_fix"]["failing"]) == [
+        "TestMambaHybridOffloadServing::test_annotated_eagle_group_does_not_starve_coarse_sibling",
+        "TestMambaHybridOffloadServing::test_shared_group_mtp_serves_like_non_speculative"]
