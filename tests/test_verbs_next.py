@@ -66,6 +66,16 @@ def test_newer_releases_skip_pre_releases_unless_asked(fixture):
     assert newer_releases(m, pre=True, released=offered) == ["0.29.0rc1", "0.29.0", "0.30.0.dev1"]
 
 
+def test_nothing_newer_is_not_a_finding(fixture):
+    from patchset.report.port import next_json, next_table
+
+    m, src = fixture
+    r = next_release(m, source=src, released=["0.27.1", "0.28.0"])
+    assert r.vllm is None and r.ok and r.patches == []
+    assert next_table(r).startswith("no release on the index is newer than the targets")
+    assert json.loads(next_json(r))["vllm"] is None
+
+
 def test_cli_json_is_one_document_and_exit_1_when_something_needs_a_port(fixture, tmp_path, capsys):
     m, src = fixture
     code = main(["next", "--vllm", "0.29.0", "--manifest", str(m.path), "--source", src, "--format", "json"])

@@ -39,6 +39,8 @@ def _changes_text(report: NextReport) -> list[str]:
 
 
 def next_table(report: NextReport) -> str:
+    if report.vllm is None:
+        return "no release on the index is newer than the targets (--pre counts pre-releases)\n"
     newer = ", ".join(report.newer) or "none"
     out = [render(table(f"patchset next: vLLM {report.vllm} (newer than the targets: {newer})", NEXT_HEADERS,
                         _next_rows(report))).rstrip("\n")]
@@ -54,6 +56,8 @@ def next_json(report: NextReport) -> str:
 
 
 def next_markdown(report: NextReport) -> str:
+    if report.vllm is None:
+        return "### patchset next\n\nNo release on the index is newer than the targets.\n"
     head = f"### patchset next: vLLM {report.vllm}\n\nNewer than the targets: {', '.join(report.newer) or 'none'}\n\n"
     body = markdown_table(NEXT_HEADERS, _next_rows(report))
     extra = []

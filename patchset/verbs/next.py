@@ -67,7 +67,7 @@ class NextPatch:
 
 @dataclass
 class NextReport:
-    vllm: str
+    vllm: str | None  # None: the index has nothing newer than the targets
     newer: list[str]
     source: str
     patches: list[NextPatch]
@@ -144,10 +144,8 @@ def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = 
     """
     newer = newer_releases(manifest, pre, released)
     if version is None:
-        if not newer:
-            newest = max((t.version for t in manifest.targets), key=Version)
-            raise SourceError(f"the package index has no {manifest.pypi} release newer than {newest}",
-                              hint="use --pre for pre-releases, or --vllm V")
+        if not newer:  # up to date: nothing to evaluate, and nothing wrong
+            return NextReport(None, [], "", [])
         version = newer[-1]
     if on_release:
         on_release(version)
