@@ -39,7 +39,7 @@ image: setup
 	$(BIN)/patchset build --vllm $(VLLM) $(if $(BASE),--base $(BASE)) $(if $(TAG),--tag $(TAG))
 
 bench: setup
-	$(BIN)/python bench/check_vs_gnu_patch.py
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -30,7 +30,34 @@ def lines(n: int, prefix: str = "line") -> str:
 def write_manifest(root: Path, body: str) -> Path:
     path = root / "patches.yaml"
     path.write_text(textwrap.dedent(body).lstrip())
+    schema_agrees(path)
     return path
+
+
+def load_yaml(text: str) -> object:
+    """Plain data, read as the manifest loader reads it (YAML 1.2, ruamel)."""
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True).load(text)
+
+
+def schema_agrees(path: Path) -> None:
+    """Every fixture manifest the loader accepts, the shipped JSON Schema accepts too.
+
+    Checked where fixtures are written, so no test manifest escapes it. Manifests the loader
+    refuses (bad-input tests, patch files not written yet) are not the schema's business.
+    """
+    import jsonschema
+
+    from patchset.core.manifest import load_manifest
+    from patchset.core.schema import manifest_schema
+    from patchset.errors import PatchsetError
+
+    try:
+        load_manifest(path)
+    except PatchsetError:
+        return
+    jsonschema.validate(load_yaml(path.read_text()), manifest_schema())
 
 
 def write_patch(root: Path, rel: str, text: str, header: str = "Description: test patch\n---\n") -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import udiff, write_manifest, write_patch
 
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest import MAX_ERRORS, ManifestErrors, inspect_manifest, load_manifest
 from patchset.errors import ManifestError
 
 DIFF = udiff("vllm/x.py", "a\n", "b\n")
@@ -75,8 +75,12 @@ def test_missing_patch_file_and_orphan_patch_file(tmp_path):
     e = error(tmp_path, ONE.replace("recipes/one/fix.patch", "recipes/one/nope.patch"))
     assert "recipes/one/nope.patch does not exist" in str(e) and e.line == 11
     write_patch(tmp_path, "recipes/stray/old.patch", DIFF)
-    e = error(tmp_path, ONE)
-    assert "recipes/stray/old.patch is not named by any patch" in str(e)
+    # A file being worked on must not stop a check or an audit: loading warns, validate refuses.
+    m = load_manifest(make(tmp_path, ONE))
+    assert m.warnings == (f"{m.path}:7: recipes/stray/old.patch is not named by any patch "
+                          "(add it to the manifest or delete it)",)
+    _, errors = inspect_manifest(m.path)
+    assert [(x.line, x.message) for x in errors] == [(7, "recipes/stray/old.patch is not named by any patch")]
 
 
 def test_bad_specifier_and_version(tmp_path):
@@ -131,3 +135,111 @@ def test_an_installed_version_with_a_local_label_is_the_same_release():
     assert same_release("0.29.0", "0.29")
     assert not same_release("0.29.1", "0.29.0")
     assert not same_release("0.29.0.post1", "0.29.0")
+
+
+# --- the manifest means what it says ----------------------------------------------------------------
+
+
+def problems(path) -> list[tuple[int | None, str]]:
+    _, errors = inspect_manifest(path)
+    return [(e.line, e.render().split(": ", 1)[1]) for e in errors]
+
+
+def test_an_unquoted_target_is_refused_as_written_with_the_fix(tmp_path):
+    m = make(tmp_path, ONE)
+    m.write_text(m.read_text().replace('"0.29.0": {}', "0.30: {}\n  1: {}"))
+    assert problems(m) == [
+        (5, 'target 0.30 is not a string: unquoted, YAML reads it as the number 0.3 (quote it: "0.30")'),
+        (6, 'target 1 is not a string: unquoted, YAML reads it as the number 1 (quote it: "1")'),
+    ]
+
+
+def test_an_unquoted_target_in_flow_style_names_its_line(tmp_path):
+    m = make(tmp_path, ONE)
+    text = m.read_text()
+    block = text[text.index("targets:"):text.index("\n\n")]
+    m.write_text(text.replace(block, 'targets: {"0.28.0": {}, 0.29: {image: x}, 0.30: {}}'))
+    assert problems(m) == [
+        (3, 'target 0.29 is not a string: unquoted, YAML reads it as the number 0.29 (quote it: "0.29")'),
+        (3, 'target 0.30 is not a string: unquoted, YAML reads it as the number 0.3 (quote it: "0.30")')]
+
+
+def test_unquoted_versions_in_releases_and_the_patch_map_are_refused(tmp_path):
+    per = """
+          - id: one
+            releases: 0.30
+            patch: {0.29: recipes/one/fix.patch}
+"""
+    assert problems(make(tmp_path, per)) == [
+        (10, 'patch one: releases 0.30 is not a string: unquoted, YAML reads it as the number 0.3 '
+             '(quote it: "==0.30")'),
+        (11, 'patch one: release range 0.29 is not a string: unquoted, YAML reads it as the number 0.29 '
+             '(quote it: "==0.29")'),
+    ]
+
+
+def test_the_same_release_written_twice_is_refused(tmp_path):
+    m = make(tmp_path, ONE)
+    m.write_text(m.read_text().replace('"0.29.0": {}', '"0.29.0": {}\n  "0.29": {}'))
+    assert problems(m) == [(6, "target 0.29 is the same release as 0.29.0 (line 5) (keep one of them)")]
+
+
+@pytest.mark.parametrize("where, body, lines", [
+    ("a patch", ONE.rstrip() + '\n            releases: ">=0.29.0"\n', (10, 12)),
+    ("the top", ONE + "        schema: 2\n", (1, 12)),
+    ("targets", None, (4, 6)),
+])
+def test_a_key_written_twice_is_refused_naming_both_lines(tmp_path, where, body, lines):
+    m = make(tmp_path, body or ONE)
+    if where == "targets":
+        m.write_text(m.read_text().replace('"0.29.0": {}', '"0.29.0": {}\n  "0.28.0": {}'))
+    key = {"a patch": "releases", "the top": "schema", "targets": "0.28.0"}[where]
+    e = error(tmp_path, body or ONE) if where != "targets" else pytest.raises(ManifestError, load_manifest, m).value
+    assert e.line == lines[1]
+    assert f"key {key!r} is written twice, at lines {lines[0]} and {lines[1]}" in str(e)
+
+
+def test_keys_equal_once_loaded_are_duplicates_too(tmp_path):
+    m = make(tmp_path, ONE)
+    m.write_text(m.read_text().replace('"0.29.0": {}', "0.3: {}\n  0.30: {}"))
+    assert problems(m)[0] == (6, "key '0.30' is written twice, at lines 5 and 6 "
+                                 "(YAML would silently keep only one: delete or merge the other)")
+
+
+def test_every_problem_is_collected_and_the_first_is_the_message(tmp_path):
+    broken = ONE.replace("id: one", "id: One").rstrip() + "\n            fuzz: -1\n            relases: x\n"
+    e = error(tmp_path, broken + ONE.replace("recipes/one/fix.patch", "recipes/one/nope.patch"))
+    assert isinstance(e, ManifestErrors)
+    assert [(x.line, x.message) for x in e.errors] == [
+        (9, "patch id 'One' must be lower-case letters, digits, '.', '_' or '-'"),
+        (13, "unknown key 'relases' in patch One"),
+        (12, "fuzz must be a whole number >= 0, not -1"),
+        (17, "patch file recipes/one/nope.patch does not exist"),
+    ]
+    assert e.line == 9 and str(e).endswith("[and 3 more: `patchset validate` lists them all]")
+
+
+def test_problems_stop_at_the_limit(tmp_path):
+    many = "\n" + "".join(f"          - {{id: p{i}, patch: recipes/one/fix.patch, typo: 1}}\n" for i in range(80))
+    e = error(tmp_path, many)
+    assert len(e.errors) == MAX_ERRORS == 50
+
+
+def test_schema_true_is_not_schema_1(tmp_path):
+    m = make(tmp_path, ONE)
+    m.write_text(m.read_text().replace("schema: 1", "schema: true"))
+    assert problems(m) == [(1, "schema must be 1, not True")]
+
+
+# --- pre-releases -------------------------------------------------------------------------------------
+
+
+def test_a_pre_release_target_is_in_a_range_by_version_order(tmp_path):
+    patches = ONE.replace('">=0.28.0,<0.30.0"', '">=0.28"') + ONE.replace("id: one", "id: old").replace(
+        '">=0.28.0,<0.30.0"', '"<0.30"')
+    m = make(tmp_path, patches)
+    m.write_text(m.read_text().replace('"0.29.0": {}', '"0.30.0rc1": {}\n  "0.31.0rc1": {}'))
+    new, old = load_manifest(m).patches
+    assert new.targets("0.31.0rc1") and new.targets("0.30.0rc1") and new.choice_for("0.31.0rc1")
+    # PEP 440: `<0.30` excludes the pre-releases of 0.30 itself, whatever packaging is installed.
+    assert not old.targets("0.30.0rc1") and not old.targets("0.31.0rc1")

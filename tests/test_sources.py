@@ -143,3 +143,119 @@ def test_a_warm_cache_needs_no_index(tmp_path, monkeypatch):
     second = open_source("pypi", "0.29.0", cache=cache)
     assert second.identity == first.identity
     assert second.read(SCHED) == first.read(SCHED)
+
+
+# --- dir:PATH proves what it is ------------------------------------------------------------------------
+
+
+def vllm_dir(root: Path, version: str | None = "0.29.0", *, kind: str = "source") -> Path:
+    """An upstream tree (pyproject.toml, _version.py) or a site-packages folder (dist-info)."""
+    (root / "vllm").mkdir(parents=True)
+    (root / "vllm" / "__init__.py").write_text("")
+    (root / SCHED.replace("scheduler.py", "")).mkdir(parents=True)
+    (root / SCHED).write_text("num_tokens_after_batch = req.num_tokens\n")
+    if kind == "source":
+        (root / "pyproject.toml").write_text("[project]\nname = 'vllm'\n")
+        if version:
+            (root / "vllm" / "_version.py").write_text(f"__version__ = version = '{version}'\n")
+    elif version:
+        (root / f"vllm-{version}.dist-info").mkdir()
+        (root / f"vllm-{version}.dist-info" / "METADATA").write_text(f"Name: vllm\nVersion: {version}\n")
+    return root
+
+
+def test_a_dir_of_another_release_is_refused(tmp_path):
+    root = vllm_dir(tmp_path / "tree", "0.29.0")
+    assert open_source(f"dir:{root}", "0.29.0").read(SCHED) is not None
+    with pytest.raises(SourceError, match=r"holds vllm 0.29.0 \(vllm/_version.py\), not 0.28.0") as e:
+        open_source(f"dir:{root}", "0.28.0")
+    assert "--vllm 0.29.0" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_release_is_read_from_pkg_info_and_dist_info_too(tmp_path):
+    sdist = vllm_dir(tmp_path / "sdist", None)
+    (sdist / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.30.0\n")
+    with pytest.raises(SourceError, match=r"holds vllm 0.30.0 \(PKG-INFO\), not 0.29.0"):
+        open_source(f"dir:{sdist}", "0.29.0")
+    site = vllm_dir(tmp_path / "site", "0.29.0+cu129", kind="site")
+    assert open_source(f"dir:{site}", "0.29.0").read(SCHED) is not None  # a local label is the same release
+    with pytest.raises(SourceError, match=r"holds vllm 0.29.0\+cu129 \(vllm-0.29.0\+cu129.dist-info/METADATA\)"):
+        open_source(f"dir:{site}", "0.28.0")
+
+
+def test_a_tree_whose_files_disagree_about_its_release_is_refused(tmp_path):
+    site = vllm_dir(tmp_path / "site", "0.29.0", kind="site")
+    (site / "vllm-0.28.0.dist-info").mkdir()
+    (site / "vllm-0.28.0.dist-info" / "METADATA").write_text("Name: vllm\nVersion: 0.28.0\n")
+    with pytest.raises(SourceError, match="says it holds several releases: 0.28.0 .*, 0.29.0"):
+        open_source(f"dir:{site}", "0.29.0")
+
+
+def test_a_dir_that_is_not_vllm_is_refused(tmp_path):
+    (tmp_path / "other" / "pkg").mkdir(parents=True)
+    (tmp_path / "other" / "pkg" / "__init__.py").write_text("")
+    with pytest.raises(SourceError, match=r"holds no vllm package \(vllm/__init__.py\)"):
+        open_source(f"dir:{tmp_path / 'other'}", "0.29.0")
+    tree = vllm_dir(tmp_path / "tree")
+    with pytest.raises(SourceError, match="give the folder that holds it"):
+        open_source(f"dir:{tree / 'vllm'}", "0.29.0")
+
+
+def test_a_tree_patched_or_half_patched_by_apply_is_refused(tmp_path):
+    tree = vllm_dir(tmp_path / "tree")
+    (tree / "vllm" / ".patchset-journal").mkdir()
+    with pytest.raises(SourceError, match=r"interrupted `patchset apply`.*apply --recover"):
+        open_source(f"dir:{tree}", "0.29.0")
+    (tree / "vllm" / ".patchset-journal").rmdir()
+    (tree / "vllm" / ".patchset-provenance.json").write_text("{}")
+    with pytest.raises(SourceError, match="already carries a patchset series"):
+        open_source(f"dir:{tree}", "0.29.0")
+
+
+def test_a_stray_tests_folder_in_site_packages_is_not_upstream_tests(tmp_path):
+    site = vllm_dir(tmp_path / "site", kind="site")
+    (site / "tests").mkdir()  # some other package installed one
+    src = open_source(f"dir:{site}", "0.29.0")
+    assert not src.covers("tests/v1/test_scheduler.py") and src.covers(SCHED)
+    tree = vllm_dir(tmp_path / "tree")
+    (tree / "tests").mkdir()
+    assert open_source(f"dir:{tree}", "0.29.0").covers("tests/v1/test_scheduler.py")
+
+
+def test_a_dir_that_does_not_say_its_release_is_checked_with_a_warning(tmp_path):
+    from helpers import udiff, write_manifest, write_patch
+
+    from patchset.core.manifest import load_manifest
+    from patchset.verbs.check import check
+
+    tree = vllm_dir(tmp_path / "tree", None)
+    old = "num_tokens_after_batch = req.num_tokens\n"
+    write_patch(tmp_path, "recipes/fix.patch", udiff(SCHED, old, old.replace("num_tokens\n", "num_tokens - 1\n")))
+    manifest = write_manifest(tmp_path, """
+        schema: 1
+        targets: {"0.29.0": {}}
+        patches:
+          - {id: fix, releases: "==0.29.0", patch: recipes/fix.patch}
+        """)
+    (result,) = check(load_manifest(manifest), ["0.29.0"], source=f"dir:{tree}").targets
+    assert result.ok and "does not say which release it holds" in result.warnings[0]
+
+
+def test_check_cli_refuses_a_dir_of_another_release_with_exit_2(tmp_path, capsys):
+    from helpers import write_manifest
+
+    from patchset.cli import main
+
+    tree = vllm_dir(tmp_path / "tree", "0.29.0")
+    manifest = write_manifest(tmp_path, 'schema: 1\ntargets: {"0.28.0": {}}\npatches: []\n')
+    assert main(["check", "--manifest", str(manifest), "--source", f"dir:{tree}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds vllm 0.29.0" in err and "not 0.28.0" in err
+
+
+@pytest.mark.network
+def test_the_real_0_29_0_sdist_checked_as_0_28_0_is_refused():
+    real = open_source("pypi", "0.29.0")
+    with pytest.raises(SourceError, match=r"holds vllm 0\.29\.0 \(.*\), not 0\.28\.0"):
+        open_source(f"dir:{real.root}", "0.28.0")
+    assert open_source(f"dir:{real.root}", "0.29.0").covers("tests/conftest.py")

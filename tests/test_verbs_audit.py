@@ -188,5 +188,169 @@ def test_table_output_names_every_fix(capsys, built, manifest_path, pristine_sou
     assert main(["audit", built.tag, "--manifest", str(manifest_path), "--source", pristine_source]) == 0
     out = capsys.readouterr().out
     assert built.tag in out and "carried" in out
+    assert "bytecode of the touched modules: 3 .pyc (3 matches)" in out
     for p in series_manifest.patches:
         assert p.id in out
+
+
+# --- bytecode: what Python will really run (issue 15) --------------------------------------------------
+
+CACHE = SCHEDULER.rsplit("/", 1)[0] + "/__pycache__"
+PYCS = [f"{CACHE}/scheduler.cpython-311{suffix}.pyc" for suffix in ("", ".opt-1", ".opt-2")]
+
+
+def put_files(client, image: str, tag: str, files: dict[str, bytes], mtime: int, *, mode: int = 0o644,
+              changes: tuple[str, ...] = ()) -> str:
+    """A new image from ``image`` with ``files`` (absolute paths) written, all with modification time ``mtime``."""
+    import io
+    import tarfile
+
+    from patchset.docker_engine import commit
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path, data in files.items():
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size, info.mode, info.mtime = len(data), mode, mtime
+            tar.addfile(info, io.BytesIO(data))
+    container = client.containers.create(image, entrypoint=["/bin/true"], network_disabled=True)
+    try:
+        assert container.put_archive("/", buf.getvalue())
+        commit(container, client.images.get(image), tag, list(changes))
+    finally:
+        container.remove(force=True)
+    return tag
+
+
+def old_code_under_the_new_hash(built) -> dict[str, bytes]:
+    """The three scheduler pycs of ``built``: the UNPATCHED code under the PATCHED source's hash."""
+    import importlib._bootstrap_external as bootstrap
+    import importlib.util
+
+    pristine, patched = built.result.pristine[SCHEDULER], built.result.files[SCHEDULER]
+    site_path = f"{built.site}/{SCHEDULER}"
+    out = {}
+    for level, pyc in enumerate(PYCS):
+        code = compile(pristine, site_path, "exec", dont_inherit=True, optimize=level)
+        out[f"{built.site}/{pyc}"] = bytes(bootstrap._code_to_hash_pyc(code, importlib.util.source_hash(patched), True))
+    return out
+
+
+@pytest.fixture(scope="module")
+def old_bytecode_image(docker_client, built, session_repo, derive_image):
+    import importlib.util
+
+    from patchset import docker_engine
+
+    with docker_engine.ImageFiles(docker_client, built.tag) as files:
+        magic = files.read(f"{built.site}/{PYCS[0]}")[:4]
+
+    assert magic == importlib.util.MAGIC_NUMBER, "the host Python must write the image Python's bytecode"
+    return derive_image(built.tag, f"{session_repo}:old-bytecode", write=old_code_under_the_new_hash(built))
+
+
+def bytecode_of(doc: dict) -> dict[str, dict]:
+    return {b["pyc"]: b for b in doc["images"][0]["bytecode"]}
+
+
+def test_built_image_bytecode_is_recorded_and_is_its_sources(capsys, docker_client, built, manifest_path,
+                                                             pristine_source, series_manifest):
+    from patchset import docker_engine
+    from patchset.core import bytecode, provenance
+
+    with docker_engine.ImageFiles(docker_client, built.tag) as files:
+        record = provenance.loads(files.read(f"{built.site}/{provenance.PROVENANCE_PATH}"))
+        on_disk = {pyc: provenance.sha256(files.read(f"{built.site}/{pyc}")) for pyc in PYCS}
+    assert record["bytecode"] == on_disk  # every level the build wrote, by sha256
+
+    code, doc = run_audit(capsys, manifest_path, pristine_source, built.tag)
+    assert code == 0 and statuses(doc) == {p.id: "carried" for p in series_manifest.patches}
+    found = bytecode_of(doc)
+    assert sorted(found) == sorted(PYCS)
+    assert {(b["verdict"], b["kind"], b["tag"]) for b in found.values()} == \
+        {(bytecode.MATCHES, bytecode.CHECKED_HASH, "cpython-311")}
+    assert sorted(b["level"] for b in found.values()) == [0, 1, 2]
+    assert "warnings" not in doc["images"][0]
+
+
+def test_old_code_under_the_patched_sources_hash_is_tampered(capsys, old_bytecode_image, manifest_path,
+                                                             pristine_source, series_manifest):
+    code, doc = run_audit(capsys, manifest_path, pristine_source, old_bytecode_image)
+    assert code == 1 and doc["ok"] is False
+    assert statuses(doc) == {p.id: "tampered" for p in series_manifest.patches}
+    evidence = doc["images"][0]["fixes"][0]["evidence"]
+    for pyc in PYCS:
+        assert f"{pyc} (optimisation level {PYCS.index(pyc)}) runs instead of scheduler.py" in evidence
+        assert f"{pyc} has sha256" in evidence  # and the provenance record's sha256 no longer holds
+    assert "its code differs from the source's (first in <module>." in evidence  # names the function
+    assert {b["verdict"] for b in bytecode_of(doc).values()} == {"differs"}
+
+
+def test_old_bytecode_is_tampered_without_a_provenance_record(capsys, old_bytecode_image, session_repo,
+                                                              manifest_path, pristine_source, series_manifest,
+                                                              derive_image, built):
+    from patchset.core import provenance
+
+    bare = derive_image(old_bytecode_image, f"{session_repo}:old-bytecode-no-record",
+                        remove=(f"{built.site}/{provenance.PROVENANCE_PATH}",))
+    code, doc = run_audit(capsys, manifest_path, pristine_source, bare)
+    assert code == 1 and doc["images"][0]["provenance"] is None
+    assert statuses(doc) == {p.id: "tampered" for p in series_manifest.patches}
+    assert f"{PYCS[0]} (optimisation level 0) runs instead of scheduler.py" in doc["images"][0]["fixes"][0]["evidence"]
+
+
+def test_a_stale_timestamp_pyc_with_matching_mtime_and_size_is_tampered(capsys, docker_client, built, standin,
+                                                                         session_repo, manifest_path,
+                                                                         pristine_source, series_manifest):
+    """Patched by hand, no record: the base's pristine timestamp pyc is re-stamped with the new source's mtime/size."""
+    from patchset import docker_engine
+
+    with docker_engine.ImageFiles(docker_client, standin) as files:
+        old = files.read(f"{built.site}/{PYCS[0]}")
+    patched = built.result.files[SCHEDULER]
+    assert int.from_bytes(old[4:8], "little") == 0  # pip left a timestamp pyc of the pristine source
+    mtime = 1_700_000_000
+    stamped = old[:8] + mtime.to_bytes(4, "little") + len(patched).to_bytes(4, "little") + old[16:]
+    image = put_files(docker_client, standin, f"{session_repo}:stale-timestamp-pyc",
+                      {f"{built.site}/{SCHEDULER}": patched, f"{built.site}/{PYCS[0]}": stamped}, mtime)
+    code, doc = run_audit(capsys, manifest_path, pristine_source, image)
+    assert code == 1
+    assert statuses(doc) == {p.id: "tampered" for p in series_manifest.patches}
+    evidence = doc["images"][0]["fixes"][0]["evidence"]
+    assert f"{PYCS[0]} (optimisation level 0) runs instead of scheduler.py: timestamp pyc" in evidence
+
+    # The same pyc one second off is ignored by Python, and so by the audit: the fix is carried.
+    image = put_files(docker_client, standin, f"{session_repo}:stale-timestamp-pyc-ignored",
+                      {f"{built.site}/{SCHEDULER}": patched, f"{built.site}/{PYCS[0]}": stamped}, mtime + 1)
+    code, doc = run_audit(capsys, manifest_path, pristine_source, image)
+    assert code == 0 and statuses(doc) == {p.id: "carried" for p in series_manifest.patches}
+    assert bytecode_of(doc)[PYCS[0]]["verdict"] == "ignored"
+
+
+def test_a_pyc_for_a_python_the_image_lacks_is_a_warning(capsys, docker_client, built, session_repo, derive_image,
+                                                         manifest_path, pristine_source, series_manifest):
+    foreign = f"{CACHE}/scheduler.cpython-399.pyc"
+    content = old_code_under_the_new_hash(built)[f"{built.site}/{PYCS[0]}"]
+    image = derive_image(built.tag, f"{session_repo}:foreign-pyc", write={f"{built.site}/{foreign}": content})
+    code, doc = run_audit(capsys, manifest_path, pristine_source, image)
+    assert code == 0 and doc["ok"] is True
+    assert statuses(doc) == {p.id: "carried" for p in series_manifest.patches}
+    assert bytecode_of(doc)[foreign]["verdict"] == "no-interpreter"
+    (warning,) = doc["images"][0]["warnings"]
+    assert foreign in warning and "cpython-399" in warning and "not a failure" in warning
+
+
+def test_an_image_whose_python_cannot_judge_its_bytecode_cannot_be_audited(capsys, docker_client, built,
+                                                                            session_repo, manifest_path,
+                                                                            pristine_source):
+    """The image runs as nobody and cannot read one pyc: no verdict is an audit error, not a pass."""
+    from patchset import docker_engine
+
+    with docker_engine.ImageFiles(docker_client, built.tag) as files:
+        pyc = files.read(f"{built.site}/{PYCS[0]}")
+    image = put_files(docker_client, built.tag, f"{session_repo}:unreadable-pyc", {f"{built.site}/{PYCS[0]}": pyc},
+                      1_700_000_000, mode=0o000, changes=("USER nobody",))
+    code, doc = run_audit(capsys, manifest_path, pristine_source, image)
+    assert code == 1 and doc["ok"] is False
+    assert "cannot tell which bytecode Python would run" in doc["images"][0]["error"]
+    assert "Permission" in doc["images"][0]["error"]

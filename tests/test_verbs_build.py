@@ -29,7 +29,7 @@ def test_build_context_holds_only_the_changed_files_and_the_record():
     with tarfile.open(fileobj=io.BytesIO(context)) as tar:
         members = {m.name: m for m in tar.getmembers()}
     assert sorted(members) == ["Dockerfile", "layer/usr/lib/python3/dist-packages/vllm/.patchset-provenance.json",
-                               "layer/usr/lib/python3/dist-packages/vllm/a.py"]
+                               "layer/usr/lib/python3/dist-packages/vllm/a.py", "patchset-bytecode.py"]
     assert members["layer/usr/lib/python3/dist-packages/vllm/a.py"].mode == 0o640
 
 

@@ -1,18 +1,33 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from patchset.cli.options import add_manifest
+from patchset.report.common import dump_json
 from patchset.verbs.validate import validate
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="check the manifest and every patch file, without any vLLM tree")
     add_manifest(p)
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="json: one object on stdout with every problem (default: text)")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    summary = validate(args.manifest)
-    print(summary)
-    return 0
+    report = validate(args.manifest)
+    if args.format == "json":
+        sys.stdout.write(dump_json(report.to_json()))
+    elif report.ok:
+        print(report.summary())
+    else:
+        # One problem a line, FILE:LINE first, as compilers print them: editors and CI annotate each.
+        for error in report.errors:
+            print(error, file=sys.stderr)
+        print(f"patchset validate: error: {report.summary()}", file=sys.stderr)
+    return EXIT_OK if report.ok else EXIT_BAD_INPUT

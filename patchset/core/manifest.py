@@ -8,20 +8,26 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NoReturn, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchset.core import yamlnodes
 from patchset.core.patchfile import PatchFile, read_patch
+from patchset.core.versions import in_range
 from patchset.errors import ManifestError
 
 DEFAULT_MANIFEST = "patches.yaml"
 ORIGINS = ("backport", "fork", "local")
 PATCH_SUFFIXES = (".patch", ".diff")
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+MAX_ERRORS = 50  # enough to fix a manifest in one pass; a broken file must not print thousands
+_T = TypeVar("_T")
+_U = TypeVar("_U")
 
 TOP_KEYS = {"schema", "upstream", "layout", "targets", "suites", "patches", "recipes"}
 UPSTREAM_KEYS = {"pypi", "git", "tag"}
@@ -79,12 +85,12 @@ class Patch:
     line: int = 0
 
     def targets(self, version: str) -> bool:
-        return Version(version) in self.releases
+        return in_range(version, self.releases)
 
     def choice_for(self, version: str) -> PatchChoice | None:
         v = Version(version)
         for c in self.choices:
-            if v in c.specifier:
+            if in_range(v, c.specifier):
                 return c
         return None
 
@@ -145,72 +151,170 @@ class Manifest:
 
 
 def load_manifest(path: str | Path = DEFAULT_MANIFEST) -> Manifest:
+    """Load and validate the manifest; raise ManifestErrors naming every problem (the first is the message).
+
+    A ``.patch`` under recipes/ that no patch names is a warning here (``Manifest.warnings``): a file
+    being worked on must not stop a check or an audit. ``validate`` refuses it.
+    """
+    manifest, errors = inspect_manifest(path, orphans_are_errors=False)
+    if errors:
+        raise ManifestErrors(errors)
+    assert manifest is not None  # no errors means the loader built it
+    return manifest
+
+
+def inspect_manifest(path: str | Path = DEFAULT_MANIFEST, *,
+                     orphans_are_errors: bool = True) -> tuple[Manifest | None, list[ManifestError]]:
+    """Every problem in the manifest (up to MAX_ERRORS) and the manifest as far as it could be read.
+
+    With problems, the manifest (None when not even its shape could be read) is only good for
+    reporting more of them, such as broken patch files: every choice it holds is an existing file.
+    """
     path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as e:
-        raise ManifestError(f"cannot read the manifest: {e.strerror}", file=str(path)) from e
+        return None, [ManifestError(f"cannot read the manifest: {e.strerror}", file=str(path))]
     try:
-        data = yamlnodes.load(raw.decode("utf-8"))
-    except Exception as e:  # yaml errors carry their own position
-        mark = getattr(e, "problem_mark", None)
-        raise ManifestError(f"not valid YAML: {getattr(e, 'problem', e)}", file=str(path),
-                            line=mark.line + 1 if mark else None) from e
-    return _Loader(path, raw, data).load()
+        doc = yamlnodes.load(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        return None, [ManifestError(f"not UTF-8 text: {e.reason} at byte {e.start}", file=str(path))]
+    except yamlnodes.SyntaxProblem as e:
+        return None, [ManifestError(f"not valid YAML: {e.message}", file=str(path), line=e.line)]
+    loader = _Loader(path, raw, doc, orphans_are_errors)
+    return loader.load(), loader.errors
+
+
+class ManifestErrors(ManifestError):
+    """Every problem found in one manifest; the first one is this error's own file, line and message."""
+
+    def __init__(self, errors: Sequence[ManifestError]) -> None:
+        self.errors = tuple(errors)
+        first = self.errors[0]
+        super().__init__(first.message, file=first.file, line=first.line, patch=first.patch, hint=first.hint)
+
+    def render(self) -> str:
+        more = len(self.errors) - 1
+        return super().render() + (f" [and {more} more: `patchset validate` lists them all]" if more else "")
+
+
+class _Abandon(Exception):
+    """fail() has recorded the problem: the caller drops the part it was reading and goes on."""
+
+
+class _TooMany(Exception):
+    """MAX_ERRORS problems are recorded: stop reading."""
 
 
 class _Loader:
-    def __init__(self, path: Path, raw: bytes, data: object) -> None:
+    def __init__(self, path: Path, raw: bytes, doc: yamlnodes.Document, orphans_are_errors: bool) -> None:
         self.path = path
         self.raw = raw
-        self.data = data
+        self.doc = doc
+        self.data = doc.data
         self.file = str(path)
+        self.orphans_are_errors = orphans_are_errors
+        self.errors: list[ManifestError] = []
+        self.items: dict[str, yamlnodes.Mapping] = {}  # patch id -> its mapping, for the order checks
+        self.mentioned: set[Path] = set()  # every file a patch: names, even where the entry is broken
 
-    def fail(self, message: str, line: int | None = None, patch: str | None = None, hint: str | None = None):
-        raise ManifestError(message, file=self.file, line=line, patch=patch, hint=hint)
+    def note(self, message: str, line: int | None = None, patch: str | None = None, hint: str | None = None) -> None:
+        error = ManifestError(message, file=self.file, line=line or None, patch=patch, hint=hint)
+        if all(str(e) != str(error) for e in self.errors):
+            self.errors.append(error)
+        if len(self.errors) >= MAX_ERRORS:
+            raise _TooMany
 
-    def load(self) -> Manifest:
+    def fail(self, message: str, line: int | None = None, patch: str | None = None,
+             hint: str | None = None) -> NoReturn:
+        self.note(message, line, patch, hint)
+        raise _Abandon
+
+    def attempt(self, read: Callable[..., _T], *args: Any, default: _U) -> _T | _U:
+        try:
+            return read(*args)
+        except _Abandon:
+            return default
+
+    def load(self) -> Manifest | None:
+        for dup in self.doc.duplicates:
+            self.note(f"key {dup.key!r} is written twice, at lines {dup.first} and {dup.again}", dup.again,
+                      hint="YAML would silently keep only one: delete or merge the other")
+        try:
+            return self.manifest()
+        except (_Abandon, _TooMany):
+            return None
+
+    def manifest(self) -> Manifest:
         d = self.data
         if not isinstance(d, yamlnodes.Mapping):
             self.fail("the manifest must be a mapping with schema, upstream, targets and patches", 1)
         self.keys(d, TOP_KEYS, "the manifest")
-        if d.get("schema") != 1:
-            self.fail(f"schema must be 1, not {d.get('schema')!r}", d.line_of("schema"))
-        up = d.get("upstream") or yamlnodes.Mapping()
-        if not isinstance(up, dict):
-            self.fail("upstream must be a mapping", d.line_of("upstream"))
-        if isinstance(up, yamlnodes.Mapping):
-            self.keys(up, UPSTREAM_KEYS, "upstream")
-        tag = str(up.get("tag", "v{version}"))
-        if "{version}" not in tag:
-            self.fail("upstream.tag must contain {version}", d.line_of("upstream"))
-        layout = d.get("layout") or yamlnodes.Mapping()
-        if isinstance(layout, yamlnodes.Mapping):
-            self.keys(layout, LAYOUT_KEYS, "layout")
-        strip = self.int_field(layout, "strip", 1, d.line_of("layout"))
-        root = str(layout.get("root", "") or "")
-        targets = self.targets(d)
-        suites = tuple(str(s) for s in self.str_list(d, "suites", None))
-        recipes = str(d.get("recipes", "recipes"))
-        patches = self.patches(d, strip, root, targets)
+        schema = d.get("schema")
+        if schema != 1 or isinstance(schema, bool):
+            self.note(f"schema must be 1, not {schema!r}", yamlnodes.line_of(d, "schema"))
+        pypi, git, tag = self.attempt(self.upstream, d, default=("vllm", None, "v{version}"))
+        strip, root = self.attempt(self.layout, d, default=(1, ""))
+        targets = self.attempt(self.targets, d, default=())
+        suites = tuple(self.attempt(self.str_list, d, "suites", None, default=[]))
+        recipes = self.attempt(self.string, d, "recipes", "recipes", None, default="recipes")
+        patches = self.attempt(self.patches, d, strip, root, targets, default=())
         warnings = self.orphans(d, patches, recipes)
         return Manifest(
-            path=self.path, sha256=hashlib.sha256(self.raw).hexdigest(), pypi=str(up.get("pypi", "vllm")),
-            git=str(up["git"]) if up.get("git") else None, tag=tag, targets=targets, patches=patches,
-            suites=suites, recipes=recipes, warnings=warnings)
+            path=self.path, sha256=hashlib.sha256(self.raw).hexdigest(), pypi=pypi, git=git, tag=tag,
+            targets=targets, patches=patches, suites=suites, recipes=recipes, warnings=warnings)
 
-    def keys(self, m: yamlnodes.Mapping, allowed: set[str], what: str, patch: str | None = None) -> None:
+    def upstream(self, d: yamlnodes.Mapping) -> tuple[str, str | None, str]:
+        up = d.get("upstream")
+        up = yamlnodes.Mapping() if up is None else up
+        if not isinstance(up, yamlnodes.Mapping):
+            self.fail("upstream must be a mapping", yamlnodes.line_of(d, "upstream"))
+        self.keys(up, UPSTREAM_KEYS, "upstream")
+        tag = self.string(up, "tag", "v{version}", None)
+        if "{version}" not in tag:
+            self.fail("upstream.tag must contain {version}", yamlnodes.line_of(up, "tag"))
+        git = up.get("git")
+        return self.string(up, "pypi", "vllm", None), (self.string(up, "git", "", None) if git else None), tag
+
+    def layout(self, d: yamlnodes.Mapping) -> tuple[int, str]:
+        layout = d.get("layout")
+        layout = yamlnodes.Mapping() if layout is None else layout
+        if not isinstance(layout, yamlnodes.Mapping):
+            self.fail("layout must be a mapping like {strip: 1, root: vllm}", yamlnodes.line_of(d, "layout"))
+        self.keys(layout, LAYOUT_KEYS, "layout")
+        return self.int_field(layout, "strip", 1, None), self.string(layout, "root", "", None)
+
+    def keys(self, m: dict, allowed: set[str], what: str, patch: str | None = None) -> None:
         for k in m:
             if k not in allowed:
-                self.fail(f"unknown key {k!r} in {what}", m.line_of(k), patch,
+                self.note(f"unknown key {k!r} in {what}", yamlnodes.line_of(m, k), patch,
                           hint="known keys: " + ", ".join(sorted(allowed)))
 
-    def int_field(self, m, key: str, default: int, line: int, patch: str | None = None) -> int:
-        v = m.get(key, default) if isinstance(m, dict) else default
+    def int_field(self, m: yamlnodes.Mapping, key: str, default: int, patch: str | None) -> int:
+        v = m.get(key, default)
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            self.fail(f"{key} must be a whole number >= 0, not {v!r}",
-                      m.line_of(key) if isinstance(m, yamlnodes.Mapping) else line, patch)
-        return v
+            self.fail(f"{key} must be a whole number >= 0, not {v!r}", yamlnodes.line_of(m, key), patch)
+        return int(v)
+
+    def string(self, m: yamlnodes.Mapping, key: str, default: str, patch: str | None) -> str:
+        v = m.get(key, default)
+        if v is None:
+            return default
+        if not isinstance(v, str):
+            self.fail(f"{key} must be a string, not {self.written(m, key, v)}", yamlnodes.line_of(m, key), patch,
+                      hint=f'quote it: "{self.written(m, key, v)}"')
+        return str(v)
+
+    def written(self, m: object, key: object, value: object) -> str:
+        """How a value was typed in the file (``0.30``, not the float 0.3 YAML made of it)."""
+        return self.doc.text_at(yamlnodes.value_position(m, key), value) or str(value)
+
+    def not_a_string(self, what: str, text: str, value: object, line: int, patch: str | None = None,
+                     quoted: str | None = None) -> NoReturn:
+        kind = "null" if value is None else "true/false" if isinstance(value, bool) else \
+            f"the number {value!r}" if isinstance(value, (int, float)) else type(value).__name__
+        self.fail(f"{what} {text} is not a string: unquoted, YAML reads it as {kind}", line, patch,
+                  hint=f'quote it: "{quoted or text}"')
 
     def str_list(self, m: yamlnodes.Mapping, key: str, patch: str | None) -> list[str]:
         v = m.get(key)
@@ -219,116 +323,165 @@ class _Loader:
         if isinstance(v, str):
             return [v]
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-            self.fail(f"{key} must be a list of strings", m.line_of(key), patch)
-        return list(v)
+            self.fail(f"{key} must be a list of strings", yamlnodes.line_of(m, key), patch,
+                      hint="quote every item that YAML could read as a number")
+        return [str(x) for x in v]
 
     def targets(self, d: yamlnodes.Mapping) -> tuple[Target, ...]:
         t = d.get("targets")
         if not isinstance(t, yamlnodes.Mapping) or not t:
-            self.fail("targets must map each pinned vLLM release to its settings", d.line_of("targets"),
+            self.fail("targets must map each pinned vLLM release to its settings", yamlnodes.line_of(d, "targets"),
                       hint='e.g. targets: {"0.29.0": {image: "vllm/vllm-openai:v0.29.0"}}')
-        out = []
-        for version, settings in t.items():
-            line = t.line_of(version)
-            try:
-                Version(version)
-            except InvalidVersion:
-                self.fail(f"target {version!r} is not a PEP 440 version", line, hint='quote it: "0.29.0"')
-            settings = settings or yamlnodes.Mapping()
-            if not isinstance(settings, dict):
-                self.fail(f"target {version} must be a mapping", line)
-            if isinstance(settings, yamlnodes.Mapping):
-                self.keys(settings, TARGET_KEYS, f"target {version}")
-            out.append(Target(version=version, image=settings.get("image")))
-        return tuple(sorted(out, key=lambda x: Version(x.version)))
+        seen: dict[Version, tuple[str, int]] = {}
+        out = [self.attempt(self.target, t, version, seen, default=None) for version in t]
+        return tuple(sorted((x for x in out if x is not None), key=lambda x: Version(x.version)))
 
-    def patches(self, d: yamlnodes.Mapping, strip: int, root: str, targets) -> tuple[Patch, ...]:
+    def target(self, t: yamlnodes.Mapping, version: object, seen: dict[Version, tuple[str, int]]) -> Target:
+        line = yamlnodes.line_of(t, version)
+        if not isinstance(version, str):
+            text = self.doc.text_at(yamlnodes.key_position(t, version), version)
+            self.not_a_string("target", text, version, line)
+        try:
+            v = Version(version)
+        except InvalidVersion:
+            self.fail(f"target {version!r} is not a PEP 440 version", line, hint='quote it: "0.29.0"')
+        if v in seen:
+            self.fail(f"target {version} is the same release as {seen[v][0]} (line {seen[v][1]})", line,
+                      hint="keep one of them")
+        seen[v] = (version, line)
+        settings = t[version]
+        settings = yamlnodes.Mapping() if settings is None else settings
+        if not isinstance(settings, yamlnodes.Mapping):
+            self.fail(f"target {version} must be a mapping", line)
+        self.keys(settings, TARGET_KEYS, f"target {version}")
+        image = settings.get("image")
+        if image is not None and not isinstance(image, str):
+            self.fail(f"target {version}: image must be an image reference, not {image!r}",
+                      yamlnodes.line_of(settings, "image"), hint='e.g. image: "vllm/vllm-openai:v0.29.0"')
+        return Target(version=version, image=image)
+
+    def patches(self, d: yamlnodes.Mapping, strip: int, root: str, targets: tuple[Target, ...]) -> tuple[Patch, ...]:
         items = d.get("patches")
         if not isinstance(items, yamlnodes.Sequence):
-            self.fail("patches must be a list", d.line_of("patches"))
+            self.fail("patches must be a list", yamlnodes.line_of(d, "patches"))
         out: list[Patch] = []
         seen: dict[str, int] = {}
         for i, item in enumerate(items):
-            line = items.item_lines[i]
+            line = yamlnodes.item_line(items, i)
             if not isinstance(item, yamlnodes.Mapping):
-                self.fail("each patch must be a mapping with at least id and patch", line)
+                self.note("each patch must be a mapping with at least id and patch", line)
+                continue
             pid = item.get("id")
+            id_line = yamlnodes.line_of(item, "id")
             if not isinstance(pid, str) or not ID_RE.match(pid):
-                self.fail(f"patch id {pid!r} must be lower-case letters, digits, '.', '_' or '-'",
-                          item.line_of("id"))
+                self.note(f"patch id {pid!r} must be lower-case letters, digits, '.', '_' or '-'", id_line)
+                pid = pid if isinstance(pid, str) and pid else f"#{i + 1}"
+            patch = self.patch(item, pid, strip, root, targets)
             if pid in seen:
-                self.fail(f"duplicate patch id {pid!r} (first at line {seen[pid]})", item.line_of("id"), pid)
-            seen[pid] = item.line_of("id")
-            out.append(self.patch(item, pid, strip, root, targets))
+                self.note(f"duplicate patch id {pid!r} (first at line {seen[pid]})", id_line, pid)
+                continue
+            seen[pid] = id_line
+            self.items[pid] = item
+            out.append(patch)
         self.check_order(out)
         return tuple(out)
 
-    def patch(self, item: yamlnodes.Mapping, pid: str, strip: int, root: str, targets) -> Patch:
+    def patch(self, item: yamlnodes.Mapping, pid: str, strip: int, root: str, targets: tuple[Target, ...]) -> Patch:
         self.keys(item, PATCH_KEYS, f"patch {pid}", pid)
         origin = item.get("origin", "backport")
         if origin not in ORIGINS:
-            self.fail(f"origin must be one of {', '.join(ORIGINS)}, not {origin!r}", item.line_of("origin"), pid)
-        releases = self.specifier(item.get("releases", ""), item.line_of("releases"), pid)
-        up = item.get("upstream") or {}
+            self.note(f"origin must be one of {', '.join(ORIGINS)}, not {origin!r}",
+                      yamlnodes.line_of(item, "origin"), pid)
+        releases = self.attempt(self.releases, item, pid, default=None)
+        pr, commit = self.attempt(self.upstream_ref, item, pid, default=(None, None))
+        line = yamlnodes.line(item)
+        return Patch(
+            id=pid, title=self.attempt(self.string, item, "title", pid, pid, default=pid), origin=str(origin),
+            releases=releases if releases is not None else SpecifierSet(),
+            choices=self.attempt(self.choices, item, pid, releases, targets, default=()),
+            after=tuple(self.attempt(self.str_list, item, "after", pid, default=[])),
+            tests=tuple(self.attempt(self.str_list, item, "tests", pid, default=[])),
+            present=self.attempt(self.probes, item, pid, default=()), upstream_pr=pr, upstream_commit=commit,
+            fuzz=self.attempt(self.int_field, item, "fuzz", 0, pid, default=0),
+            strip=self.attempt(self.int_field, item, "strip", strip, pid, default=strip),
+            root=self.attempt(self.string, item, "root", root, pid, default=root), line=line)
+
+    def releases(self, item: yamlnodes.Mapping, pid: str) -> SpecifierSet:
+        if "releases" not in item:
+            return SpecifierSet()
+        text = item["releases"]
+        line = yamlnodes.line_of(item, "releases")
+        if not isinstance(text, str):
+            written = self.written(item, "releases", text)
+            self.not_a_string("releases", written, text, line, pid, quoted=f"=={written}")
+        return self.specifier(text, line, pid)
+
+    def upstream_ref(self, item: yamlnodes.Mapping, pid: str) -> tuple[int | None, str | None]:
+        up = item.get("upstream")
+        up = {} if up is None else up
+        line = yamlnodes.line_of(item, "upstream")
         if not isinstance(up, dict):
-            self.fail("upstream must be a mapping like {pr: 54288, commit: abc123}", item.line_of("upstream"), pid)
+            self.fail("upstream must be a mapping like {pr: 54288, commit: abc123}", line, pid)
         pr = up.get("pr")
-        if pr is not None and not isinstance(pr, int):
-            self.fail(f"upstream.pr must be a number, not {pr!r}", item.line_of("upstream"), pid)
+        if pr is not None and (not isinstance(pr, int) or isinstance(pr, bool)):
+            self.fail(f"upstream.pr must be a number, not {pr!r}", line, pid)
         commit = up.get("commit")
         if commit is not None:
             commit = str(commit)
             if not re.fullmatch(r"[0-9a-f]{7,40}", commit):
-                self.fail(f"upstream.commit {commit!r} is not a git commit id", item.line_of("upstream"), pid)
-        choices = self.choices(item, pid, releases, targets)
-        probes = self.probes(item, pid)
-        return Patch(
-            id=pid, title=str(item.get("title", pid)), origin=origin, releases=releases, choices=choices,
-            after=tuple(self.str_list(item, "after", pid)), tests=tuple(self.str_list(item, "tests", pid)),
-            present=probes, upstream_pr=pr, upstream_commit=commit,
-            fuzz=self.int_field(item, "fuzz", 0, item.line, pid),
-            strip=self.int_field(item, "strip", strip, item.line, pid),
-            root=str(item.get("root", root) or ""), line=item.line)
+                self.fail(f"upstream.commit {commit!r} is not a git commit id", line, pid,
+                          hint="quote it if YAML could read it as a number")
+        return pr, commit
 
-    def specifier(self, text, line: int, pid: str) -> SpecifierSet:
+    def specifier(self, text: str, line: int, pid: str) -> SpecifierSet:
         try:
-            return SpecifierSet(str(text))
+            return SpecifierSet(text)
         except InvalidSpecifier:
-            self.fail(f"releases {text!r} is not a PEP 440 specifier", line, pid,
-                      hint='e.g. ">=0.28.0,<0.30.0"')
-        raise AssertionError  # unreachable: fail raises
+            self.fail(f"releases {text!r} is not a PEP 440 specifier", line, pid, hint='e.g. ">=0.28.0,<0.30.0"')
 
-    def choices(self, item: yamlnodes.Mapping, pid: str, releases: SpecifierSet, targets) -> tuple[PatchChoice, ...]:
+    def choices(self, item: yamlnodes.Mapping, pid: str, releases: SpecifierSet | None,
+                targets: tuple[Target, ...]) -> tuple[PatchChoice, ...]:
         spec = item.get("patch")
-        line = item.line_of("patch")
+        line = yamlnodes.line_of(item, "patch")
         if spec is None:
-            self.fail("patch: is missing (the patch file, or a mapping of release ranges to files)", item.line, pid)
-        entries: list[tuple[str, object, int]] = []
+            self.fail("patch: is missing (the patch file, or a mapping of release ranges to files)",
+                      yamlnodes.line(item), pid)
         if isinstance(spec, str):
-            entries.append(("", spec, line))
+            entries: list[tuple[object, object, int]] = [("", spec, line)]
         elif isinstance(spec, yamlnodes.Mapping):
-            entries = [(k, v, spec.line_of(k)) for k, v in spec.items()]
+            entries = [(k, v, yamlnodes.line_of(spec, k)) for k, v in spec.items()]
         else:
             self.fail("patch must be a path or a mapping of release ranges to paths", line, pid)
-        out = []
-        for rng, rel, ln in entries:
-            if not isinstance(rel, str):
-                self.fail(f"patch file for {rng or 'all releases'} must be a path", ln, pid)
-            file = (self.path.parent / rel).resolve()
-            if not file.is_file():
-                self.fail(f"patch file {rel} does not exist", ln, pid, hint="paths are relative to the manifest")
-            out.append(PatchChoice(self.specifier(rng, ln, pid), file, ln))
+        out = [self.attempt(self.choice, spec, rng, rel, ln, pid, default=None) for rng, rel, ln in entries]
+        found = [c for c in out if c is not None]
+        if releases is not None and len(found) == len(out):
+            self.coverage(found, releases, targets, line, pid)
+        return tuple(found)
+
+    def choice(self, spec: object, rng: object, rel: object, line: int, pid: str) -> PatchChoice:
+        if not isinstance(rel, str):
+            self.fail(f"patch file for {rng or 'all releases'} must be a path, not {rel!r}", line, pid)
+        self.mentioned.add((self.path.parent / rel).resolve())
+        if not isinstance(rng, str):
+            text = self.doc.text_at(yamlnodes.key_position(spec, rng), rng)
+            self.not_a_string("release range", text, rng, line, pid, quoted=f"=={text}")
+        file = (self.path.parent / rel).resolve()
+        specifier = self.specifier(rng, line, pid)
+        if not file.is_file():
+            self.fail(f"patch file {rel} does not exist", line, pid, hint="paths are relative to the manifest")
+        return PatchChoice(specifier, file, line)
+
+    def coverage(self, choices: list[PatchChoice], releases: SpecifierSet, targets: tuple[Target, ...],
+                 line: int, pid: str) -> None:
         for t in targets:
-            v = Version(t.version)
-            if v not in releases:
+            if not in_range(t.version, releases):
                 continue
-            hits = [c for c in out if v in c.specifier]
+            hits = [c for c in choices if in_range(t.version, c.specifier)]
             if not hits:
-                self.fail(f"no patch file covers target {t.version}, which releases {str(releases)!r} includes",
+                self.note(f"no patch file covers target {t.version}, which releases {str(releases)!r} includes",
                           line, pid)
             if len(hits) > 1:
-                self.fail(f"target {t.version} matches {len(hits)} patch files; ranges must not overlap", line, pid)
-        return tuple(out)
+                self.note(f"target {t.version} matches {len(hits)} patch files; ranges must not overlap", line, pid)
 
     def probes(self, item: yamlnodes.Mapping, pid: str) -> tuple[Probe, ...]:
         raw = item.get("present")
@@ -339,40 +492,50 @@ class _Loader:
         for p in items:
             if not isinstance(p, dict) or not isinstance(p.get("file"), str) or not isinstance(p.get("contains"), str):
                 self.fail("present must be {file: PATH, contains: TEXT} (or a list of them)",
-                          item.line_of("present"), pid)
-            if isinstance(p, yamlnodes.Mapping):
-                self.keys(p, PROBE_KEYS, "present", pid)
+                          yamlnodes.line_of(item, "present"), pid)
+            self.keys(p, PROBE_KEYS, "present", pid)
             out.append(Probe(p["file"], p["contains"]))
         return tuple(out)
 
     def check_order(self, patches: list[Patch]) -> None:
         ids = {p.id: i for i, p in enumerate(patches)}
-        items = self.data["patches"]
+        unknown = False
         for p in patches:
             for dep in p.after:
                 if dep not in ids:
-                    self.fail(f"after: names unknown patch {dep!r}", items[ids[p.id]].line_of("after"), p.id)
-        cycle = _find_cycle({p.id: p.after for p in patches})
+                    unknown = True
+                    self.note(f"after: names unknown patch {dep!r}", yamlnodes.line_of(self.items[p.id], "after"),
+                              p.id)
+        cycle = _find_cycle({p.id: tuple(d for d in p.after if d in ids) for p in patches})
         if cycle:
             first = cycle[0]
-            self.fail("dependency cycle: " + " -> ".join(cycle + [first]),
-                      items[ids[first]].line_of("after"), first)
+            self.note("dependency cycle: " + " -> ".join(cycle + [first]),
+                      yamlnodes.line_of(self.items[first], "after"), first)
+        if cycle or unknown:
+            return  # an order check on a broken graph would only repeat the problems above
         for p in patches:
             for dep in p.after:
                 if ids[dep] > ids[p.id]:
-                    self.fail(f"listed before {dep!r}, which it must come after", items[ids[p.id]].line_of("after"),
-                              p.id, hint="the list order is the series order: move it below")
+                    self.note(f"listed before {dep!r}, which it must come after",
+                              yamlnodes.line_of(self.items[p.id], "after"), p.id,
+                              hint="the list order is the series order: move it below")
 
     def orphans(self, d: yamlnodes.Mapping, patches: tuple[Patch, ...], recipes: str) -> tuple[str, ...]:
         folder = (self.path.parent / recipes).resolve()
         if not folder.is_dir():
             return ()
-        named = {c.path for p in patches for c in p.choices}
+        named = {c.path for p in patches for c in p.choices} | self.mentioned
+        warnings = []
         for f in sorted(folder.rglob("*")):
             if f.suffix in PATCH_SUFFIXES and f.is_file() and f.resolve() not in named:
-                self.fail(f"{_display(f, self.path.parent)} is not named by any patch",
-                          d.line_of("patches"), hint="add it to the manifest or delete it")
-        return ()
+                error = ManifestError(f"{_display(f, self.path.parent)} is not named by any patch",
+                                      file=self.file, line=yamlnodes.line_of(d, "patches"),
+                                      hint="add it to the manifest or delete it")
+                if self.orphans_are_errors:
+                    self.note(error.message, error.line, hint=error.hint)
+                else:
+                    warnings.append(str(error))
+        return tuple(warnings)
 
 
 def same_release(found: str, wanted: str) -> bool:

@@ -15,8 +15,9 @@ import json
 from patchset import __version__
 from patchset.core.manifest import Manifest
 from patchset.core.series import APPLIES, ReleaseResult
+from patchset.sources.local import PROVENANCE_NAME
 
-PROVENANCE_PATH = "vllm/.patchset-provenance.json"
+PROVENANCE_PATH = f"vllm/{PROVENANCE_NAME}"
 SCHEMA = 1
 
 
@@ -24,10 +25,18 @@ def sha256(data: bytes | None) -> str | None:
     return hashlib.sha256(data).hexdigest() if data is not None else None
 
 
-def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "repo") -> dict:
+def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "repo",
+                modes: dict[str, int] | None = None) -> dict:
+    """The record of ``result``; ``modes`` (path -> st_mode written, default: the modes the patches set)
+    go into the file entries as git writes them ("100755")."""
+    if modes is None:  # only files the series rewrites: a mode-only change needs the caller's bytes
+        modes = {p: m for p, m in getattr(result, "modes", {}).items() if p in result.changed}
     files = {}
-    for path, content in sorted(result.changed.items()):
+    for path in sorted(set(result.changed) | set(modes)):
+        content = result.changed.get(path, result.files.get(path))
         files[path] = {"sha256": sha256(content), "pristine_sha256": sha256(result.pristine.get(path))}
+        if path in modes and content is not None:
+            files[path]["mode"] = f"{modes[path]:o}"
     patches = []
     for p in result.patches:
         entry = {"id": p.id, "status": p.status}

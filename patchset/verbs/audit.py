@@ -15,7 +15,9 @@ Status of a fix in an image:
 ``stale``     the image carries another revision of the patch than the manifest's (the
               provenance names another sha256, or an older revision of the patch file in the
               manifest's git history is what the files hold);
-``tampered``  a file the patch wrote differs from what the provenance record says was written;
+``tampered``  a file the patch wrote differs from what the provenance record says was written, or
+              Python would run bytecode of a touched module that is not its source's code (an
+              accepted ``.pyc`` whose code differs, or one that differs from the record's sha256);
 ``unknown``   the files fit none of the above (neither pristine nor patched), or there is
               nothing to compare them with.
 
@@ -26,18 +28,30 @@ The audit fails (``ok`` false) when a fix the manifest targets for the image's r
 from __future__ import annotations
 
 import hashlib
+import json
+import posixpath
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import docker
+from docker.models.images import Image
 from packaging.version import InvalidVersion, Version
 
 from patchset import docker_engine
-from patchset.core import engine, provenance
+from patchset.core import bytecode, engine, provenance
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.patchfile import PatchFile, parse_patch
-from patchset.core.series import APPLIES, BLOCKED, FAILED, NOT_TARGETED, UPSTREAM, ReleaseResult, evaluate_release
+from patchset.core.series import (
+    APPLIES,
+    BLOCKED,
+    FAILED,
+    NOT_TARGETED,
+    UPSTREAM,
+    PatchResult,
+    ReleaseResult,
+    evaluate_release,
+)
 from patchset.errors import PatchsetError
 from patchset.sources import open_source
 
@@ -76,6 +90,7 @@ class ImageAudit:
     fixes: list[FixVerdict] = field(default_factory=list)
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    bytecode: list[dict] = field(default_factory=list)  # every .pyc of the touched modules, judged
 
     @property
     def ok(self) -> bool:
@@ -84,7 +99,8 @@ class ImageAudit:
     def to_json(self) -> dict:
         out: dict = {"image": self.image, "vllm": self.vllm, "ok": self.ok, "digest": self.digest,
                      "site": self.site, "provenance": self.provenance,
-                     "fixes": [f.to_json() for f in self.fixes]}
+                     "fixes": [f.to_json() for f in self.fixes],
+                     "bytecode": [{k: b[k] for k in ("pyc", "tag", "level", "kind", "verdict")} for b in self.bytecode]}
         if self.error:
             out["error"] = self.error
         if self.warnings:
@@ -120,7 +136,7 @@ def audit(manifest: Manifest, images: Sequence[str], *, source: str = "wheel", p
 
 def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, source: str = "wheel",
                 pull: bool = False) -> ImageAudit:
-    result = ImageAudit(ref)
+    result = ImageAudit(ref, warnings=list(manifest.warnings))  # e.g. a .patch no patch names
     try:
         if pull:
             repository, tag = docker_engine.split_reference(ref)
@@ -155,10 +171,81 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
     if record and record.get("vllm") and record["vllm"] != version:
         result.warnings.append(f"the provenance record was written for vLLM {record['vllm']}, "
                                f"the image holds {install.version}")
-    judge = _Judge(manifest, version, expected, image_files, record)
+    if not _judge_bytecode(result, client, image, install, _modules(image_files, record)):
+        return result
+    judge = _Judge(manifest, version, expected, image_files, record, result.bytecode)
     result.fixes = [judge.verdict(p) for p in manifest.patches]
     result.warnings += _labels_disagree(image.labels or {}, result.fixes)
     return result
+
+
+class BytecodeUninspectable(RuntimeError):
+    """The image's Python could not judge the bytecode of the touched modules."""
+
+
+def _judge_bytecode(result: ImageAudit, client: docker.DockerClient, image: Image,
+                    install: docker_engine.VllmInstall, modules: list[str]) -> bool:
+    """Fill ``result.bytecode`` and its warnings; False, with ``result.error``, when there is no verdict."""
+    try:
+        result.bytecode = inspect_bytecode(client, image, install, modules)
+        unjudged = [f"{b['pyc']}: {b['why']}" for b in result.bytecode if b["verdict"] == bytecode.UNINSPECTED]
+        if unjudged:
+            raise BytecodeUninspectable("; ".join(unjudged))
+    except BytecodeUninspectable as e:
+        result.error = f"cannot tell which bytecode Python would run for the touched modules: {e}"
+        return False
+    result.warnings += [f"{b['pyc']}: {b['why']} (not a failure)" for b in result.bytecode
+                        if b["verdict"] in (bytecode.NO_INTERPRETER, bytecode.DORMANT)]
+    return True
+
+
+def _modules(image_files: dict[str, bytes | None], record: dict | None) -> list[str]:
+    """The touched modules present in the image, and those whose bytecode the record lists."""
+    modules = {p for p, content in image_files.items() if p.endswith(".py") and content is not None}
+    modules |= {_module_of(key) for key in ((record or {}).get("bytecode") or {})}
+    return sorted(m for m in modules if m)
+
+
+def _module_of(pyc: str) -> str:
+    """``vllm/a/__pycache__/m.cpython-311.opt-1.pyc`` -> ``vllm/a/m.py`` ("" outside a __pycache__)."""
+    folder, _, name = pyc.rpartition("/__pycache__/")
+    return f"{folder}/{name.split('.', 1)[0]}.py" if folder and name else ""
+
+
+def inspect_bytecode(client: docker.DockerClient, image: Image, install: docker_engine.VllmInstall,
+                     modules: list[str]) -> list[dict]:
+    """bytecode.inspect on these modules, run by the image's own Python in a throwaway container.
+
+    The container has no network and runs only patchset's bytecode module (sent through the
+    environment); it imports nothing from the image's packages. Paths come back in repository
+    layout (``vllm/...``) when they are under the image's site-packages.
+    """
+    if not modules:
+        return []
+    args = json.dumps({"sources": [install.path_of(m) for m in modules]})
+    container = client.containers.create(
+        image.id, entrypoint=[install.python_executable, "-B", "-c", bytecode.BOOT, "inspect", args],
+        environment={bytecode.SCRIPT_ENV: bytecode.script()}, network_disabled=True,
+        labels={"io.patchset.inspect": "1"})
+    try:
+        container.start()
+        status = container.wait(timeout=600)
+        out = container.logs(stdout=True, stderr=False).decode("utf-8", "replace").strip()
+        if status.get("StatusCode") != 0 or not out:
+            err = container.logs(stdout=False, stderr=True).decode("utf-8", "replace").strip()
+            raise BytecodeUninspectable(f"{install.python_executable} exited {status.get('StatusCode')}: "
+                                        f"{err[-500:]}")
+        findings = json.loads(out.splitlines()[-1])
+    except docker.errors.APIError as e:
+        raise BytecodeUninspectable(str(e.explanation or e)) from e
+    except (ValueError, OSError) as e:  # not one JSON line, or the engine timed out waiting
+        raise BytecodeUninspectable(f"{install.python_executable} gave no verdict: {e}") from e
+    finally:
+        container.remove(force=True)
+    site = install.site.rstrip("/") + "/"
+    for f in findings:
+        f["pyc"], f["source"] = (p[len(site):] if p.startswith(site) else p for p in (f["pyc"], f["source"]))
+    return findings
 
 
 def _labels_disagree(labels: dict[str, str], fixes: list[FixVerdict]) -> list[str]:
@@ -199,7 +286,8 @@ class _Judge:
     """Decides each fix's status from the expected series, the image's files and the record."""
 
     def __init__(self, manifest: Manifest, version: str, expected: ReleaseResult,
-                 image: dict[str, bytes | None], record: dict | None):
+                 image: dict[str, bytes | None], record: dict | None, pycs: list[dict] | None = None):
+        self.pycs = pycs or []
         self.manifest = manifest
         self.version = version
         self.expected = expected
@@ -219,12 +307,9 @@ class _Judge:
         entry = self.recorded.get(patch.id, {})
         carried_per_record = entry.get("status") == APPLIES
 
-        tampered = self._tampered(entry.get("files") or []) if carried_per_record else []
+        tampered = self._tampered_evidence(patch, r, entry, carried_per_record)
         if tampered:
-            current = self._load(patch)
-            still = current is not None and _vllm_files(current) and self._hunks_present(current)
-            return TAMPERED, "; ".join(tampered) + ("; the patch's own hunks are still there" if still
-                                                    else "; the patch's own hunks are no longer all there")
+            return TAMPERED, tampered
         if r.status == UPSTREAM:
             return UPSTREAM, r.evidence
 
@@ -270,6 +355,18 @@ class _Judge:
 
     # --- evidence ----------------------------------------------------------------------------------
 
+    def _tampered_evidence(self, patch: Patch, r: PatchResult, entry: dict, carried_per_record: bool) -> str:
+        """Why the files or the bytecode Python runs are not what the patch wrote ("" when they are)."""
+        tampered = self._tampered(entry.get("files") or []) if carried_per_record else []
+        written = (entry.get("files") or []) if carried_per_record else r.files if r.status == APPLIES else []
+        tampered += self._bytecode_tampered(set(written))
+        if not tampered:
+            return ""
+        current = self._load(patch)
+        still = current is not None and _vllm_files(current) and self._hunks_present(current)
+        return "; ".join(tampered) + ("; the patch's own hunks are still there" if still
+                                      else "; the patch's own hunks are no longer all there")
+
     def _tampered(self, files: list[str]) -> list[str]:
         out = []
         recorded = (self.record or {}).get("files", {})
@@ -283,6 +380,18 @@ class _Judge:
                 what = "is gone" if found is None else f"has sha256 {found[:12]}"
                 out.append(f"{path} {what}; the provenance record (applied {applied_at}) says "
                            f"{(want or 'deleted')[:12]}")
+        return out
+
+    def _bytecode_tampered(self, modules: set[str]) -> list[str]:
+        """Bytecode Python would run for these modules that is not their source's code, or not the record's."""
+        out = [f"{b['pyc']} (optimisation level {b['level']}) runs instead of {posixpath.basename(b['source'])}: "
+               f"{b['why']}" for b in self.pycs if b["source"] in modules and b["verdict"] == bytecode.DIFFERS]
+        found = {b["pyc"]: b["sha256"] for b in self.pycs}
+        applied_at = (self.record or {}).get("applied_at", "?")
+        for pyc, want in sorted(((self.record or {}).get("bytecode") or {}).items()):
+            if _module_of(pyc) in modules and found.get(pyc) != want:
+                what = "is gone" if pyc not in found else f"has sha256 {found[pyc][:12]}"
+                out.append(f"{pyc} {what}; the provenance record (applied {applied_at}) says {want[:12]}")
         return out
 
     def _carried_evidence(self, present: bool, prefix: str) -> str:

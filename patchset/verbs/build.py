@@ -24,7 +24,7 @@ import docker
 import docker.errors
 
 from patchset import docker_engine
-from patchset.core import provenance
+from patchset.core import bytecode, provenance
 from patchset.core.manifest import Manifest, same_release
 from patchset.core.series import APPLIES, ReleaseResult, evaluate_release, failure_summary, syntax_error
 from patchset.errors import PatchsetError
@@ -137,6 +137,8 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
                              hint="build from the pristine release image; patchset never stacks a series twice")
         tree = ImageTree(files, install, base)
         result = evaluate_release(manifest, version, tree)
+        for warning in manifest.warnings:  # e.g. a .patch no patch names: validate refuses it
+            say(f"warning: {warning}\n")
         if not result.ok:
             raise BuildError(failure_summary(result, f" in {base}"),
                              hint="nothing was built; `patchset check` shows every hunk")
@@ -256,6 +258,7 @@ def build_context(install: docker_engine.VllmInstall, changed: dict[str, bytes |
             tar.addfile(info, io.BytesIO(data))
 
         add("Dockerfile", dockerfile)
+        add("patchset-bytecode.py", bytecode.script().encode())  # compiles and records the pycs in the image
         for path, content in sorted(changed.items()):
             if content is not None:
                 add("layer" + install.path_of(path), content, modes.get(path) or 0o644)

@@ -1,0 +1,164 @@
+"""`make bench`: patchset check against the best hand loop on the same warm trees, in one run.
+
+Baseline (the fair one): ``bench/gnu_loop.sh`` — per release, copy only the files the series touches
+into a scratch tree, then GNU ``patch -F0`` each patch in series order. The old baseline (unpack the
+sdist, then GNU patch) is shown beside it for what it is: what CI scripts without a cache do.
+Whole process against whole process, paired runs (patchset, then the loop, alternating), medians.
+Only ratios measured in the same run mean anything; no test asserts on time.
+
+    .venv/bin/python bench/run.py [--repeat 5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import forkseries  # noqa: E402
+
+from patchset.cache import Cache  # noqa: E402
+from patchset.core.manifest import Manifest, load_manifest  # noqa: E402
+from patchset.sources.sdist import SdistSource  # noqa: E402
+
+HERE = Path(__file__).parent
+LOOP = HERE / "gnu_loop.sh"
+BIG_RELEASES = ["0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0",
+                "0.33.0"]
+
+
+@dataclass
+class Run:
+    seconds: float
+    max_rss_kb: int
+    code: int
+
+
+@dataclass
+class Workload:
+    name: str
+    manifest: Path
+    releases: list[str]
+    loop_args: list[str]  # TOUCHED SUBDIR TREE=SERIES...
+    unpack: bool = True
+
+
+def timed(cmd: list[str]) -> Run:
+    """Wall time and peak memory of one whole process."""
+    start = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return Run(time.perf_counter() - start, usage.ru_maxrss, p.returncode)
+
+
+def tree_of(version: str, cache: Cache) -> Path:
+    return Path(SdistSource("vllm", version, cache).root)
+
+
+def loop_args(manifest: Manifest, releases: list[str], cache: Cache, work: Path, sub: str) -> list[str]:
+    touched: set[str] = set()
+    pairs = []
+    for v in releases:
+        files = []
+        for p in manifest.patches:
+            if p.targets(v) and p.choice_for(v) is not None:
+                pf = p.load(v, manifest.base)
+                touched.update(pf.touched)
+                files.append(str(p.choice_for(v).path))  # type: ignore[union-attr]
+        series = work / f"series-{v}.txt"
+        series.write_text("".join(f + "\n" for f in files))
+        pairs.append(f"{tree_of(v, cache)}={series}")
+    listed = work / "touched.txt"
+    listed.write_text("".join(t + "\n" for t in sorted(touched)))
+    return [str(listed), sub, *pairs]
+
+
+def unpack_loop(manifest: Manifest, releases: list[str], cache: Cache, sub: str) -> None:
+    """The old baseline: unpack each sdist, then GNU patch each patch in order."""
+    for v in releases:
+        src = SdistSource("vllm", v, cache)
+        blob = cache.blob(src.sha256, "")
+        with tempfile.TemporaryDirectory(prefix="bench-unpack-") as tmp:
+            with tarfile.open(blob, "r:gz") as tar:
+                tar.extractall(tmp, filter="data")
+            root = next(Path(tmp).iterdir()) / sub
+            for p in manifest.patches:
+                choice = p.choice_for(v) if p.targets(v) else None
+                if choice is not None:
+                    subprocess.run(["patch", "-s", "-p1", "-F0", "--batch", "-r", "-", "-i", str(choice.path)],
+                                   cwd=root, capture_output=True)
+
+
+def measure(w: Workload, repeat: int, cache: Cache) -> dict:
+    cli = [sys.executable, "-m", "patchset", "check", "--manifest", str(w.manifest), "--format", "json"]
+    subprocess.run(cli, capture_output=True)  # warm every tree once, outside the timings
+    ours, loop, unpack = [], [], []
+    for _ in range(repeat):
+        ours.append(timed(cli))
+        loop.append(timed(["bash", str(LOOP), *w.loop_args]))
+    if w.unpack:
+        m = load_manifest(w.manifest)
+        sub = "vllm" if w.loop_args[1] == "vllm" else "."
+        for _ in range(max(1, repeat // 2)):
+            t = time.perf_counter()
+            unpack_loop(m, w.releases, cache, sub)
+            unpack.append(time.perf_counter() - t)
+    return {"ours": statistics.median(r.seconds for r in ours), "rss": max(r.max_rss_kb for r in ours),
+            "loop": statistics.median(r.seconds for r in loop),
+            "unpack": statistics.median(unpack) if unpack else None}
+
+
+def workloads(work: Path, cache: Cache, quick: bool) -> list[Workload]:
+    repo = load_manifest("patches.yaml")
+    out = [Workload("this repository (3 patches) x its targets", repo.path.resolve(),
+                    [t.version for t in repo.targets],
+                    loop_args(repo, [t.version for t in repo.targets], cache, _mk(work / "repo"), "."))]
+    fork_releases = ["0.29.0", "0.30.0", "0.31.0"]
+    fork = forkseries.generate(tree_of("0.29.0", cache), _mk(work / "fork"), count=37, targets=fork_releases)
+    m = load_manifest(fork.manifest)
+    out.append(Workload("fork-shaped, 37 patches, package layout x 0.29/0.30/0.31", fork.manifest, fork_releases,
+                        loop_args(m, fork_releases, cache, work / "fork", "vllm")))
+    if not quick:
+        big = forkseries.generate(tree_of("0.29.0", cache), _mk(work / "big"), count=500, targets=BIG_RELEASES)
+        m = load_manifest(big.manifest)
+        out.append(Workload("500 patches x 10 releases (0.24-0.33)", big.manifest, BIG_RELEASES,
+                            loop_args(m, BIG_RELEASES, cache, work / "big", "vllm"), unpack=False))
+    return out
+
+
+def _mk(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="leave out the 500 x 10 workload")
+    args = ap.parse_args()
+    cache = Cache()
+    with tempfile.TemporaryDirectory(prefix="patchset-bench-") as tmp:
+        rows = [(w, measure(w, args.repeat, cache)) for w in workloads(Path(tmp), cache, args.quick)]
+    print(f"medians of {args.repeat} paired runs; whole processes; warm cache; {os.cpu_count()} cores\n")
+    print("| workload | patchset check | touched-files GNU loop | ratio | unpack + GNU loop | peak RSS |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for w, r in rows:
+        ratio = r["loop"] / r["ours"]
+        word = f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
+        unpack = f"{r['unpack']:.2f} s" if r["unpack"] is not None else "-"
+        print(f"| {w.name} | {r['ours']:.3f} s | {r['loop']:.3f} s | patchset {word} | {unpack} | "
+              f"{r['rss'] / 1024:.0f} MB |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
