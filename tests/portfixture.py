@@ -56,6 +56,10 @@ def build(root: Path) -> Path:
     """Trees under root/trees/<version>/, recipes and patches.yaml under root/project/; returns the manifest."""
     project = root / "project"
     entries = []
+    for version in ("0.28.0", "0.29.0"):
+        init = root / "trees" / version / "vllm" / "__init__.py"
+        init.parent.mkdir(parents=True, exist_ok=True)
+        init.write_text(f'__version__ = "{version}"\n')
     for name, (old, fixed, new) in _files().items():
         for version, content in (("0.28.0", old), ("0.29.0", new)):
             f = root / "trees" / version / "vllm" / f"{name}.py"
