@@ -11,7 +11,8 @@ from patchset import __version__
 from patchset.errors import PatchsetError
 
 # Each module has add_parser(subparsers) and run(args) -> exit code.
-VERBS = ("validate", "check", "apply", "test", "build", "audit", "targets", "schema", "sbom", "importer", "deps")
+VERBS = ("validate", "check", "apply", "test", "build", "audit", "targets", "schema", "sbom", "importer", "deps",
+         "next", "port", "refresh")
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # what was asked does not hold
