@@ -12,7 +12,11 @@ The order, and why:
 3. The bytecode of every touched module is dropped before any source changes,
    so from here on no stale ``.pyc`` can run under any source; then each staged
    file is renamed over its target (or the target deleted).
-4. Checked-hash pycs are compiled (also through ``.patchset-tmp-`` files).
+4. Checked-hash pycs are compiled (also through ``.patchset-tmp-`` files); any
+   pyc that would still run other code than its source is removed, and the
+   staged record is sealed with the sha256 of the bytecode left (the journal
+   learns the sealed record's sha256 first, so a kill between the two is
+   rolled back, and one after it rolled forward).
 5. The record is renamed into place: the commit point. Then the journal goes.
 
 A kill anywhere leaves the journal. ``recover`` rolls forward when every new
@@ -190,11 +194,7 @@ def replace_files(journal: Journal, new: dict[str, bytes], old: dict[str, bytes]
 
 
 def begin(journal: Journal, new: dict[str, bytes], old: dict[str, bytes], record: bytes) -> None:
-    tmp = journal.dir / (PREFIX + "journal.json")
-    _write_synced(tmp, journal.dumps(), REGULAR)
-    _step()
-    os.replace(tmp, journal.dir / "journal.json")
-    _fsync_dir(journal.dir)
+    _write_journal(journal)
     _fsync_dir(journal.package)
     (journal.dir / "old").mkdir()
     for d in journal.new_dirs:
@@ -208,6 +208,14 @@ def begin(journal: Journal, new: dict[str, bytes], old: dict[str, bytes], record
     folders = {journal.staged(e).parent for e in journal.entries} | {journal.dir / "old", journal.dir}
     for folder in folders | {(journal.root / d).parent for d in journal.new_dirs}:
         _fsync_dir(folder)
+
+
+def _write_journal(journal: Journal) -> None:
+    tmp = journal.dir / (PREFIX + "journal.json")
+    _write_synced(tmp, journal.dumps(), REGULAR)
+    _step()
+    os.replace(tmp, journal.dir / "journal.json")
+    _fsync_dir(journal.dir)
 
 
 def commit(journal: Journal) -> None:
@@ -228,10 +236,30 @@ def commit(journal: Journal) -> None:
         _fsync_dir(folder)
     for source in sources:
         refresh_bytecode(source, compile_bytecode=journal.compile)
+    _seal_record(journal)
     _step()
     os.replace(journal.dir / "record.json", journal.root / journal.record)
     _fsync_dir(journal.package)
     cleanup(journal)
+
+
+def _seal_record(journal: Journal) -> None:
+    """The staged record gains the bytecode this commit leaves; the journal names the sealed record."""
+    from patchset.core import bytecode
+
+    staged = journal.dir / "record.json"
+    record = json.loads(staged.read_bytes())
+    record["bytecode"] = bytecode.settle_tree({e.path: journal.target(e) for e in journal.entries})
+    data = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()  # as provenance.dumps writes it
+    if sha256(data) == journal.record_sha256:
+        return
+    tmp = journal.dir / (PREFIX + "record.json")
+    _write_synced(tmp, data, REGULAR)
+    journal.record_sha256 = str(sha256(data))
+    _write_journal(journal)
+    _step()
+    os.replace(tmp, staged)
+    _fsync_dir(journal.dir)
 
 
 def rollback(journal: Journal) -> None:

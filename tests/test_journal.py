@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
+
 import pytest
 
 from patchset import journal
@@ -35,11 +38,17 @@ def test_a_second_apply_on_the_same_tree_waits_its_turn(tmp_path):
         pass
 
 
+def pyc_name(module: str) -> str:
+    return importlib.util.cache_from_source(f"{module}.py").rsplit("/", 1)[-1]
+
+
 def test_recovery_rolls_forward_a_complete_staging(tmp_path):
     root, pkg = tree(tmp_path)
     interrupted(root, pkg)
     assert journal.recover(root, pkg) == "finished the interrupted apply (2 files)"
-    assert (pkg / "a.py").read_text() == "a = 2\n" and (pkg / ".rec").read_bytes() == b"{}"
+    assert (pkg / "a.py").read_text() == "a = 2\n"
+    sealed = json.loads((pkg / ".rec").read_bytes())  # the record gains the bytecode the commit left
+    assert list(sealed["bytecode"]) == ["vllm/__pycache__/" + pyc_name(m) for m in "ab"]
     assert sorted(p.name for p in pkg.iterdir()) == [".rec", "__pycache__", "a.py", "b.py"]
 
 

@@ -215,8 +215,9 @@ def test_a_kill_at_every_rename_is_recovered(expect):
         assert os.WTERMSIG(status) == signal.SIGKILL
         assert (root / "vllm/.patchset-journal").is_dir()  # every rename happens under a journal
         outcomes.append(expect.after_kill(root))
-    # the journal, 10 files, 9 pycs (7 modules, the new one, the test file; the deleted one has none), the record
-    assert len(outcomes) == 21, outcomes
+    # the journal, 10 files, 9 pycs (7 modules, the new one, the test file; the deleted one has none), the
+    # journal again and the staged record (sealed with the bytecode's sha256), the record
+    assert len(outcomes) == 23, outcomes
     assert outcomes[0] == "pristine" and outcomes[-1] == "patched"
 
 

@@ -6,6 +6,7 @@ import io
 import json
 import tarfile
 
+import docker.errors
 import pytest
 from helpers import write_manifest, write_patch
 
@@ -151,3 +152,149 @@ def test_build_without_an_engine_is_an_error(monkeypatch, manifest_path, capsys)
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     assert main(["build", "--vllm", VERSION, "--manifest", str(manifest_path)]) == 2
     assert "no Docker engine answers" in capsys.readouterr().err
+
+
+# --- reproducible builds, nothing left behind -------------------------------------------------------
+
+EPOCH = "1700000000"  # 2023-11-14T22:13:20Z
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_two_builds_under_source_date_epoch_are_the_same_image(docker_client, standin, series_manifest,
+                                                               session_repo, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    first = build_image(series_manifest, VERSION, base=standin, tag=f"{session_repo}:sde1", client=docker_client)
+    second = build_image(series_manifest, VERSION, base=standin, tag=f"{session_repo}:sde2", client=docker_client)
+    assert first.image_id == second.image_id
+    assert first.labels == second.labels
+    assert first.labels["org.opencontainers.image.created"] == "2023-11-14T22:13:20Z"
+    with docker_engine.ImageFiles(docker_client, first.image_id) as files:
+        install = files.locate_vllm()
+        record = provenance.loads(files.read(install.path_of(provenance.PROVENANCE_PATH)))
+    assert record["applied_at"] == "2023-11-14T22:13:20+00:00"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_added_layer_is_byte_for_byte_the_same_without_the_build_cache(docker_client, standin,
+                                                                         series_manifest, session_repo,
+                                                                         monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    layers = []
+    for n in (1, 2):  # nothing cached: every file, folder and pyc of the layer is made afresh
+        report = build_image(series_manifest, VERSION, base=standin, tag=f"{session_repo}:nocache{n}",
+                             client=docker_client, nocache=True)
+        layers.append(docker_client.images.get(report.image_id).attrs["RootFS"]["Layers"])
+        with docker_engine.ImageFiles(docker_client, report.image_id) as files:
+            install = files.locate_vllm()
+            stream, _ = files._container.get_archive(install.path_of("vllm/distributed"))
+            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                touched = [m for m in tar.getmembers() if "offloading/" in m.name and "scheduler" in m.name]
+        assert touched and {m.mtime for m in touched} == {int(EPOCH)}, [(m.name, m.mtime) for m in touched]
+    base_layers = len(docker_client.images.get(standin).attrs["RootFS"]["Layers"])
+    assert layers[0][base_layers:] == layers[1][base_layers:]  # the diff ids: sha256 of each added layer
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_compile_stage_is_not_left_behind(built, docker_client):
+    assert built.removed_stages, "the build named no compile stage"
+    for stage in built.removed_stages:
+        with pytest.raises(docker.errors.ImageNotFound):
+            docker_client.images.get(stage)
+    # What the image needs is still there: its own layers and its parents.
+    assert docker_client.images.get(built.image_id).id == built.image_id
+
+
+# --- from an installed wheel, not a checkout ---------------------------------------------------------
+
+_FROM_THE_WHEEL = """
+import io, sys, tarfile, types
+from pathlib import Path
+import patchset
+from patchset import docker_engine
+from patchset.verbs.build import build_context, dockerfile_for
+assert Path(patchset.__file__).is_relative_to(sys.prefix), patchset.__file__  # the wheel's copy, not a checkout
+fork = types.SimpleNamespace(base=Path.cwd())  # a manifest's folder without images/ of its own
+dockerfile = dockerfile_for(fork)
+install = docker_engine.VllmInstall("/usr/lib/python3/dist-packages", "0.29.0", "x", "3.11")
+context = build_context(install, {"vllm/a.py": b"new\\n"}, {}, b"{}", dockerfile, 0)
+with tarfile.open(fileobj=io.BytesIO(context)) as tar:
+    assert tar.extractfile("Dockerfile").read() == dockerfile
+sys.stdout.buffer.write(dockerfile)
+"""
+
+
+@pytest.fixture(scope="module")
+def wheel_python(tmp_path_factory):
+    """(python, env): a clean venv holding patchset from its wheel; dependencies come after it on the path."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import sysconfig
+    from pathlib import Path
+
+    tmp = tmp_path_factory.mktemp("wheel")
+    repo = Path(__file__).resolve().parents[1]
+    src = tmp / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(repo / name, src / name)
+    shutil.copytree(repo / "patchset", src / "patchset", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / "dist"), str(src)],
+                   check=True, capture_output=True)
+    wheel = next((tmp / "dist").glob("patchset-*.whl"))
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                   check=True, capture_output=True)
+    # The editable install of this checkout is a .pth hook, which PYTHONPATH entries do not run.
+    return venv / "bin" / "python", {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
+
+
+@pytest.mark.network  # the wheel's build backend (setuptools) comes from the package index
+@pytest.mark.slow
+def test_build_finds_its_dockerfile_in_an_installed_wheel(tmp_path, wheel_python):
+    import subprocess
+    from pathlib import Path
+
+    python, env = wheel_python
+    out = subprocess.run([python, "-c", _FROM_THE_WHEEL], cwd=tmp_path, env=env, capture_output=True, check=False)
+    assert out.returncode == 0, out.stderr.decode()
+    repo = Path(__file__).resolve().parents[1]
+    assert out.stdout == (repo / "patchset" / "images" / "vllm-patched" / "Dockerfile").read_bytes()
+
+
+@pytest.mark.network
+@pytest.mark.docker
+@pytest.mark.slow
+def test_patchset_build_runs_from_an_installed_wheel(tmp_path, wheel_python, manifest_path, standin, session_repo,
+                                                     docker_client):
+    import subprocess
+
+    python, env = wheel_python
+    tag = f"{session_repo}:from-wheel"
+    out = subprocess.run([python, "-m", "patchset", "build", "--vllm", VERSION, "--manifest", str(manifest_path),
+                          "--base", standin, "--tag", tag, "--format", "json"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    doc = json.loads(out.stdout)
+    assert doc["ok"] and docker_client.images.get(tag).id == doc["id"]
+    assert not (manifest_path.parent / "images" / "vllm-patched" / "Dockerfile").exists()  # the wheel's was used
+
+
+def test_the_source_label_never_carries_the_remotes_token(tmp_path):
+    import git
+
+    from patchset.verbs.build import _git_labels
+
+    repo = git.Repo.init(tmp_path)
+    (tmp_path / "patches.yaml").write_text("schema: 1\n")
+    repo.index.add(["patches.yaml"])
+    repo.index.commit("one")
+    repo.create_remote("origin", "https://x-access-token:ghs_s3cr3tT0ken@127.0.0.1/fork/vllm-patches.git")
+    labels = _git_labels(tmp_path)
+    assert labels["org.opencontainers.image.source"] == "https://127.0.0.1/fork/vllm-patches.git"
+    assert "s3cr3t" not in json.dumps(labels)

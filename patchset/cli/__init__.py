@@ -27,7 +27,8 @@ from patchset import __version__
 from patchset.errors import EXIT_INTERNAL, PatchsetError, UsageError
 
 # Each module has add_parser(subparsers) and run(args) -> exit code.
-VERBS = ("validate", "check", "apply", "test", "build", "audit", "targets", "schema", "sbom", "importer", "deps")
+VERBS = ("validate", "check", "apply", "test", "build", "audit", "targets", "schema", "sbom", "importer", "deps",
+         "next", "port", "refresh")
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # what was asked does not hold
@@ -61,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = wants_json(argv)
-    verb = next((a for a in argv if not a.startswith("-")), "")
+    # not next(): importing the `next` verb's module (patchset.cli.next) shadows the builtin in this package
+    words = [a for a in argv if not a.startswith("-")]
+    verb = words[0] if words else ""
     prog = f"patchset {verb}" if re.fullmatch(r"[a-z][a-z-]*", verb) else "patchset"
     # JSON goes through a buffer, so that an error after a partial write still leaves one document.
     buffer = io.StringIO()

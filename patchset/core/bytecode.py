@@ -384,11 +384,12 @@ def record_bytecode(record_file: str, written: dict[str, str]) -> None:
 # --- apply: a tree is applied only when no old bytecode of it would still run -----------------------
 
 
-def settle_tree(record_file: os.PathLike | str, modules: dict[str, os.PathLike | str | None]) -> list[PycFinding]:
-    """After apply: remove every pyc an interpreter would load with other code, verify, record the rest.
+def settle_tree(modules: dict[str, os.PathLike | str | None]) -> dict[str, str]:
+    """After apply: remove every pyc an interpreter would load with other code, verify, map the rest.
 
-    ``modules`` maps the touched repository-layout paths to their files in the tree. Raises
-    PatchsetError when such bytecode cannot be removed: the tree would run old code.
+    ``modules`` maps the touched repository-layout paths to their files in the tree. Returns the
+    provenance ``bytecode`` map (path -> sha256 of every pyc left). Raises PatchsetError when such
+    bytecode cannot be removed: the tree would run old code.
     """
     for finding in inspect(sorted(_tree_sources(modules))):
         if finding.verdict == DIFFERS:
@@ -403,8 +404,7 @@ def settle_tree(record_file: os.PathLike | str, modules: dict[str, os.PathLike |
         key = f"{os.path.dirname(rel)}/__pycache__/{os.path.basename(f.pyc)}" if os.path.dirname(f.pyc) == cache \
             else f.pyc
         recorded[key] = f.sha256
-    record_bytecode(os.fspath(record_file), recorded)
-    return findings
+    return dict(sorted(recorded.items()))
 
 
 def verify_tree(modules: dict[str, os.PathLike | str | None]) -> list[PycFinding]:

@@ -52,10 +52,24 @@ def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "rep
         "manifest": {"path": manifest.path.name, "sha256": manifest.sha256},
         "source": result.source,
         "layout": layout,
-        "applied_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "applied_at": _applied_at(),
         "patches": patches,
         "files": files,
     }
+
+
+def source_date_epoch() -> int | None:
+    """SOURCE_DATE_EPOCH when set (reproducible builds): the time to record instead of now."""
+    import os
+
+    value = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    return int(value) if value.isdigit() else None
+
+
+def _applied_at() -> str:
+    epoch = source_date_epoch()
+    when = dt.datetime.fromtimestamp(epoch, dt.timezone.utc) if epoch is not None else dt.datetime.now(dt.timezone.utc)
+    return when.replace(microsecond=0).isoformat()
 
 
 def dumps(record: dict) -> bytes:

@@ -94,8 +94,6 @@ def _apply_locked(manifest: Manifest, version: str, tree: TargetTree, compile_by
     report.skipped = sorted({f for p in result.patches for f in p.skipped})
     report.written = sorted(e.path for e in plan.entries if e.new_sha256 is not None)
     report.deleted = sorted(e.path for e in plan.entries if e.new_sha256 is None)
-    touched = {p: tree.local(p) for p in (*report.written, *report.deleted)}
-    bytecode.settle_tree(record_path, touched)  # no old bytecode may still run under a patched source
     report.message = f"applied {sum(1 for p in result.patches if p.status == 'applies')} patches"
     return report
 
