@@ -153,6 +153,11 @@ ARG_CASES = {
     "audit-malformed-image": Case(["audit", "not an image!"], where="IMAGE"),
     "audit-without-image": Case(["audit"], where="IMAGE"),
     "targets-unknown-format": Case(["targets", "--format", "yaml"], where="--format"),
+    "deps-vllm-not-a-version": Case(["deps", "--vllm", "foo"], where="--vllm"),
+    "next-vllm-not-a-version": Case(["next", "--vllm", "newest"], where="--vllm"),
+    "port-to-not-a-version": Case(["port", "--to", "latest"], where="--to"),
+    "port-from-not-a-version": Case(["port", "--to", "0.30.0", "--from", "0.29.x"], where="--from"),
+    "refresh-vllm-not-a-version": Case(["refresh", "fix", "--vllm", "foo"], where="--vllm"),
 }
 
 
