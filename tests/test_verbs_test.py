@@ -228,6 +228,25 @@ def test_a_test_file_that_cannot_even_be_collected_without_the_fix_proves_nothin
     assert not report.ok
 
 
+def test_a_file_selector_whose_file_cannot_be_collected_without_the_fix_is_inconclusive(project):
+    root, src, site = project
+    manifest = follow_up_manifest(root, textwrap.dedent('''\
+        from toypkg.watermark import finished_watermark
+
+        def test_finished_watermark():
+            assert finished_watermark((10, 4)) == 9
+        '''))
+    manifest.write_text(manifest.read_text().replace('["tests/test_follow_up.py::test_finished_watermark"]',
+                                                     '["tests/test_follow_up.py"]'))
+    report = run_prove(root, src, site, manifest)
+    p = report.patches[1]
+    # pytest went on past the collection error (exit 1, a readable report): the run is fine, the test never ran
+    assert p.without_fix.crash is None and p.without_fix.exit_code == 1
+    assert p.verdict == "inconclusive"
+    assert "1 of 1 did not run (tests/test_follow_up.py::test_finished_watermark: error" in p.reason
+    assert "ImportError" in p.reason or "cannot import" in p.reason
+
+
 def one_fix(root: Path, test: str) -> Path:
     return manifest_with(root, {"watermark": fix_patch(WATERMARK_FIXED, test)}, """
         - id: watermark

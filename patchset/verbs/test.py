@@ -351,7 +351,9 @@ def _negative_verdict(passed: list[str], without_fix: ConfigRun) -> tuple[str, s
     did_not_run = [n for n in passed if outcome[n] != PASSED]
     if did_not_run:
         n = did_not_run[0]
-        why = next((r.message for r in without_fix.results if r.nodeid == n or covers(r.nodeid, n)), "")
+        # pytest's message for a collection error is "collection failure": the exception line says why
+        why = next((_last_error_line(r.detail) or r.message for r in without_fix.results
+                    if r.nodeid == n or covers(r.nodeid, n)), "")
         said = outcome[n] or "not collected"
         return INCONCLUSIVE, (f"without the fix {len(did_not_run)} of {len(passed)} did not run "
                               f"({n}: {said}{': ' + why if why else ''}); only a test that runs and fails "
