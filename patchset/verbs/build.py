@@ -301,10 +301,15 @@ _STEP_IMAGE = re.compile(r"^ ---> ([0-9a-f]{12,64})$")
 
 def _run_build(client: docker.DockerClient, context: bytes, tag: str, buildargs: dict[str, str],
                labels: dict[str, str], say: Callable[[str], None], *, nocache: bool = False) -> tuple[str, list[str]]:
-    """(the image id, the ids of the stages before the last): the engine's own account of this build."""
+    """(the image id, the ids of the stages before the last that this build made): the engine's own account.
+
+    A stage whose last step came from the build cache was made by another build (perhaps one still
+    running beside this one): it is not this build's to remove.
+    """
     image_id = None
     stages: list[str] = []
     last_step_image: str | None = None
+    cached = False
     try:
         stream = client.api.build(fileobj=io.BytesIO(context), custom_context=True, tag=tag, buildargs=buildargs,
                                   labels=labels, rm=True, forcerm=True, pull=False, decode=True, nocache=nocache)
@@ -313,10 +318,15 @@ def _run_build(client: docker.DockerClient, context: bytes, tag: str, buildargs:
                 say(chunk["stream"])
                 for line in chunk["stream"].splitlines():
                     if _STEP_FROM.match(line) and last_step_image:
-                        stages.append(last_step_image)  # a stage ended: its last step's image is its result
+                        if not cached:
+                            stages.append(last_step_image)  # a stage ended: its last step's image is its result
                         last_step_image = None
+                    elif line.strip() == "---> Using cache":
+                        cached = True
                     elif found := _STEP_IMAGE.match(line):
                         last_step_image = found[1]
+                    elif line.startswith("Step "):
+                        cached = False
             if "error" in chunk:
                 raise BuildError(f"docker build failed: {chunk['error'].strip()}")
             aux = chunk.get("aux") or {}
