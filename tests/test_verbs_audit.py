@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -73,6 +74,14 @@ def test_built_image_carries_every_fix(capsys, built, manifest_path, pristine_so
     assert image["image"] == built.tag and image["vllm"] == VERSION and image["provenance"]
     assert statuses(doc) == {p.id: "carried" for p in series_manifest.patches}
     assert all("provenance sha256 matches" in f["evidence"] for f in image["fixes"])
+    # What a dashboard shows without the manifest at hand: what each fix is, where from, which revision.
+    for fix, patch, built_patch in zip(image["fixes"], series_manifest.patches, built.result.patches, strict=True):
+        assert (fix["title"], fix["origin"]) == (patch.title, patch.origin)
+        assert fix["upstream"] == {"pr": patch.upstream_pr, "commit": patch.upstream_commit}
+        assert fix["sha256"] == built_patch.sha256 and len(fix["sha256"]) == 64
+    assert image["id"] == built.image_id
+    assert image["digest"] is None  # built here, never pulled: no registry digest
+    assert image["warnings"] == []
 
 
 def test_bare_base_misses_every_fix(capsys, standin, manifest_path, pristine_source, series_manifest):
@@ -81,6 +90,7 @@ def test_bare_base_misses_every_fix(capsys, standin, manifest_path, pristine_sou
     assert doc["images"][0]["provenance"] is None
     assert statuses(doc) == {p.id: "missing" for p in series_manifest.patches}
     assert all("pristine vLLM 0.29.0" in f["evidence"] for f in doc["images"][0]["fixes"])
+    assert [f["sha256"] for f in doc["images"][0]["fixes"]] == [None] * len(series_manifest.patches)
 
 
 def test_an_edited_file_is_tampered(capsys, tampered_image, manifest_path, pristine_source, series_manifest):
@@ -102,6 +112,10 @@ def test_an_image_built_from_an_older_manifest_is_stale(capsys, stale_image, man
         {p.id: "carried" for p in series_manifest.patches if p.id != WATERMARK}
     watermark = next(f for f in doc["images"][0]["fixes"] if f["id"] == WATERMARK)
     assert "the manifest's" in watermark["evidence"]
+    # The sha256 is the revision the image carries, not the manifest's.
+    current = series_manifest.patch(WATERMARK).load(VERSION, series_manifest.base).sha256
+    assert watermark["sha256"] and watermark["sha256"] != current
+    assert watermark["sha256"][:12] in watermark["evidence"]
 
 
 def test_stale_without_provenance_is_found_in_the_manifests_git_history(
@@ -131,6 +145,9 @@ def test_stale_without_provenance_is_found_in_the_manifests_git_history(
     watermark = next(f for f in doc["images"][0]["fixes"] if f["id"] == WATERMARK)
     assert watermark["status"] == "stale"
     assert "older revision" in watermark["evidence"] and "commit" in watermark["evidence"]
+    older_sha = hashlib.sha256(repo.commit("HEAD~1").tree.join(
+        old_patch.relative_to(repo_dir.resolve()).as_posix()).data_stream.read()).hexdigest()
+    assert watermark["sha256"] == older_sha  # found in the git history, without a record
 
 
 def test_a_hand_patched_image_without_provenance_is_audited_from_its_files(
@@ -175,6 +192,11 @@ def test_images_in_a_registry_get_the_same_verdicts(capsys, docker_client, regis
     assert statuses(remote_doc, 0) and set(statuses(remote_doc, 0).values()) == {"carried"}
     digests = [img["digest"] for img in remote_doc["images"]]
     assert all(d and d.startswith("sha256:") for d in digests)
+    for img, ref in zip(remote_doc["images"], remote.values(), strict=True):
+        pulled = docker_client.images.get(ref)
+        # The registry's digest (what `docker pull NAME@DIGEST` takes); the image id is given apart.
+        assert f"{ref.rsplit(':', 1)[0]}@{img['digest']}" in pulled.attrs["RepoDigests"]
+        assert img["id"] == pulled.id != img["digest"]
 
 
 @pytest.mark.network
@@ -270,7 +292,7 @@ def test_built_image_bytecode_is_recorded_and_is_its_sources(capsys, docker_clie
     assert {(b["verdict"], b["kind"], b["tag"]) for b in found.values()} == \
         {(bytecode.MATCHES, bytecode.CHECKED_HASH, "cpython-311")}
     assert sorted(b["level"] for b in found.values()) == [0, 1, 2]
-    assert "warnings" not in doc["images"][0]
+    assert doc["images"][0]["warnings"] == []
 
 
 def test_old_code_under_the_patched_sources_hash_is_tampered(capsys, old_bytecode_image, manifest_path,

@@ -43,7 +43,7 @@ def image_bom(audit: ImageAudit, manifest: Manifest) -> Bom:
     bom.metadata.timestamp = _timestamp()
     bom.metadata.component = Component(
         name=audit.image, type=ComponentType.CONTAINER, bom_ref=f"image:{audit.image}",
-        version=audit.digest or None)
+        version=audit.digest or audit.id or None)
     bom.metadata.properties.add(Property(name="patchset:manifest", value=f"{manifest.path.name}@{manifest.sha256}"))
     bom.metadata.properties.add(Property(name="patchset:tool", value=f"patchset {__version__}"))
     if audit.vllm:
