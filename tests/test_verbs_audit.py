@@ -24,7 +24,7 @@ SCHEDULER = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/scheduler.p
 WATERMARK = "offload-finished-watermark"
 
 
-def run_audit(capsys, manifest: Path, source: str, *images: str, pull: bool = False) -> tuple[int, dict]:
+def run_audit(capsys, manifest: Path | str, source: str, *images: str, pull: bool = False) -> tuple[int, dict]:
     argv = ["audit", *images, "--manifest", str(manifest), "--source", source, "--format", "json"]
     code = main(argv + (["--pull"] if pull else []))
     out = capsys.readouterr().out
@@ -376,3 +376,55 @@ def test_an_image_whose_python_cannot_judge_its_bytecode_cannot_be_audited(capsy
     assert code == 1 and doc["ok"] is False
     assert "cannot tell which bytecode Python would run" in doc["images"][0]["error"]
     assert "Permission" in doc["images"][0]["error"]
+
+
+# --- which manifest: none here, or one as of a git revision ----------------------------------------------
+
+
+def test_no_manifest_here_says_how_to_point_at_one(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["audit", "any/image:tag"]) == 2
+    err = capsys.readouterr().err
+    assert "no manifest at patches.yaml" in err and "--manifest FILE@REV" in err
+
+
+def tagged_fork(manifest_path: Path, where: Path):
+    """A fork repository whose tag v1 holds an older watermark revision; the working tree holds the current one."""
+    import git
+
+    old = older_manifest(manifest_path, where)
+    repo = git.Repo.init(where)
+    repo.index.add(["patches.yaml", "recipes"])
+    repo.index.commit("older revision of the watermark backport")
+    repo.create_tag("v1")
+    current = load_manifest(old).patch(WATERMARK).choice_for(VERSION).path
+    shutil.copy(manifest_path.parent / current.relative_to(where.resolve()), current)
+    return repo
+
+
+def test_audit_against_a_tagged_manifest_reads_it_and_its_patches_at_the_tag(
+        capsys, built, manifest_path, pristine_source, series_manifest, tmp_path, monkeypatch):
+    fork = tmp_path / "fork"
+    repo = tagged_fork(manifest_path, fork)
+    monkeypatch.chdir(fork)
+    # The working tree (uncommitted) holds the patch the image was built from: carried.
+    code, doc = run_audit(capsys, Path("patches.yaml"), pristine_source, built.tag)
+    assert code == 0 and statuses(doc) == {p.id: "carried" for p in series_manifest.patches}
+    # As of v1 the watermark patch was another revision: the image carries a newer one than v1's.
+    code, doc = run_audit(capsys, "patches.yaml@v1", pristine_source, built.tag)
+    assert code == 1 and doc["manifest"] == "patches.yaml@v1"
+    assert statuses(doc)[WATERMARK] == "stale"
+    v1_sha = hashlib.sha256(repo.commit("v1").tree.join(
+        load_manifest(fork / "patches.yaml").patch(WATERMARK).choice_for(VERSION).path
+        .relative_to(fork.resolve()).as_posix()).data_stream.read()).hexdigest()
+    assert v1_sha[:12] in next(f for f in doc["images"][0]["fixes"] if f["id"] == WATERMARK)["evidence"]
+    assert not (fork / "patches.yaml@v1").exists() and repo.is_dirty()  # the working tree is left as it was
+
+
+def test_a_revision_that_does_not_exist_is_bad_input(capsys, manifest_path, tmp_path, monkeypatch):
+    tagged_fork(manifest_path, tmp_path / "fork")
+    monkeypatch.chdir(tmp_path / "fork")
+    assert main(["audit", "any/image:tag", "--manifest", "patches.yaml@v9"]) == 2
+    assert "no revision 'v9'" in capsys.readouterr().err
+    assert main(["audit", "any/image:tag", "--manifest", "nothere.yaml@v1"]) == 2
+    assert "nothere.yaml does not exist at commit" in capsys.readouterr().err
