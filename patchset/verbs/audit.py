@@ -53,7 +53,7 @@ from patchset.core.series import (
     evaluate_release,
 )
 from patchset.errors import PatchsetError
-from patchset.sources import open_source
+from patchset.sources import Source, open_source
 
 CARRIED = "carried"
 MISSING = "missing"
@@ -62,6 +62,7 @@ TAMPERED = "tampered"
 UNKNOWN = "unknown"
 FAILING = (MISSING, STALE, TAMPERED)
 LABEL_PREFIX = "io.patchset.patch."  # written by `patchset build`
+SBOM_PATH = "/usr/share/patchset/sbom.cdx.json"  # written by `patchset build --sbom` (report/sbom.py renders it)
 STATUSES = (CARRIED, UPSTREAM, MISSING, STALE, TAMPERED, UNKNOWN)
 
 
@@ -140,7 +141,8 @@ def audit(manifest: Manifest, images: Sequence[str], *, source: str = "wheel", p
 
 
 def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, source: str = "wheel",
-                pull: bool = False) -> ImageAudit:
+                pull: bool = False, pristine: Source | None = None) -> ImageAudit:
+    """``pristine``, when given, is the release to compare with instead of the ``source`` spec's."""
     result = ImageAudit(ref, warnings=list(manifest.warnings))  # e.g. a .patch no patch names
     try:
         if pull:
@@ -164,7 +166,7 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
         except InvalidVersion:
             version = install.version
         try:
-            pristine = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
+            pristine = pristine or open_source(source, version, project=manifest.pypi, tag=manifest.tag)
             expected = evaluate_release(manifest, version, pristine)
         except PatchsetError as e:
             result.error = f"no pristine vLLM {version} to compare with: {e}"
@@ -173,6 +175,7 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
         if record:
             paths |= {p for p in record.get("files", {}) if p.startswith("vllm/")}
         image_files = {p: files.read(install.path_of(p)) for p in sorted(paths)}
+        embedded_sbom = files.read(SBOM_PATH)
     if record and record.get("vllm") and record["vllm"] != version:
         result.warnings.append(f"the provenance record was written for vLLM {record['vllm']}, "
                                f"the image holds {install.version}")
@@ -181,6 +184,8 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
     judge = _Judge(manifest, version, expected, image_files, record, result.bytecode)
     result.fixes = [judge.verdict(p) for p in manifest.patches]
     result.warnings += _labels_disagree(image.labels or {}, result.fixes)
+    if embedded_sbom is not None:
+        result.warnings += _sbom_disagrees(embedded_sbom, install.version, result.fixes)
     return result
 
 
@@ -278,6 +283,29 @@ def _labels_disagree(labels: dict[str, str], fixes: list[FixVerdict]) -> list[st
         claimed = labels.get(f"{LABEL_PREFIX}{f.id}")
         if claimed and f.status != CARRIED:
             out.append(f"the image's label {LABEL_PREFIX}{f.id} claims the fix is carried; its files say {f.status}")
+    return out
+
+
+def _sbom_disagrees(raw: bytes, vllm: str, fixes: list[FixVerdict]) -> list[str]:
+    """Where the SBOM the image carries (``build --sbom``) claims other than its files show."""
+    from patchset.report.sbom import embedded_claims  # the document's shape is the renderer's to know
+
+    try:
+        version, claims, listed = embedded_claims(raw)
+    except ValueError as e:
+        return [f"the image's SBOM {SBOM_PATH} is unreadable: {e}"]
+    out = []
+    if version != vllm:
+        out.append(f"the image's SBOM {SBOM_PATH} describes vLLM {version}; the image holds {vllm}")
+    for f in fixes:
+        claimed = claims.get(f.id)
+        if claimed != f.status:
+            said = f"says {f.id} is {claimed}" if claimed else f"does not mention {f.id}"
+            out.append(f"the image's SBOM {SBOM_PATH} {said}; its files say {f.status}")
+    carried = sum(status == CARRIED for status in claims.values())
+    if listed != carried:
+        out.append(f"the image's SBOM {SBOM_PATH} lists {listed} patches in the vLLM pedigree but claims "
+                   f"{carried} fixes carried")
     return out
 
 
