@@ -373,6 +373,7 @@ def test_build_sbom_embeds_the_audited_sbom_in_one_small_extra_layer(sbom_build,
     # The series' layer, then the SBOM's: one COPY of a few tens of KiB, no second build of the series.
     assert len(doc["layers"]) == 2 and "COPY" in doc["layers"][1]["created_by"]
     assert doc["layers"][1]["size"] < 256 * 1024, doc["layers"]
+    print(f"\nlayers added by patchset build --sbom: {[layer['size'] for layer in doc['layers']]} bytes")
 
 
 @pytest.mark.docker

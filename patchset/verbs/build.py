@@ -209,7 +209,10 @@ def add_sbom(client: docker.DockerClient, manifest: Manifest, base, install: doc
         image_id, _ = _run_build(client, context, report.tag, {"BASE": report.image_id},
                                  {SBOM_LABEL: cyclonedx.SBOM_PATH}, say, nocache=nocache)
     except BaseException:
-        client.images.remove(report.tag)  # the tag names the image asked for, with its SBOM, or nothing
+        try:
+            client.images.remove(report.tag)  # the tag names the image asked for, with its SBOM, or nothing
+        except docker.errors.APIError as e:  # the error that got us here is the one to report
+            say(f"patchset: could not remove {report.tag} after the failure: {e.explanation or e}\n")
         raise
     _write_atomically(file, document)
     built = client.images.get(image_id)
