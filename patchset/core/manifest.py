@@ -638,11 +638,10 @@ def _repository_of(path: Path) -> tuple[Any, str]:
 
 def _commit(repo: Any, rev: str, path: str) -> Any:
     import git
-    import gitdb.exc
 
     try:
         return repo.commit(rev)
-    except (git.BadName, gitdb.exc.BadObject, ValueError) as e:
+    except (git.BadName, git.BadObject, ValueError) as e:
         raise ManifestError(f"{path}@{rev}: no revision {rev!r} in {repo.working_tree_dir}",
                             hint="name a tag, branch or commit that `git log` shows") from e
 
@@ -671,7 +670,8 @@ def _named_paths(text: bytes, rel: str, what: str) -> list[str]:
     if not isinstance(data, dict):
         return []
     here = posixpath.dirname(rel)
-    named = [data.get("recipes") if isinstance(data.get("recipes"), str) else "recipes"]
+    recipes = data.get("recipes")
+    named: list[str] = [recipes if isinstance(recipes, str) else "recipes"]
     for item in data.get("patches") or []:
         spec = item.get("patch") if isinstance(item, dict) else None
         if isinstance(spec, str):
