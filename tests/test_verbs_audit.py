@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -23,7 +24,7 @@ SCHEDULER = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/scheduler.p
 WATERMARK = "offload-finished-watermark"
 
 
-def run_audit(capsys, manifest: Path, source: str, *images: str, pull: bool = False) -> tuple[int, dict]:
+def run_audit(capsys, manifest: Path | str, source: str, *images: str, pull: bool = False) -> tuple[int, dict]:
     argv = ["audit", *images, "--manifest", str(manifest), "--source", source, "--format", "json"]
     code = main(argv + (["--pull"] if pull else []))
     out = capsys.readouterr().out
@@ -73,6 +74,14 @@ def test_built_image_carries_every_fix(capsys, built, manifest_path, pristine_so
     assert image["image"] == built.tag and image["vllm"] == VERSION and image["provenance"]
     assert statuses(doc) == {p.id: "carried" for p in series_manifest.patches}
     assert all("provenance sha256 matches" in f["evidence"] for f in image["fixes"])
+    # What a dashboard shows without the manifest at hand: what each fix is, where from, which revision.
+    for fix, patch, built_patch in zip(image["fixes"], series_manifest.patches, built.result.patches, strict=True):
+        assert (fix["title"], fix["origin"]) == (patch.title, patch.origin)
+        assert fix["upstream"] == {"pr": patch.upstream_pr, "commit": patch.upstream_commit}
+        assert fix["sha256"] == built_patch.sha256 and len(fix["sha256"]) == 64
+    assert image["id"] == built.image_id
+    assert image["digest"] is None  # built here, never pulled: no registry digest
+    assert image["warnings"] == []
 
 
 def test_bare_base_misses_every_fix(capsys, standin, manifest_path, pristine_source, series_manifest):
@@ -81,6 +90,7 @@ def test_bare_base_misses_every_fix(capsys, standin, manifest_path, pristine_sou
     assert doc["images"][0]["provenance"] is None
     assert statuses(doc) == {p.id: "missing" for p in series_manifest.patches}
     assert all("pristine vLLM 0.29.0" in f["evidence"] for f in doc["images"][0]["fixes"])
+    assert [f["sha256"] for f in doc["images"][0]["fixes"]] == [None] * len(series_manifest.patches)
 
 
 def test_an_edited_file_is_tampered(capsys, tampered_image, manifest_path, pristine_source, series_manifest):
@@ -102,6 +112,10 @@ def test_an_image_built_from_an_older_manifest_is_stale(capsys, stale_image, man
         {p.id: "carried" for p in series_manifest.patches if p.id != WATERMARK}
     watermark = next(f for f in doc["images"][0]["fixes"] if f["id"] == WATERMARK)
     assert "the manifest's" in watermark["evidence"]
+    # The sha256 is the revision the image carries, not the manifest's.
+    current = series_manifest.patch(WATERMARK).load(VERSION, series_manifest.base).sha256
+    assert watermark["sha256"] and watermark["sha256"] != current
+    assert watermark["sha256"][:12] in watermark["evidence"]
 
 
 def test_stale_without_provenance_is_found_in_the_manifests_git_history(
@@ -131,6 +145,9 @@ def test_stale_without_provenance_is_found_in_the_manifests_git_history(
     watermark = next(f for f in doc["images"][0]["fixes"] if f["id"] == WATERMARK)
     assert watermark["status"] == "stale"
     assert "older revision" in watermark["evidence"] and "commit" in watermark["evidence"]
+    older_sha = hashlib.sha256(repo.commit("HEAD~1").tree.join(
+        old_patch.relative_to(repo_dir.resolve()).as_posix()).data_stream.read()).hexdigest()
+    assert watermark["sha256"] == older_sha  # found in the git history, without a record
 
 
 def test_a_hand_patched_image_without_provenance_is_audited_from_its_files(
@@ -175,6 +192,11 @@ def test_images_in_a_registry_get_the_same_verdicts(capsys, docker_client, regis
     assert statuses(remote_doc, 0) and set(statuses(remote_doc, 0).values()) == {"carried"}
     digests = [img["digest"] for img in remote_doc["images"]]
     assert all(d and d.startswith("sha256:") for d in digests)
+    for img, ref in zip(remote_doc["images"], remote.values(), strict=True):
+        pulled = docker_client.images.get(ref)
+        # The registry's digest (what `docker pull NAME@DIGEST` takes); the image id is given apart.
+        assert f"{ref.rsplit(':', 1)[0]}@{img['digest']}" in pulled.attrs["RepoDigests"]
+        assert img["id"] == pulled.id != img["digest"]
 
 
 @pytest.mark.network
@@ -270,7 +292,7 @@ def test_built_image_bytecode_is_recorded_and_is_its_sources(capsys, docker_clie
     assert {(b["verdict"], b["kind"], b["tag"]) for b in found.values()} == \
         {(bytecode.MATCHES, bytecode.CHECKED_HASH, "cpython-311")}
     assert sorted(b["level"] for b in found.values()) == [0, 1, 2]
-    assert "warnings" not in doc["images"][0]
+    assert doc["images"][0]["warnings"] == []
 
 
 def test_old_code_under_the_patched_sources_hash_is_tampered(capsys, old_bytecode_image, manifest_path,
@@ -354,3 +376,55 @@ def test_an_image_whose_python_cannot_judge_its_bytecode_cannot_be_audited(capsy
     assert code == 1 and doc["ok"] is False
     assert "cannot tell which bytecode Python would run" in doc["images"][0]["error"]
     assert "Permission" in doc["images"][0]["error"]
+
+
+# --- which manifest: none here, or one as of a git revision ----------------------------------------------
+
+
+def test_no_manifest_here_says_how_to_point_at_one(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["audit", "any/image:tag"]) == 2
+    err = capsys.readouterr().err
+    assert "no manifest at patches.yaml" in err and "--manifest FILE@REV" in err
+
+
+def tagged_fork(manifest_path: Path, where: Path):
+    """A fork repository whose tag v1 holds an older watermark revision; the working tree holds the current one."""
+    import git
+
+    old = older_manifest(manifest_path, where)
+    repo = git.Repo.init(where)
+    repo.index.add(["patches.yaml", "recipes"])
+    repo.index.commit("older revision of the watermark backport")
+    repo.create_tag("v1")
+    current = load_manifest(old).patch(WATERMARK).choice_for(VERSION).path
+    shutil.copy(manifest_path.parent / current.relative_to(where.resolve()), current)
+    return repo
+
+
+def test_audit_against_a_tagged_manifest_reads_it_and_its_patches_at_the_tag(
+        capsys, built, manifest_path, pristine_source, series_manifest, tmp_path, monkeypatch):
+    fork = tmp_path / "fork"
+    repo = tagged_fork(manifest_path, fork)
+    monkeypatch.chdir(fork)
+    # The working tree (uncommitted) holds the patch the image was built from: carried.
+    code, doc = run_audit(capsys, Path("patches.yaml"), pristine_source, built.tag)
+    assert code == 0 and statuses(doc) == {p.id: "carried" for p in series_manifest.patches}
+    # As of v1 the watermark patch was another revision: the image carries a newer one than v1's.
+    code, doc = run_audit(capsys, "patches.yaml@v1", pristine_source, built.tag)
+    assert code == 1 and doc["manifest"] == "patches.yaml@v1"
+    assert statuses(doc)[WATERMARK] == "stale"
+    v1_sha = hashlib.sha256(repo.commit("v1").tree.join(
+        load_manifest(fork / "patches.yaml").patch(WATERMARK).choice_for(VERSION).path
+        .relative_to(fork.resolve()).as_posix()).data_stream.read()).hexdigest()
+    assert v1_sha[:12] in next(f for f in doc["images"][0]["fixes"] if f["id"] == WATERMARK)["evidence"]
+    assert not (fork / "patches.yaml@v1").exists() and repo.is_dirty()  # the working tree is left as it was
+
+
+def test_a_revision_that_does_not_exist_is_bad_input(capsys, manifest_path, tmp_path, monkeypatch):
+    tagged_fork(manifest_path, tmp_path / "fork")
+    monkeypatch.chdir(tmp_path / "fork")
+    assert main(["audit", "any/image:tag", "--manifest", "patches.yaml@v9"]) == 2
+    assert "no revision 'v9'" in capsys.readouterr().err
+    assert main(["audit", "any/image:tag", "--manifest", "nothere.yaml@v1"]) == 2
+    assert "nothere.yaml does not exist at commit" in capsys.readouterr().err

@@ -298,3 +298,130 @@ def test_the_source_label_never_carries_the_remotes_token(tmp_path):
     labels = _git_labels(tmp_path)
     assert labels["org.opencontainers.image.source"] == "https://127.0.0.1/fork/vllm-patches.git"
     assert "s3cr3t" not in json.dumps(labels)
+
+
+# --- build --sbom: the SBOM derived from an audit of the built image, embedded in a layer of its own -----
+
+
+def test_sbom_context_is_the_document_under_sbom_path_with_fixed_mtimes():
+    from patchset.report.sbom import SBOM_PATH
+    from patchset.verbs.build import SBOM_DOCKERFILE, sbom_context
+
+    with tarfile.open(fileobj=io.BytesIO(sbom_context(b'{"bomFormat": "CycloneDX"}', 1700000000))) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+        assert tar.extractfile("Dockerfile").read() == SBOM_DOCKERFILE
+        assert tar.extractfile("sbom" + SBOM_PATH).read() == b'{"bomFormat": "CycloneDX"}'
+    assert sorted(members) == ["Dockerfile", "sbom/usr", "sbom/usr/share", "sbom/usr/share/patchset",
+                               "sbom/usr/share/patchset/sbom.cdx.json"]
+    assert {m.mtime for m in members.values()} == {1700000000}
+    assert all(members[d].isdir() and members[d].mode == 0o755
+               for d in ("sbom/usr", "sbom/usr/share", "sbom/usr/share/patchset"))
+
+
+def test_the_default_sbom_file_is_named_after_the_tag():
+    from patchset.verbs.build import sbom_file_for
+
+    assert str(sbom_file_for("127.0.0.1:5000/team/vllm:v1-patched")) == "127.0.0.1_5000_team_vllm_v1-patched.cdx.json"
+
+
+@pytest.fixture(scope="module")
+def sbom_build(docker_client, standin, manifest_path, session_repo, tmp_path_factory):
+    """``patchset build --sbom`` (no FILE) run in a scratch folder: (the JSON it printed, that folder)."""
+    import contextlib
+    import os
+
+    from patchset.cli import main
+
+    where = tmp_path_factory.mktemp("sbom-build")
+    tag = f"{session_repo}:sbom"
+    out, cwd = io.StringIO(), os.getcwd()
+    os.chdir(where)
+    try:
+        with contextlib.redirect_stdout(out):
+            code = main(["build", "--vllm", VERSION, "--manifest", str(manifest_path), "--base", standin,
+                         "--tag", tag, "--sbom", "--format", "json"])
+    finally:
+        os.chdir(cwd)
+    assert code == 0, out.getvalue()
+    return json.loads(out.getvalue()), where
+
+
+def sbom_patches(document: bytes) -> list[str]:
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(document.decode()) is None
+    vllm = next(c for c in json.loads(document)["components"] if c["name"] == "vllm")
+    return sorted(p["resolves"][0]["id"] for p in vllm["pedigree"]["patches"])
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_build_sbom_embeds_the_audited_sbom_in_one_small_extra_layer(sbom_build, docker_client, series_manifest):
+    from patchset.report.sbom import SBOM_PATH
+
+    doc, where = sbom_build
+    assert doc["sbom"]["path"] == SBOM_PATH
+    host_copy = where / doc["sbom"]["file"]
+    assert doc["sbom"]["file"] == doc["image"].replace("/", "_").replace(":", "_") + ".cdx.json"
+    image = docker_client.images.get(doc["image"])
+    assert image.id == doc["id"] and image.labels["io.patchset.sbom"] == SBOM_PATH
+    with docker_engine.ImageFiles(docker_client, image) as files:
+        embedded = files.read(SBOM_PATH)
+    assert embedded == host_copy.read_bytes()
+    assert doc["sbom"]["sha256"] == provenance.sha256(embedded)
+    assert sbom_patches(embedded) == sorted(f"#{p.upstream_pr}" for p in series_manifest.patches)
+    # The series' layer, then the SBOM's: one COPY of a few tens of KiB, no second build of the series.
+    assert len(doc["layers"]) == 2 and "COPY" in doc["layers"][1]["created_by"]
+    assert doc["layers"][1]["size"] < 256 * 1024, doc["layers"]
+    print(f"\nlayers added by patchset build --sbom: {[layer['size'] for layer in doc['layers']]} bytes")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_audit_warns_when_the_embedded_sbom_disagrees_with_the_files(sbom_build, docker_client, session_repo,
+                                                                     manifest_path, pristine_source, derive_image,
+                                                                     capsys):
+    from patchset.cli import main
+
+    doc, _ = sbom_build
+    tag = doc["image"]
+    assert main(["audit", tag, "--manifest", str(manifest_path), "--source", pristine_source,
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["images"][0]["warnings"] == []  # SBOM and files agree
+
+    with docker_engine.ImageFiles(docker_client, tag) as files:
+        site = files.locate_vllm().site
+        content = files.read(f"{site}/{SCHEDULER}")
+    reverted = derive_image(tag, f"{session_repo}:sbom-reverted", write={
+        f"{site}/{SCHEDULER}": content.replace(b"max(req.num_prompt_tokens, req.num_tokens - 1)", b"req.num_tokens")})
+    assert main(["audit", reverted, "--manifest", str(manifest_path), "--source", pristine_source,
+                 "--format", "json"]) == 1
+    warnings = json.loads(capsys.readouterr().out)["images"][0]["warnings"]
+    assert ("the image's SBOM /usr/share/patchset/sbom.cdx.json says offload-finished-watermark is carried; "
+            "its files say tampered") in warnings
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_sbom_layer_is_byte_for_byte_the_same_under_source_date_epoch(built, docker_client, standin,
+                                                                        series_manifest, session_repo,
+                                                                        tmp_path, monkeypatch):
+    import dataclasses
+
+    from patchset.verbs.build import add_sbom
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    base = docker_client.images.get(standin)
+    with docker_engine.ImageFiles(docker_client, base) as files:
+        install = files.locate_vllm()
+    layers, documents = [], []
+    for n in (1, 2):  # nothing cached: the SBOM layer is made afresh from a fresh audit each time
+        report = dataclasses.replace(built, tag=f"{session_repo}:sbom-sde", labels=dict(built.labels))
+        add_sbom(docker_client, series_manifest, base, install, report, tmp_path / f"{n}.cdx.json",
+                 say=lambda _line: None, nocache=True)
+        layers.append(docker_client.images.get(report.image_id).attrs["RootFS"]["Layers"][-1])
+        documents.append((tmp_path / f"{n}.cdx.json").read_bytes())
+    assert documents[0] == documents[1]
+    assert json.loads(documents[0])["metadata"]["timestamp"].startswith("2023-11-14T22:13:20")
+    assert layers[0] == layers[1]  # the diff id: sha256 of the layer's tar

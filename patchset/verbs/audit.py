@@ -53,7 +53,7 @@ from patchset.core.series import (
     evaluate_release,
 )
 from patchset.errors import PatchsetError
-from patchset.sources import open_source
+from patchset.sources import Source, open_source
 
 CARRIED = "carried"
 MISSING = "missing"
@@ -62,6 +62,7 @@ TAMPERED = "tampered"
 UNKNOWN = "unknown"
 FAILING = (MISSING, STALE, TAMPERED)
 LABEL_PREFIX = "io.patchset.patch."  # written by `patchset build`
+SBOM_PATH = "/usr/share/patchset/sbom.cdx.json"  # written by `patchset build --sbom` (report/sbom.py renders it)
 STATUSES = (CARRIED, UPSTREAM, MISSING, STALE, TAMPERED, UNKNOWN)
 
 
@@ -71,20 +72,26 @@ class FixVerdict:
     status: str
     evidence: str
     targeted: bool
+    title: str = ""
+    origin: str = ""
+    upstream: dict = field(default_factory=dict)  # {"pr": int | None, "commit": str | None}, as the manifest says
+    sha256: str | None = None  # the patch revision the image carries (None when it carries none)
 
     @property
     def failing(self) -> bool:
         return self.targeted and self.status in FAILING
 
     def to_json(self) -> dict:
-        return {"id": self.id, "status": self.status, "evidence": self.evidence, "targeted": self.targeted}
+        return {"id": self.id, "title": self.title, "origin": self.origin, "upstream": self.upstream,
+                "status": self.status, "evidence": self.evidence, "targeted": self.targeted, "sha256": self.sha256}
 
 
 @dataclass
 class ImageAudit:
     image: str
     vllm: str | None = None
-    digest: str | None = None
+    digest: str | None = None  # the repository digest, when the image came from a registry
+    id: str | None = None  # the local image id (config digest)
     site: str | None = None
     provenance: dict | None = None  # the record's summary, when the image has one
     fixes: list[FixVerdict] = field(default_factory=list)
@@ -97,14 +104,13 @@ class ImageAudit:
         return self.error is None and not any(f.failing for f in self.fixes)
 
     def to_json(self) -> dict:
-        out: dict = {"image": self.image, "vllm": self.vllm, "ok": self.ok, "digest": self.digest,
+        out: dict = {"image": self.image, "vllm": self.vllm, "ok": self.ok, "digest": self.digest, "id": self.id,
                      "site": self.site, "provenance": self.provenance,
                      "fixes": [f.to_json() for f in self.fixes],
-                     "bytecode": [{k: b[k] for k in ("pyc", "tag", "level", "kind", "verdict")} for b in self.bytecode]}
+                     "bytecode": [{k: b[k] for k in ("pyc", "tag", "level", "kind", "verdict")} for b in self.bytecode],
+                     "warnings": self.warnings}
         if self.error:
             out["error"] = self.error
-        if self.warnings:
-            out["warnings"] = self.warnings
         return out
 
 
@@ -135,7 +141,8 @@ def audit(manifest: Manifest, images: Sequence[str], *, source: str = "wheel", p
 
 
 def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, source: str = "wheel",
-                pull: bool = False) -> ImageAudit:
+                pull: bool = False, pristine: Source | None = None) -> ImageAudit:
+    """``pristine``, when given, is the release to compare with instead of the ``source`` spec's."""
     result = ImageAudit(ref, warnings=list(manifest.warnings))  # e.g. a .patch no patch names
     try:
         if pull:
@@ -145,7 +152,7 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
     except (docker_engine.ImageNotFound, docker.errors.APIError) as e:
         result.error = str(e) if isinstance(e, docker_engine.ImageNotFound) else f"{ref}: {e}"
         return result
-    result.digest = docker_engine.image_digest(image)
+    result.digest, result.id = repo_digest(image, ref), image.id
     with docker_engine.ImageFiles(client, image) as files:
         try:
             install = files.locate_vllm()
@@ -159,7 +166,7 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
         except InvalidVersion:
             version = install.version
         try:
-            pristine = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
+            pristine = pristine or open_source(source, version, project=manifest.pypi, tag=manifest.tag)
             expected = evaluate_release(manifest, version, pristine)
         except PatchsetError as e:
             result.error = f"no pristine vLLM {version} to compare with: {e}"
@@ -168,6 +175,7 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
         if record:
             paths |= {p for p in record.get("files", {}) if p.startswith("vllm/")}
         image_files = {p: files.read(install.path_of(p)) for p in sorted(paths)}
+        embedded_sbom = files.read(SBOM_PATH)
     if record and record.get("vllm") and record["vllm"] != version:
         result.warnings.append(f"the provenance record was written for vLLM {record['vllm']}, "
                                f"the image holds {install.version}")
@@ -176,7 +184,27 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
     judge = _Judge(manifest, version, expected, image_files, record, result.bytecode)
     result.fixes = [judge.verdict(p) for p in manifest.patches]
     result.warnings += _labels_disagree(image.labels or {}, result.fixes)
+    if embedded_sbom is not None:
+        result.warnings += _sbom_disagrees(embedded_sbom, install.version, result.fixes)
     return result
+
+
+def repo_digest(image: Image, ref: str) -> str | None:
+    """The digest the registry of ``ref`` gives the image (None for an image not pulled or pushed as ``ref``)."""
+    if "@" in ref:
+        return ref.split("@", 1)[1]
+    want = _familiar(docker_engine.split_reference(ref)[0])
+    for name, _, digest in (d.partition("@") for d in image.attrs.get("RepoDigests") or []):
+        if _familiar(name) == want:
+            return digest
+    return None
+
+
+def _familiar(repository: str) -> str:
+    """``docker.io/library/x`` and ``x`` name the same repository (the engine reports the short form)."""
+    for prefix in ("docker.io/", "index.docker.io/", "library/"):
+        repository = repository.removeprefix(prefix)
+    return repository
 
 
 class BytecodeUninspectable(RuntimeError):
@@ -258,6 +286,29 @@ def _labels_disagree(labels: dict[str, str], fixes: list[FixVerdict]) -> list[st
     return out
 
 
+def _sbom_disagrees(raw: bytes, vllm: str, fixes: list[FixVerdict]) -> list[str]:
+    """Where the SBOM the image carries (``build --sbom``) claims other than its files show."""
+    from patchset.report.sbom import embedded_claims  # the document's shape is the renderer's to know
+
+    try:
+        version, claims, listed = embedded_claims(raw)
+    except ValueError as e:
+        return [f"the image's SBOM {SBOM_PATH} is unreadable: {e}"]
+    out = []
+    if version != vllm:
+        out.append(f"the image's SBOM {SBOM_PATH} describes vLLM {version}; the image holds {vllm}")
+    for f in fixes:
+        claimed = claims.get(f.id)
+        if claimed != f.status:
+            said = f"says {f.id} is {claimed}" if claimed else f"does not mention {f.id}"
+            out.append(f"the image's SBOM {SBOM_PATH} {said}; its files say {f.status}")
+    carried = sum(status == CARRIED for status in claims.values())
+    if listed != carried:
+        out.append(f"the image's SBOM {SBOM_PATH} lists {listed} patches in the vLLM pedigree but claims "
+                   f"{carried} fixes carried")
+    return out
+
+
 def _read_record(files: docker_engine.ImageFiles, install: docker_engine.VllmInstall,
                  result: ImageAudit) -> dict | None:
     raw = files.read(install.path_of(provenance.PROVENANCE_PATH))
@@ -294,13 +345,27 @@ class _Judge:
         self.image = image
         self.record = record
         self.recorded = {p["id"]: p for p in (record or {}).get("patches", [])}
+        self.revision_found: str | None = None  # the sha256 of an older revision the files hold (stale)
         vllm_paths = [p for p in expected.files if p.startswith("vllm/")]
         self.series_equal = bool(vllm_paths) and all(image.get(p) == expected.files[p] for p in vllm_paths)
 
     def verdict(self, patch: Patch) -> FixVerdict:
         targeted = patch.targets(self.version)
+        self.revision_found = None
         status, evidence = self._decide(patch, targeted)
-        return FixVerdict(patch.id, status, evidence, targeted)
+        upstream = {"pr": patch.upstream_pr, "commit": patch.upstream_commit}
+        return FixVerdict(patch.id, status, evidence, targeted, title=patch.title, origin=patch.origin,
+                          upstream=upstream, sha256=self._carried_sha256(patch, status))
+
+    def _carried_sha256(self, patch: Patch, status: str) -> str | None:
+        """The sha256 of the patch revision the image carries: the record's, else the one its files show."""
+        entry = self.recorded.get(patch.id, {})
+        if status in (CARRIED, STALE, TAMPERED) and entry.get("status") == APPLIES and entry.get("sha256"):
+            return str(entry["sha256"])
+        if status == STALE:
+            return self.revision_found
+        current = self._load(patch) if status == CARRIED else None
+        return current.sha256 if current is not None else None
 
     def _decide(self, patch: Patch, targeted: bool) -> tuple[str, str]:
         r = self.expected.patch(patch.id)
@@ -422,6 +487,7 @@ class _Judge:
             except PatchsetError:
                 continue
             if _vllm_files(older) and self._hunks_present(older):
+                self.revision_found = rev.sha256
                 return f"the image's files hold an older revision of the patch: {rev.describe()}"
         return ""
 

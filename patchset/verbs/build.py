@@ -17,9 +17,11 @@ a series, or when the series does not apply to it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import importlib.resources
 import io
+import os
 import re
 import tarfile
 from collections.abc import Callable
@@ -70,6 +72,7 @@ class BuildReport:
     layers: list[Layer] = field(default_factory=list)  # what this build added on top of the base
     context_bytes: int = 0
     removed_stages: list[str] = field(default_factory=list)  # the throwaway stages' image ids, removed
+    sbom: dict | None = None  # build --sbom: {"path": in the image, "file": on the host, "sha256": of both}
 
     @property
     def ok(self) -> bool:
@@ -87,7 +90,7 @@ class BuildReport:
             "written": self.written, "deleted": self.deleted, "labels": self.labels,
             "layers": [{"created_by": layer.created_by, "size": layer.size} for layer in self.layers],
             "added_bytes": self.added_bytes,
-        }
+        } | ({"sbom": self.sbom} if self.sbom else {})
 
 
 class ImageTree:
@@ -121,7 +124,9 @@ def default_tag(base: str) -> str:
 
 def build_image(manifest: Manifest, version: str, *, base: str | None = None, tag: str | None = None,
                 client: docker.DockerClient | None = None,
-                progress: Callable[[str], None] | None = None, nocache: bool = False) -> BuildReport:
+                progress: Callable[[str], None] | None = None, nocache: bool = False,
+                sbom: Path | None = None) -> BuildReport:
+    """``sbom``: also audit the built image and embed its CycloneDX SBOM (and write it to that file)."""
     version = manifest.target(version).version
     base = base or default_base(manifest, version)
     tag = tag or default_tag(base)
@@ -163,7 +168,92 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     removed = _remove_stages(client, stages, keep={image.id, built.id}, say=say)
     report = BuildReport(version, base, base_digest, tag, built.id, install.site, result, written, deleted,
                          labels, _added_layers(image, built), len(context), removed)
+    if sbom is not None:
+        add_sbom(client, manifest, image, install, report, sbom, say=say, nocache=nocache)
     return report
+
+
+SBOM_LABEL = f"{LABEL_NS}.sbom"
+SBOM_DOCKERFILE = b"""\
+# patchset build --sbom: the built image plus its CycloneDX SBOM, in one small layer of its own.
+ARG BASE
+FROM ${BASE}
+COPY sbom/ /
+"""
+
+
+def sbom_file_for(tag: str) -> Path:
+    """The default host copy of a build's SBOM: ``./<tag, / and : as _>.cdx.json``."""
+    return Path(re.sub(r"[/:@]", "_", tag) + ".cdx.json")
+
+
+def add_sbom(client: docker.DockerClient, manifest: Manifest, base, install: docker_engine.VllmInstall,
+             report: BuildReport, file: Path, *, say: Callable[[str], None], nocache: bool = False) -> None:
+    """Audit the built image, embed the SBOM derived from that audit at SBOM_PATH, and write it to ``file``.
+
+    The pristine release the audit compares with is the base image's own files (what the build
+    applied the series to); the SBOM goes into a layer of its own on top of the built image, so
+    nothing is built twice. The tag moves to the image with the SBOM; on any failure it is removed:
+    ``--sbom`` never leaves an image without one under the tag asked for.
+    """
+    from patchset.report import sbom as cyclonedx
+    from patchset.verbs.audit import audit_image
+
+    try:
+        with docker_engine.ImageFiles(client, base) as base_files:
+            audited = audit_image(client, manifest, report.image_id,
+                                  pristine=ImageTree(base_files, install, report.base))
+        if not audited.ok:
+            failing = audited.error or "; ".join(f"{f.id} is {f.status}" for f in audited.fixes if f.failing)
+            raise BuildError(f"{report.tag} fails its own audit: {failing}", hint="no SBOM was embedded")
+        # An image cannot name its own id or digest: the SBOM names it by the tag it is built as.
+        document = cyclonedx.render(dataclasses.replace(audited, image=report.tag, digest=None, id=None),
+                                    manifest).encode()
+        context = sbom_context(document, build_time())
+        image_id, _ = _run_build(client, context, report.tag, {"BASE": report.image_id},
+                                 {SBOM_LABEL: cyclonedx.SBOM_PATH}, say, nocache=nocache)
+    except BaseException:
+        try:
+            client.images.remove(report.tag)  # the tag names the image asked for, with its SBOM, or nothing
+        except docker.errors.APIError as e:  # the error that got us here is the one to report
+            say(f"patchset: could not remove {report.tag} after the failure: {e.explanation or e}\n")
+        raise
+    _write_atomically(file, document)
+    built = client.images.get(image_id)
+    report.image_id, report.labels[SBOM_LABEL] = built.id, cyclonedx.SBOM_PATH
+    report.layers = _added_layers(base, built)
+    report.sbom = {"path": cyclonedx.SBOM_PATH, "file": str(file), "sha256": provenance.sha256(document)}
+    say(f"SBOM: {cyclonedx.SBOM_PATH} in the image, and {file}\n")
+
+
+def sbom_context(document: bytes, mtime: int) -> bytes:
+    """Dockerfile + sbom/<SBOM_PATH>, every folder with the same mtime: the layer is a function of the SBOM."""
+    from patchset.report.sbom import SBOM_PATH
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        def add(name: str, data: bytes | None, mode: int) -> None:
+            info = tarfile.TarInfo(name)
+            info.mode, info.mtime = mode, mtime
+            if data is None:
+                info.type = tarfile.DIRTYPE
+            else:
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+
+        add("Dockerfile", SBOM_DOCKERFILE, 0o644)
+        parts = SBOM_PATH.strip("/").split("/")
+        for depth in range(1, len(parts)):
+            add("sbom/" + "/".join(parts[:depth]), None, 0o755)
+        add("sbom/" + "/".join(parts), document, 0o644)
+    return buf.getvalue()
+
+
+def _write_atomically(file: Path, data: bytes) -> None:
+    file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, file)
 
 
 def _series_on_base(client: docker.DockerClient, image, base: str, manifest: Manifest,
