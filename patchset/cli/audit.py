@@ -47,6 +47,6 @@ def run(args: argparse.Namespace) -> int:
     if rev is not None:
         report.manifest = args.manifest  # what was asked for, not the temporary copy it was read from
     sys.stdout.write(render.RENDERERS[args.format](report))
-    for line in render.annotations(report):
+    for line in render.github_annotations(report):
         print(line, file=sys.stderr)
     return 0 if report.ok else 1

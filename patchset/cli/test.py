@@ -115,6 +115,6 @@ def run(args: argparse.Namespace) -> int:
     if args.junit:
         Path(args.junit).write_text(testreport.render_junit(report))
     sys.stdout.write(testreport.RENDERERS[args.format](report))
-    for line in testreport.annotations(report):
+    for line in testreport.github_annotations(report):
         print(line, file=sys.stderr)
     return 0 if report.ok else 1

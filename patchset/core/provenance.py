@@ -39,7 +39,7 @@ def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "rep
             files[path]["mode"] = f"{modes[path]:o}"
     patches = []
     for p in result.patches:
-        entry = {"id": p.id, "status": p.status}
+        entry: dict[str, object] = {"id": p.id, "status": p.status}
         if p.status == APPLIES:
             entry.update({"sha256": p.sha256, "patch": p.patch_file, "files": list(p.files)})
         elif p.evidence:

@@ -60,7 +60,7 @@ def render_markdown(report: AuditReport) -> str:
 RENDERERS = {"table": render_table, "json": render_json, "markdown": render_markdown}
 
 
-def annotations(report: AuditReport) -> list[str]:
+def github_annotations(report: AuditReport) -> list[str]:
     lines = []
     for i in report.images:
         if i.error:

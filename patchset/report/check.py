@@ -106,7 +106,7 @@ def render_junit(report: CheckReport) -> str:
     return junit(cases, "patchset check")
 
 
-def annotations(report: CheckReport) -> list[str]:
+def github_annotations(report: CheckReport) -> list[str]:
     out = []
     for t in report.targets:
         for p in t.patches:

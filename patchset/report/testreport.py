@@ -99,7 +99,7 @@ def render_junit(report: ProofReport) -> str:
 RENDERERS = {"table": render_table, "json": render_json, "markdown": render_markdown, "junit": render_junit}
 
 
-def annotations(report: ProofReport) -> list[str]:
+def github_annotations(report: ProofReport) -> list[str]:
     from patchset.report.common import github_annotation
 
     out = []
