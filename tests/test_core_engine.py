@@ -93,9 +93,12 @@ def test_fuzz_is_applied_when_the_manifest_allows_it():
     before = "def a():\n    x = 1\n    y = 2\n    return x\n"
     diff = udiff(F, before, before.replace("y = 2", "y = 3"))
     tree = "def b():\n    x = 1\n    y = 2\n    return y\n"
-    out = apply_patch({F: tree.encode()}, patch_of(diff), max_fuzz=1)
+    # GNU patch needs -F2 here: with 2 leading and 1 trailing context lines, fuzz 1 ignores only one
+    # leading line (its asymmetric rule), which still does not match.
+    assert apply_patch({F: tree.encode()}, patch_of(diff), max_fuzz=1).status == "failed"
+    out = apply_patch({F: tree.encode()}, patch_of(diff), max_fuzz=2)
     assert out.status == "applies"
-    assert out.hunks[0].status == "fuzz" and out.hunks[0].applied
+    assert out.hunks[0].status == "fuzz" and out.hunks[0].applied and out.hunks[0].fuzz == 2
     assert out.files[F] == b"def b():\n    x = 1\n    y = 3\n    return y\n"
 
 
@@ -136,17 +139,27 @@ def test_no_newline_at_end_of_file_matches_gnu_patch(tmp_path):
 
 
 @needs_patch
-def test_crlf_file_keeps_its_line_endings(tmp_path):
+def test_line_endings_that_differ_are_refused_never_mixed(tmp_path):
     before = "one\ntwo\nthree\nfour\n"
-    diff = udiff(F, before, before.replace("two\n", "two\nadded\n"))
-    crlf = before.replace("\n", "\r\n").encode()
-    out = apply_patch({F: crlf}, patch_of(diff))
-    assert out.status == "applies"
-    assert out.files[F] == b"one\r\ntwo\r\nadded\r\nthree\r\nfour\r\n"
-    rc, log, gnu = gnu_patch(tmp_path, {F: crlf}, diff)
-    # GNU patch only gets there by fuzz, and writes a file with mixed line endings.
-    assert "fuzz" in log
-    assert b"added\n" in gnu[F] and b"added\r\n" not in gnu[F]
+    after = before.replace("two\n", "two\nadded\n")
+    crlf, crlf_after = before.replace("\n", "\r\n"), after.replace("\n", "\r\n")
+    lf_patch, crlf_patch = udiff(F, before, after), udiff(F, crlf, crlf_after)
+    # An LF patch on a CRLF file: GNU -F0 and git apply refuse; so do we, and we say why.
+    out = apply_patch({F: crlf.encode()}, patch_of(lf_patch))
+    assert out.status == "failed" and "line endings are ignored" in out.hunks[0].message
+    assert gnu_patch(tmp_path, {F: crlf.encode()}, lf_patch, "-F0")[0] != 0
+    assert git_apply(tmp_path, {F: crlf.encode()}, lf_patch)[0] != 0
+    # A CRLF patch on an LF file: GNU strips the CRs and applies, git apply refuses: we refuse.
+    out = apply_patch({F: before.encode()}, patch_of(crlf_patch))
+    assert out.status == "failed" and "line endings are ignored" in out.hunks[0].message
+    assert git_apply(tmp_path, {F: before.encode()}, crlf_patch)[0] != 0
+    # A CRLF patch on a CRLF file applies byte for byte, as with both tools.
+    out = apply_patch({F: crlf.encode()}, patch_of(crlf_patch))
+    assert out.status == "applies" and out.files[F] == crlf_after.encode()
+    rc, _, gnu = gnu_patch(tmp_path, {F: crlf.encode()}, crlf_patch, "-F0")
+    assert rc == 0 and gnu[F] == out.files[F]
+    rc, _, git = git_apply(tmp_path, {F: crlf.encode()}, crlf_patch)
+    assert rc == 0 and git[F] == out.files[F]
 
 
 def test_create_delete_and_rename_match_git_apply(tmp_path):
