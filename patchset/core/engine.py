@@ -232,15 +232,17 @@ def _onto_existing(fp: FilePatch, target: bytes, source: bytes | None, max_fuzz:
 def _edit(content: bytes, fp: FilePatch, max_fuzz: int) -> tuple[list[HunkResult], bytes]:
     buf = _Buffer(content)
     results = []
-    shift = 0  # lines added minus removed, in the buffer, by the hunks placed so far
-    last_offset = 0
+    shift = 0  # lines added minus removed, in the buffer, by the hunks applied so far
+    last_offset = 0  # as GNU patch counts it: a hunk found already applied moves the ones after it
     floor = 0  # hunks apply in order: never before the end of the previous one
     for hunk in fp.hunks:
-        res, new_floor = _Placement(buf, hunk, fp.path, shift, last_offset, floor, max_fuzz).run()
+        res, new_floor = _Placement(buf, hunk, fp.path, shift, last_offset, floor, max_fuzz,
+                                    whole=len(fp.hunks) == 1).run()
         results.append(res)
-        if res.applied or res.status == ALREADY:
+        if res.applied:
             shift += len(hunk.new) - len(hunk.old)
-            last_offset = res.offset
+        if res.applied or res.status == ALREADY:
+            last_offset = res.offset + (len(hunk.new) - len(hunk.old) if res.status == ALREADY else 0)
             floor = new_floor
     return results, buf.render()
 
@@ -274,20 +276,24 @@ class _Placement:
     """Where one hunk lands in the buffer, and the verdict."""
 
     def __init__(self, buf: _Buffer, hunk: Hunk, path: str, shift: int, last_offset: int, floor: int,
-                 max_fuzz: int) -> None:
+                 max_fuzz: int, whole: bool = False) -> None:
         self.buf, self.hunk, self.path = buf, hunk, path
         self.shift, self.floor, self.max_fuzz = shift, floor, max_fuzz
         self.old = [ln.key for ln in hunk.old]
         self.new = [ln.key for ln in hunk.new]
         lead, trail = hunk.leading, hunk.trailing
         self.zero = lead == 0 and trail == 0
+        # A lone context-free hunk at the top may be a -U0 edit or a whole file replaced (a -U3 diff
+        # of a file that had nothing in common): git apply takes the second reading, and so do we.
+        self.whole = self.zero and whole and hunk.source_start <= 1
         # A line without a final newline can only be the file's last line.
         self.unterminated = any(ln.eol == "" for ln in hunk.lines)
-        self.end = (not self.zero and trail < lead) or self.unterminated
-        self.start = hunk.source_start == 0 if self.zero else hunk.source_start <= 1
+        self.end = (not self.zero and trail < lead) or self.unterminated or self.whole
+        self.start = hunk.source_start == 0 if self.zero and not self.whole else hunk.source_start <= 1
         self.rstart = hunk.target_start == 0 if self.zero else hunk.target_start <= 1
         self.header_pos = hunk.source_start - 1 if hunk.source_length else hunk.source_start
-        self.expected = self.header_pos + shift + last_offset
+        self.expected = self.header_pos + shift + last_offset  # where GNU patch looks first
+        self.git_expected = self.header_pos + shift  # git apply does not carry offsets forward
 
     def result(self, status: str, at: int, applied: bool = True, **kw) -> HunkResult:
         return HunkResult(self.path, self.hunk.number, status, applied, line=at - self.shift + 1,
@@ -300,17 +306,25 @@ class _Placement:
     def run(self) -> tuple[HunkResult, int]:
         if not self.old:
             return self.insert_only()
-        found = self.buf.find(self.old, self.floor, self.start, self.end)
-        pick, why = _choose(found, self.expected)
-        if pick is not None:
+        # Matches before the previous hunk count for ambiguity: git apply would consider them.
+        found = self.buf.find(self.old, 0, self.start, self.end)
+        pick, why = _choose(found, self.expected, self.git_expected)
+        if pick is not None and pick >= self.floor:
             return self.apply(pick, 0, 0)
         if why:
             return self.failure(why, candidates=tuple(p - self.shift + 1 for p in found))
+        if pick is not None:
+            return self.failure(f"the context matches only at line {pick - self.shift + 1}, before the end of "
+                                "the previous hunk: the hunks are out of order or overlap")
         return self.already() or self.fuzzy() or self.failed()
 
     def insert_only(self) -> tuple[HunkResult, int]:
         """A hunk without context or removed lines: its header is all there is to place it by."""
         lines = self.buf.lines
+        if self.whole and lines:
+            return self.failure("this context-free hunk at line 0 says the file was empty, and it must land at "
+                                "the start of an empty file; this file has lines (git apply refuses it too; "
+                                "regenerate the patch with context)", 0)
         at = 0 if self.start else len(lines) if self.end else self.expected
         if at < self.floor or at > len(lines) or (self.start and self.floor):
             return self.failure(f"the insertion point (line {at - self.shift}) is outside the file or before "
@@ -350,11 +364,11 @@ class _Placement:
         """The reversed hunk placed under the same rules: its new lines, where they would be."""
         if not self.new:
             return None  # a context-free pure deletion leaves no trace to recognise
-        found = self.buf.find(self.new, self.floor, self.rstart, self.end)
+        found = self.buf.find(self.new, 0, self.rstart, self.end)
         if self.zero:
             found = [p for p in found if p == self.expected]
-        pick, _ = _choose(found, self.expected)
-        if pick is None:
+        pick, _ = _choose(found, self.expected, self.git_expected)
+        if pick is None or pick < self.floor:
             return None
         if not any(ln.kind == "+" for ln in self.hunk.lines):
             left = next((p for run in _removed_runs(self.hunk) for p in self.buf.find(run, 0, False, False)), None)
@@ -377,9 +391,9 @@ class _Placement:
             if not trimmed:
                 break
             start = pre < 0 and self.hunk.source_start <= 1
-            found = self.buf.find(trimmed, self.floor, start, suf < 0 or self.unterminated)
-            pick, _ = _choose(found, self.expected + head)
-            if pick is None:
+            found = self.buf.find(trimmed, 0, start, suf < 0 or self.unterminated)
+            pick, _ = _choose(found, self.expected + head, self.git_expected + head)
+            if pick is None or pick < self.floor:
                 continue
             if fuzz <= self.max_fuzz:
                 return self.apply(pick, head, tail, fuzz)
@@ -395,14 +409,14 @@ class _Placement:
         msg = "context not found"
         loose = _loose_find(self.buf.lines, self.old)
         free = self.buf.find(self.old, self.floor, False, False)
-        if loose is not None:
-            msg = (f"the context matches at line {loose + 1} only when line endings are ignored (CRLF against "
-                   "LF, or the newline at the end of the file): refused, as git apply does; regenerate the "
-                   "patch from this file's bytes")
-        elif free and (self.start or self.end):
+        if free and (self.start or self.end):
             where = "start" if self.start else "end"
             msg = (f"the context matches at line {free[0] + 1}, but this hunk must land at the {where} of the "
                    f"file (its context is anchored there; GNU patch and git apply refuse it too)")
+        elif loose is not None:
+            msg = (f"the context matches at line {loose + 1} only when line endings are ignored (CRLF against "
+                   "LF, or the newline at the end of the file): refused, as git apply does; regenerate the "
+                   "patch from this file's bytes")
         elif cand is not None:
             msg = f"context not found; nearest candidate at line {cand - self.shift + 1}"
         cands = (cand - self.shift + 1,) if cand is not None else ()
@@ -430,15 +444,25 @@ def _loose_find(lines: list[bytes], old: list[bytes]) -> int | None:
     return next((p for p in range(len(have) - k + 1) if have[p] == want[0] and have[p:p + k] == want), None)
 
 
-def _choose(found: list[int], expected: int) -> tuple[int | None, str]:
+def _choose(found: list[int], expected: int, git_expected: int) -> tuple[int | None, str]:
+    """The one place to take, or why there is none.
+
+    Several matches are ambiguous unless one is where GNU patch expects the hunk (the stated line
+    moved by the offset of the hunks before) and git apply, searching from the stated line, would
+    take the same one; otherwise the tools would disagree and neither is provably right.
+    """
     if not found:
         return None, ""
-    if expected in found:
-        return expected, ""
     if len(found) == 1:
         return found[0], ""
+    if expected in found and _nearest_of(found, git_expected) == expected:
+        return expected, ""
     lines = ", ".join(str(p + 1) for p in found[:6])
     return None, f"ambiguous: the context matches at {len(found)} places (lines {lines}), none at the stated line"
+
+
+def _nearest_of(found: list[int], pos: int) -> int:
+    return min(found, key=lambda p: (abs(p - pos), p < pos))  # both tools look forward first
 
 
 def _nearest(buf: _Buffer, old: list[bytes], expected: int, floor: int) -> tuple[int | None, tuple[str, ...]]:

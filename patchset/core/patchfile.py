@@ -228,6 +228,7 @@ class _Reader:
             if line.startswith(b"diff --git "):
                 files.append(self.file(self.git_headers()))
             elif line.startswith(b"--- ") and self.at(self.i + 1).startswith(b"+++ "):
+                self.refuse_crlf_headers()
                 section = _Section(line=self.i + 1, minus=_name(line[4:]), plus=_name(self.at(self.i + 1)[4:]))
                 self.i += 2
                 files.append(self.file(section))
@@ -258,9 +259,21 @@ class _Reader:
                 break
             self.i += 1
         if self.at(self.i).startswith(b"--- ") and self.at(self.i + 1).startswith(b"+++ "):
+            self.refuse_crlf_headers()
             s.minus, s.plus = _name(self.lines[self.i][4:]), _name(self.lines[self.i + 1][4:])
             self.i += 2
         return s
+
+    def refuse_crlf_headers(self) -> None:
+        """A diff whose own header lines end in CRLF was converted as a whole (an editor, a mailer).
+
+        GNU patch then strips every CR from its lines and git apply keeps them: the two tools write
+        different files from it, so it is refused rather than guessed.
+        """
+        if self.lines[self.i].endswith(b"\r\n") and self.lines[self.i + 1].endswith(b"\r\n"):
+            raise self.error("the diff's own lines end in CRLF: GNU patch would strip the CRs, git apply "
+                             "would keep them", self.i + 1, "convert the patch file to LF line endings "
+                             "(dos2unix); a diff of CRLF files keeps its CRs only on the content lines")
 
     def mode(self, s: _Section, what: bytes, mode: int) -> None:
         if mode & 0o170000 != REGULAR:
