@@ -339,7 +339,9 @@ def _applies(case: Case, ours: engine.PatchOutcome, gnu: Verdict, git: Verdict, 
     mine = ours.files.get(case.path, case.tree)
     if not gnu_ok or not git_ok:
         who = " and ".join(t for t, ok in (("GNU patch", gnu_ok), ("git apply", git_ok)) if not ok)
-        return f"BAD: applies where {who} refuses", (gnu.log if not gnu_ok else git.log)[-2000:]
+        return f"BAD: applies where {who} refuse{'' if ' and ' in who else 's'}", (gnu.log if not gnu_ok else git.log)[-2000:]
+    if mine is None:
+        return "BAD: deletes a file the patch only edits", ""
     if mine != gnu.result or mine != git.result:
         who, other = ("GNU patch", gnu.result) if mine != gnu.result else ("git apply", git.result)
         delta = difflib.unified_diff([_text(x) for x in split_lines(mine)],
