@@ -311,7 +311,7 @@ def classify(case: Case, work: Path) -> tuple[str, str]:
     return _refused(ours, gnu, git, gnu_ok, git_ok)
 
 
-NAMED = ("ambiguous", "line endings are ignored", "must land at the", "cannot tell a re-application",
+NAMED = ("ambiguous", "line endings are ignored", "mixed line endings", "must land at the", "cannot tell a re-application",
          "neither applied nor applicable", "out of order or overlap", "GNU patch would place it there")
 
 
@@ -362,7 +362,7 @@ def _refused(ours: engine.PatchOutcome, gnu: Verdict, git: Verdict, gnu_ok: bool
         reason = "ambiguity refused"
     elif engine.ALREADY in statuses:
         reason = "partial refused (some hunks already applied)"
-    elif "line endings are ignored" in text:
+    elif "line endings are ignored" in text or "mixed line endings" in text:
         reason = "line endings refused"
     elif engine.FUZZ in statuses:
         reason = "fuzz refused"

@@ -392,3 +392,10 @@ def test_final_newline_disagreement_is_refused_and_adding_it_twice_is_already_ap
     assert apply_patch({F: b"a\nb\nc"}, patch_of(only_newline)).files[F] == b"a\nb\nc\n"
     out = apply_patch({F: b"a\nb\nc\n"}, patch_of(only_newline))
     assert out.status == "already-applied"  # was "applies"
+
+
+def test_a_context_free_crlf_insertion_into_an_lf_file_is_refused_not_mixed():
+    diff = f"--- a/{F}\n+++ b/{F}\n@@ -2,0 +3 @@\n+new\r\n"
+    out = apply_patch({F: b"a\nb\nc\n"}, patch_of(diff))
+    assert out.status == "failed" and "mixed line endings" in out.hunks[0].message
+    assert apply_patch({F: b"a\r\nb\r\nc\r\n"}, patch_of(diff)).files[F] == b"a\r\nb\r\nnew\r\nc\r\n"

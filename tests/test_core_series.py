@@ -219,3 +219,10 @@ def test_modes_the_series_sets_are_carried_up(tmp_path):
     assert r.patch("p").status == "applies"
     assert r.modes == {MOD: 0o100755}
     assert r.patch("p").files == (MOD,)
+
+
+def test_a_wrong_strip_is_named(tmp_path):
+    m = load_manifest(one_patch(tmp_path, udiff(MOD, PRISTINE, FIRST), "\n            strip: 0"))
+    r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))
+    assert r.patch("p").status == "failed"
+    assert "vllm/sched.py exists: its paths have one more leading component: strip: 1" in r.patch("p").message

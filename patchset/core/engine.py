@@ -12,7 +12,8 @@ were bitten by their leniency.
   a line and so is the final newline. A CRLF patch on an LF file (or the
   reverse) and a patch that disagrees with the file about the newline at its
   end are refused, as ``git apply`` refuses them (GNU patch strips the CRs
-  of a CRLF patch; a mixed result is never written). The refusal says so.
+  of a diff whose own lines end in CRLF; patchfile.py refuses such a diff).
+  A mixed result is never written, and the refusal says why.
 * Anchoring, as both tools do it: a hunk whose old side starts at line 1
   (or 0) may only land at the start of the file (git's rule, which includes
   GNU's "less leading than trailing context at line 1"); one with less
@@ -21,16 +22,24 @@ were bitten by their leniency.
 * A hunk lands where its old lines match, at the position its header says
   (``exact``) or elsewhere (``offset`` N, reported). Hunks of one file land
   in order and never overlap.
-* If the context matches at several places and none is the stated one, the
-  hunk is ambiguous and refused (GNU patch silently takes the nearest).
+* If the context matches at several places, the hunk is ambiguous and
+  refused unless one is where GNU patch expects it (the stated line moved by
+  the offset of the hunks before) and git apply, which searches from the
+  stated line alone and also before earlier hunks, would take the same one.
+  Both tools silently take the nearest; they do not always agree which.
 * If it only matches after dropping context lines, it is ``fuzz`` and
   refused unless the manifest allows that much fuzz for this patch.
 * ``already-applied`` means the reversed hunk places under the same rules:
   its new lines, anchored the same way, unambiguous. A pure deletion is only
   already-applied when the lines it removes are nowhere in the file, and a
   context-free insertion whose lines already stand where it would put them
-  is refused (nothing tells a re-application from a coincidence).
+  is refused (nothing tells a re-application from a coincidence), as is
+  one whose lines end in CRLF where the file's end in LF (or the reverse).
 * otherwise ``failed``, with the nearest candidate and the lines that differ.
+* A context-free hunk is placed by its header (``-U0``), except a lone one at
+  line 0 or 1: like git apply, that is read as the whole file (a ``-U3`` diff
+  of a file with nothing in common), so it needs the file to be exactly its
+  old side.
 * Files: creation only from ``--- /dev/null`` or ``new file mode`` (the file
   must be absent), deletion only from ``+++ /dev/null`` or ``deleted file
   mode`` (every line must go); ``@@ -0,0`` on an existing empty file is an
@@ -293,7 +302,6 @@ class _Placement:
         self.rstart = hunk.target_start == 0 if self.zero else hunk.target_start <= 1
         self.header_pos = hunk.source_start - 1 if hunk.source_length else hunk.source_start
         self.expected = self.header_pos + shift + last_offset  # where GNU patch looks first
-        self.git_expected = self.header_pos + shift  # git apply does not carry offsets forward
 
     def result(self, status: str, at: int, applied: bool = True, **kw) -> HunkResult:
         return HunkResult(self.path, self.hunk.number, status, applied, line=at - self.shift + 1,
@@ -308,15 +316,38 @@ class _Placement:
             return self.insert_only()
         # Matches before the previous hunk count for ambiguity: git apply would consider them.
         found = self.buf.find(self.old, 0, self.start, self.end)
-        pick, why = _choose(found, self.expected, self.git_expected)
+        pick, why = _choose(found, self.expected)
         if pick is not None and pick >= self.floor:
-            return self.apply(pick, 0, 0)
+            disagree = self.tools_disagree(pick)
+            return self.failure(disagree) if disagree else self.apply(pick, 0, 0)
         if why:
             return self.failure(why, candidates=tuple(p - self.shift + 1 for p in found))
         if pick is not None:
             return self.failure(f"the context matches only at line {pick - self.shift + 1}, before the end of "
                                 "the previous hunk: the hunks are out of order or overlap")
         return self.already() or self.fuzzy() or self.failed()
+
+    def tools_disagree(self, pick: int) -> str:
+        """Why GNU patch or git apply would place this hunk elsewhere than ``pick``, or ''.
+
+        Each tool takes the match nearest to where it looks first, under its own anchoring: GNU
+        from the stated line moved by the previous hunks' offset, never before the previous hunk;
+        git from the stated line of the new side, anywhere in the file.
+        """
+        k, n = len(self.old), len(self.buf.lines)
+        lead, trail, first = self.hunk.leading, self.hunk.trailing, self.hunk.source_start
+        matches = self.buf.find(self.old, 0, False, False)
+        gnu = _nearest_of([p for p in matches if p >= self.floor and
+                           _fits(p, k, n, lead < trail and first <= 1, trail < lead)], self.expected)
+        git = _nearest_of([p for p in matches if _fits(p, k, n, first == 0 or (first == 1 and not self.zero),
+                                                       not self.zero and trail == 0)],
+                          max(self.hunk.target_start - 1, 0))
+        if gnu == pick and git == pick:
+            return ""
+        where = [f"{tool} at line {p - self.shift + 1}" for tool, p in (("GNU patch", gnu), ("git apply", git))
+                 if p is not None and p != pick]
+        return (f"ambiguous: the context matches at {len(matches)} places and the tools disagree "
+                f"({', '.join(where)}; the anchored place is line {pick - self.shift + 1})")
 
     def insert_only(self) -> tuple[HunkResult, int]:
         """A hunk without context or removed lines: its header is all there is to place it by."""
@@ -334,6 +365,10 @@ class _Placement:
                                 "cannot tell a re-application from a coincidence", at)
         if at and at == len(lines) and not lines[-1].endswith(b"\n"):
             return self.failure("the file does not end with a newline: the insertion would join two lines", at)
+        near = lines[max(at - 1, 0):at + 1]
+        if near and {_crlf(x) for x in near} != {_crlf(x) for x in self.new}:
+            return self.failure("the lines this context-free hunk inserts end in CRLF where the file's end in LF, "
+                                "or the reverse: refused rather than written with mixed line endings", at)
         return self.apply(at, 0, 0)
 
     def apply(self, pick: int, head: int, tail: int, fuzz: int = 0) -> tuple[HunkResult, int]:
@@ -367,7 +402,7 @@ class _Placement:
         found = self.buf.find(self.new, 0, self.rstart, self.end)
         if self.zero:
             found = [p for p in found if p == self.expected]
-        pick, _ = _choose(found, self.expected, self.git_expected)
+        pick, _ = _choose(found, self.expected)
         if pick is None or pick < self.floor:
             return None
         if not any(ln.kind == "+" for ln in self.hunk.lines):
@@ -392,7 +427,7 @@ class _Placement:
                 break
             start = pre < 0 and self.hunk.source_start <= 1
             found = self.buf.find(trimmed, 0, start, suf < 0 or self.unterminated)
-            pick, _ = _choose(found, self.expected + head, self.git_expected + head)
+            pick, _ = _choose(found, self.expected + head)
             if pick is None or pick < self.floor:
                 continue
             if fuzz <= self.max_fuzz:
@@ -423,6 +458,10 @@ class _Placement:
         return self.failure(msg, candidates=cands, differ=differ)
 
 
+def _crlf(line: bytes) -> bool:
+    return line.endswith(b"\r\n")
+
+
 def _removed_runs(hunk: Hunk) -> list[list[bytes]]:
     runs: list[list[bytes]] = [[]]
     for ln in hunk.lines:
@@ -444,25 +483,23 @@ def _loose_find(lines: list[bytes], old: list[bytes]) -> int | None:
     return next((p for p in range(len(have) - k + 1) if have[p] == want[0] and have[p:p + k] == want), None)
 
 
-def _choose(found: list[int], expected: int, git_expected: int) -> tuple[int | None, str]:
-    """The one place to take, or why there is none.
-
-    Several matches are ambiguous unless one is where GNU patch expects the hunk (the stated line
-    moved by the offset of the hunks before) and git apply, searching from the stated line, would
-    take the same one; otherwise the tools would disagree and neither is provably right.
-    """
+def _choose(found: list[int], expected: int) -> tuple[int | None, str]:
     if not found:
         return None, ""
+    if expected in found:
+        return expected, ""
     if len(found) == 1:
         return found[0], ""
-    if expected in found and _nearest_of(found, git_expected) == expected:
-        return expected, ""
     lines = ", ".join(str(p + 1) for p in found[:6])
     return None, f"ambiguous: the context matches at {len(found)} places (lines {lines}), none at the stated line"
 
 
-def _nearest_of(found: list[int], pos: int) -> int:
-    return min(found, key=lambda p: (abs(p - pos), p < pos))  # both tools look forward first
+def _nearest_of(found: list[int], pos: int) -> int | None:
+    return min(found, key=lambda p: (abs(p - pos), p < pos), default=None)  # both tools look forward first
+
+
+def _fits(p: int, k: int, n: int, start: bool, end: bool) -> bool:
+    return (not start or p == 0) and (not end or p + k == n)
 
 
 def _nearest(buf: _Buffer, old: list[bytes], expected: int, floor: int) -> tuple[int | None, tuple[str, ...]]:

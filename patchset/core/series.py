@@ -152,7 +152,7 @@ def _apply_one(p: Patch, version: str, source: Source, pristine: dict, tree: dic
         base.status = APPLIES
         base.message = f"nothing to apply in this tree: {source.identity} holds no tests/"
         return base
-    missing = _missing_paths(covered, tree, source)
+    missing = _missing_paths(covered, tree, source, p.strip, p.root)
     if missing:
         base.message = "; ".join(missing)
         return base
@@ -199,7 +199,7 @@ def _not_applying(base: PatchResult, outcome: engine.PatchOutcome, version: str,
     return base
 
 
-def _missing_paths(files: list, tree: dict, source: Source) -> list[str]:
+def _missing_paths(files: list, tree: dict, source: Source, strip: int, root: str) -> list[str]:
     """Why files the patch needs are not in this tree, with the layout that would find them."""
     out = []
     for f in files:
@@ -208,24 +208,26 @@ def _missing_paths(files: list, tree: dict, source: Source) -> list[str]:
             top = f.path.split("/", 1)[0]
             if not source.covers(f.path):
                 out.append(f"{f.path}: the patch creates it under {top}/, which is not in {source.identity}"
-                           + _layout_hint(f.path, source))
+                           + _layout_hint(f.path, source, strip, root))
             continue
         if tree.get(need) is not None or (f.new_path and tree.get(f.new_path) is not None):
             continue
-        hint = _layout_hint(need, source)
+        hint = _layout_hint(need, source, strip, root)
         if hint or f.new_path is not None or not source.covers(need):  # a deletion may be done already
             out.append(f"{need}: not in {source.identity}" + (hint or "; no other layout names a file there "
                                                                 "either (a typo, or a file removed upstream?)"))
     return out
 
 
-def _layout_hint(path: str, source: Source) -> str:
+def _layout_hint(path: str, source: Source, strip: int, root: str) -> str:
     """Which other reading of a patch path names a file that this tree has."""
     head, _, tail = path.partition("/")
-    options = [("vllm/" + path, "the patch is in package layout: set root: vllm"),
-               (tail if head == "vllm" else "", "the patch is in repository layout: drop root"),
-               (tail, "one more leading component: strip 2"),
-               ("vllm/" + tail if tail else "", "package layout with one more component: root: vllm, strip 2")]
+    options = [("" if root else "vllm/" + path, "the patch is in package layout: set root: vllm"),
+               (path[len(root) + 1:] if root and path.startswith(root + "/") else "",
+                f"the patch is in repository layout: drop root: {root}"),
+               (tail, f"its paths have one more leading component: strip: {strip + 1}"),
+               ("vllm/" + tail if tail and not root else "", f"package layout with one more leading component: "
+                f"root: vllm, strip: {strip + 1}")]
     for candidate, why in options:
         if candidate and candidate != path and source.read(candidate) is not None:
             return f"; {candidate} exists: {why}"
