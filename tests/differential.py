@@ -311,8 +311,9 @@ def classify(case: Case, work: Path) -> tuple[str, str]:
     return _refused(ours, gnu, git, gnu_ok, git_ok)
 
 
-NAMED = ("ambiguous", "line endings are ignored", "mixed line endings", "must land at the", "cannot tell a re-application",
-         "neither applied nor applicable", "out of order or overlap", "GNU patch would place it there")
+NAMED = ("ambiguous", "line endings are ignored", "mixed line endings", "must land at the",
+         "cannot tell a re-application", "neither applied nor applicable", "out of order or overlap",
+         "GNU patch would place it there")
 
 
 def _hunk_disagreement(ours: engine.PatchOutcome, gnu: Verdict) -> tuple[str, str] | None:
@@ -339,7 +340,8 @@ def _applies(case: Case, ours: engine.PatchOutcome, gnu: Verdict, git: Verdict, 
     mine = ours.files.get(case.path, case.tree)
     if not gnu_ok or not git_ok:
         who = " and ".join(t for t, ok in (("GNU patch", gnu_ok), ("git apply", git_ok)) if not ok)
-        return f"BAD: applies where {who} refuse{'' if ' and ' in who else 's'}", (gnu.log if not gnu_ok else git.log)[-2000:]
+        verb = "refuse" if " and " in who else "refuses"
+        return f"BAD: applies where {who} {verb}", (gnu.log if not gnu_ok else git.log)[-2000:]
     if mine is None:
         return "BAD: deletes a file the patch only edits", ""
     if mine != gnu.result or mine != git.result:
