@@ -15,6 +15,9 @@ from differential import Case, classify, generate, real_files, run
 N = int(os.environ.get("PATCHSET_FUZZ_N", "1000"))
 SEED = int(os.environ.get("PATCHSET_FUZZ_SEED", "1"))
 
+REACHED = ("agree: applies exactly", "agree: applies with offset", "agree: already-applied", "ambiguity refused",
+           "anchoring refused", "line endings refused", "partial refused")
+
 needs_tools = pytest.mark.skipif(shutil.which("patch") is None or shutil.which("git") is None,
                                  reason="GNU patch and git are needed")
 
@@ -33,11 +36,10 @@ def test_every_disagreement_with_gnu_patch_and_git_apply_is_an_intended_refusal(
     print(f"\n{N} cases, seed {SEED}:\n{result.summary()}")
     assert sum(result.counts.values()) == N
     assert not result.bad, f"{result.summary()}\n\n" + "\n\n".join(result.bad)
-    # The perturbations reach what they are for, or the run proves little.
-    seen = " ".join(result.counts)
-    for cls in ("agree: applies exactly", "agree: applies with offset", "agree: already-applied",
-                "ambiguity refused", "anchoring refused", "line endings refused", "partial refused"):
-        assert cls in seen, f"no case reached {cls!r}:\n{result.summary()}"
+    if N >= 1000:  # the perturbations reach what they are for, or the run proves little
+        seen = " ".join(result.counts)
+        for cls in REACHED:
+            assert cls in seen, f"no case reached {cls!r}:\n{result.summary()}"
 
 
 @needs_tools
