@@ -399,3 +399,15 @@ def test_a_context_free_crlf_insertion_into_an_lf_file_is_refused_not_mixed():
     out = apply_patch({F: b"a\nb\nc\n"}, patch_of(diff))
     assert out.status == "failed" and "mixed line endings" in out.hunks[0].message
     assert apply_patch({F: b"a\r\nb\r\nc\r\n"}, patch_of(diff)).files[F] == b"a\r\nb\r\nnew\r\nc\r\n"
+
+
+@needs_patch
+def test_where_gnu_patch_and_git_apply_would_place_a_hunk_differently_it_is_refused(tmp_path):
+    before = "a\nb\nc\nd\ne\nf\ng\nh\n"
+    diff = udiff(F, before, before.replace("g\n", "g\nX\n"))  # 3 lines before, 1 after: GNU anchors it at the end
+    tree = (before + "e\nf\ng\nh\n").encode()  # a second copy at the end; the first at the stated line
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and "the tools disagree" in out.hunks[0].message
+    _, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    _, _, git = git_apply(tmp_path, {F: tree}, diff)
+    assert gnu[F].endswith(b"g\nX\nh\n") and git[F].startswith(b"a\nb\nc\nd\ne\nf\ng\nX\n")
