@@ -198,7 +198,7 @@ def test_some_hunks_in_the_release_is_partly_upstream(tmp_path):
     r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", half))
     p = r.patch("p")
     assert p.status == "partly-upstream" and not r.ok  # was "failed"
-    assert "hunks 1 already in vLLM 0.29.0" in p.message and "the other hunks would apply" in p.message
+    assert "hunk 1 already in vLLM 0.29.0" in p.message and "the other hunks would apply" in p.message
     assert [h.status for h in p.hunks] == ["already-applied", "exact"]
     assert r.patch("later").status == "blocked"
 

@@ -189,14 +189,16 @@ def _not_applying(base: PatchResult, outcome: engine.PatchOutcome, version: str,
     if already and untouched:
         rest = [h for h in outcome.hunks if h.status != engine.ALREADY]
         base.status = PARTLY_UPSTREAM
-        failing = [h for h in rest if not h.applied]
-        what = (f"hunk {', '.join(str(h.number) for h in failing)} failing" if failing
-                else "the other hunks would apply")
-        base.message = (f"hunks {', '.join(map(str, already))} already in vLLM {version}, {what}: port the "
-                        "patch (drop what is upstream)")
+        failing = [h.number for h in rest if not h.applied]
+        what = f"{_hunks(failing)} failing" if failing else "the other hunks would apply"
+        base.message = f"{_hunks(already)} already in vLLM {version}, {what}: port the patch (drop what is upstream)"
         return base
     base.message = outcome.message
     return base
+
+
+def _hunks(numbers: list[int]) -> str:
+    return ("hunk " if len(numbers) == 1 else "hunks ") + ", ".join(map(str, numbers))
 
 
 def _missing_paths(files: list, tree: dict, source: Source, strip: int, root: str) -> list[str]:
