@@ -27,7 +27,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -385,6 +385,23 @@ def _refused(ours: engine.PatchOutcome, gnu: Verdict, git: Verdict, gnu_ok: bool
         "BAD: refused, no named reason, where one tool applies", text
 
 
+def shrink(case: Case, work: Path, cls: str, budget: int = 300) -> Case:
+    """The case with as few file lines as still give class ``cls`` (the patch kept as it is)."""
+    lines = split_lines(case.tree)
+    chunk = max(len(lines) // 2, 1)
+    while chunk and budget > 0:
+        i = 0
+        while i < len(lines) and budget > 0:
+            trial = lines[:i] + lines[i + chunk:]
+            budget -= 1
+            if classify(replace(case, tree=b"".join(trial)), work)[0] == cls:
+                lines = trial
+            else:
+                i += chunk
+        chunk //= 2
+    return replace(case, tree=b"".join(lines), kind=case.kind + ", shrunk")
+
+
 SHOW = os.environ.get("PATCHSET_DIFF_SHOW", "BAD")
 
 
@@ -410,7 +427,11 @@ def run(cases: Iterator[Case], keep_bad: int = 5, workers: int = 2) -> Run:
             with lock:
                 slot = free.pop()
             try:
-                return (case, *classify(case, slot))
+                cls, detail = classify(case, slot)
+                if cls.startswith("BAD"):
+                    case = shrink(case, slot, cls)
+                    detail = classify(case, slot)[1]
+                return case, cls, detail
             finally:
                 with lock:
                     free.append(slot)
