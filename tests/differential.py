@@ -316,6 +316,10 @@ NAMED = ("ambiguous", "line endings are ignored", "mixed line endings", "must la
          "GNU patch would place it there")
 
 
+#: GNU patch 2.7.6 sometimes dies writing a file whose last line has no newline; not a verdict.
+GNU_CRASH = "write error : Success"
+
+
 def _hunk_disagreement(ours: engine.PatchOutcome, gnu: Verdict) -> tuple[str, str] | None:
     """Hunk by hunk against GNU patch, up to the first hunk the two treat differently."""
     if gnu.reversed:
@@ -338,6 +342,8 @@ def _hunk_disagreement(ours: engine.PatchOutcome, gnu: Verdict) -> tuple[str, st
 def _applies(case: Case, ours: engine.PatchOutcome, gnu: Verdict, git: Verdict, gnu_ok: bool,
              git_ok: bool) -> tuple[str, str]:
     mine = ours.files.get(case.path, case.tree)
+    if not gnu_ok and GNU_CRASH in gnu.log and git_ok and mine == git.result:
+        return "agree with git apply (GNU patch 2.7.6 crashed: 'write error : Success')", ""
     if not gnu_ok or not git_ok:
         who = " and ".join(t for t, ok in (("GNU patch", gnu_ok), ("git apply", git_ok)) if not ok)
         verb = "refuse" if " and " in who else "refuses"
