@@ -378,6 +378,8 @@ def _refused(ours: engine.PatchOutcome, gnu: Verdict, git: Verdict, gnu_ok: bool
         reason = "anchoring refused"
     elif "cannot tell a re-application" in text or "neither applied nor applicable" in text:
         reason = "re-application refused"
+    elif "out of order or overlap" in text:
+        reason = "overlap refused"
     elif any(h.applied for h in ours.hunks):
         reason = "partial refused"
     else:
