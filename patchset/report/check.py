@@ -64,7 +64,7 @@ def render_table(report: CheckReport) -> str:
     out = [render(table("patchset check", HEADERS, rows(report))).rstrip("\n")]
     for t in report.targets:
         for p in t.patches:
-            if p.status in ("failed", "blocked"):
+            if p.status in ("failed", "blocked", "partly-upstream"):
                 out.append(f"\n{t.vllm} {p.id}: {p.status}")
                 out.append(failure_text(p))
         for w in t.warnings:
@@ -83,7 +83,7 @@ def render_markdown(report: CheckReport) -> str:
     extra = []
     for t in report.targets:
         for p in t.patches:
-            if p.status in ("failed", "blocked"):
+            if p.status in ("failed", "blocked", "partly-upstream"):
                 extra.append(f"<details><summary>{t.vllm} {p.id}: {p.status}</summary>\n\n```\n"
                              f"{failure_text(p)}\n```\n</details>\n")
         extra += [f"- warning ({t.vllm}): {w}" for w in t.warnings]
@@ -97,7 +97,7 @@ def render_junit(report: CheckReport) -> str:
     for t in report.targets:
         for p in t.patches:
             c = Case(suite=f"vllm-{t.vllm}", name=p.id, detail=detail(p))
-            if p.status in ("failed", "blocked"):
+            if p.status in ("failed", "blocked", "partly-upstream"):
                 c.failure = f"{p.status}: {p.message}"
                 c.detail = failure_text(p)
             elif p.status == "not-targeted":
@@ -110,7 +110,7 @@ def github_annotations(report: CheckReport) -> list[str]:
     out = []
     for t in report.targets:
         for p in t.patches:
-            if p.status not in ("failed", "blocked"):
+            if p.status not in ("failed", "blocked", "partly-upstream"):
                 continue
             bad = [h for h in p.hunks if not h.applied and h.status != "already-applied"]
             line = bad[0].patch_line if bad else None
