@@ -179,42 +179,46 @@ def test_file_modes_survive(tmp_path):
     assert (root / MOD).stat().st_mode & 0o777 == 0o755
 
 
-def with_modes(monkeypatch, modes: dict[str, int]) -> None:
-    """The engine reports the git modes a patch sets as ``ReleaseResult.modes``; add them to its real result."""
-    from patchset.verbs import apply as apply_mod
-
-    real = apply_mod.evaluate_release
-
-    def evaluate(*args, **kwargs):
-        result = real(*args, **kwargs)
-        result.modes = modes
-        return result
-
-    monkeypatch.setattr(apply_mod, "evaluate_release", evaluate)
+MODES = ("diff --git a/vllm/core/sched.py b/vllm/core/sched.py\nold mode 100644\nnew mode 100755\n"
+         "diff --git a/vllm/core/__init__.py b/vllm/core/__init__.py\nold mode 100644\nnew mode 100755\n"
+         "diff --git a/vllm/tool.sh b/vllm/tool.sh\nnew file mode 100755\n--- /dev/null\n+++ b/vllm/tool.sh\n"
+         "@@ -0,0 +1,2 @@\n+#!/bin/sh\n+echo fork\n")
 
 
-def test_modes_the_series_sets_are_written_and_recorded(tmp_path, monkeypatch):
+def with_patch(tmp_path: Path, text: str) -> Path:
+    """make_manifest's series plus a third patch of git headers."""
+    make_manifest(tmp_path)
+    write_patch(tmp_path, "recipes/modes/modes.patch", text)
+    manifest = tmp_path / "patches.yaml"
+    manifest.write_text(manifest.read_text() + "  - id: modes\n    releases: \"==0.29.0\"\n"
+                        "    patch: recipes/modes/modes.patch\n")
+    return manifest
+
+
+def test_modes_the_series_sets_are_written_and_recorded(tmp_path):
     root = make_tree(tmp_path / "tree")
-    with_modes(monkeypatch, {MOD: 0o100755, "vllm/core/__init__.py": 0o100755})  # the second: a mode-only change
-    report = apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+    report = apply_series(load_manifest(with_patch(tmp_path, MODES)), "0.29.0", root)
     assert (root / MOD).stat().st_mode & 0o777 == 0o755
-    assert (root / "vllm/core/__init__.py").stat().st_mode & 0o777 == 0o755
-    assert "vllm/core/__init__.py" in report.written
+    assert (root / "vllm/core/__init__.py").stat().st_mode & 0o777 == 0o755  # a mode-only change
+    assert (root / "vllm/tool.sh").stat().st_mode & 0o777 == 0o755  # new file mode 100755
+    assert {"vllm/core/__init__.py", "vllm/tool.sh"} <= set(report.written)
     record = json.loads((root / "vllm" / ".patchset-provenance.json").read_text())
     assert record["files"][MOD]["mode"] == "100755"
     assert record["files"]["vllm/core/__init__.py"]["mode"] == "100755"
+    assert record["files"]["vllm/tool.sh"]["mode"] == "100755"
     assert record["files"][TEST]["mode"] == "100644"
     os.chmod(root / MOD, 0o644)
     with pytest.raises(ApplyError, match=f"{MOD} differs from what the provenance record says"):
-        apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+        apply_series(load_manifest(tmp_path / "patches.yaml"), "0.29.0", root)
 
 
-def test_a_symlink_mode_is_refused_and_nothing_written(tmp_path, monkeypatch):
+def test_a_symlink_is_refused_and_nothing_written(tmp_path):
     root = make_tree(tmp_path / "tree")
     before = snapshot(root)
-    with_modes(monkeypatch, {MOD: 0o120000})
-    with pytest.raises(ApplyError, match="sets mode 120000; patchset writes regular files only"):
-        apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+    link = ("diff --git a/vllm/link b/vllm/link\nnew file mode 120000\n--- /dev/null\n+++ b/vllm/link\n"
+            "@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n")
+    with pytest.raises(ApplyError, match="symlink"):
+        apply_series(load_manifest(with_patch(tmp_path, link)), "0.29.0", root)
     assert snapshot(root) == before
 
 
