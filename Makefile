@@ -39,6 +39,7 @@ fuzz: setup
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/mypy patchset
 
 # make image VLLM=0.29.0 [BASE=...] [TAG=...]
 image: setup

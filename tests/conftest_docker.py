@@ -40,11 +40,11 @@ def unavailable(reason: str):
 
 @pytest.fixture(scope="session")
 def docker_client():
-    from patchset import docker_engine
+    from patchset.images import engine
 
     try:
-        client = docker_engine.connect()
-    except docker_engine.EngineUnavailable as e:
+        client = engine.connect()
+    except engine.EngineUnavailable as e:
         unavailable(f"no Docker engine: {e} (run .ci/docker.sh as root)")
     yield client
     client.close()
@@ -119,7 +119,7 @@ def derive(client, image: str, tag: str, *, write: dict[str, bytes] | None = Non
     import io
     import tarfile
 
-    from patchset.docker_engine import commit
+    from patchset.images.engine import commit
 
     original = client.images.get(image)
     container = client.containers.create(image, entrypoint=["/bin/true"], network_disabled=True)

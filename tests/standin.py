@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE.parent))
 import docker  # noqa: E402
 import docker.errors  # noqa: E402
 
-from patchset.docker_engine import commit, connect, tar_stream, tree_members  # noqa: E402
+from patchset.images.engine import commit, connect, tar_stream, tree_members  # noqa: E402
 
 REPOSITORY = "patchset-standin/vllm-openai"
 DEBIAN = "patchset-standin/debian:bookworm"

@@ -57,9 +57,9 @@ def stale_image(docker_client, standin, session_repo, manifest_path, tmp_path_fa
 
 @pytest.fixture(scope="module")
 def tampered_image(docker_client, built, session_repo, derive_image):
-    from patchset import docker_engine
+    from patchset.images import engine
 
-    with docker_engine.ImageFiles(docker_client, built.tag) as files:
+    with engine.ImageFiles(docker_client, built.tag) as files:
         path = f"{built.site}/{SCHEDULER}"
         content = files.read(path)
     return derive_image(built.tag, f"{session_repo}:tampered",
@@ -123,8 +123,8 @@ def test_stale_without_provenance_is_found_in_the_manifests_git_history(
     """An image patched by hand with an older revision: git history of the patch file says so."""
     import git
 
-    from patchset import docker_engine
     from patchset.core import provenance
+    from patchset.images import engine
 
     repo_dir = tmp_path / "fork"
     old = older_manifest(manifest_path, repo_dir)
@@ -136,7 +136,7 @@ def test_stale_without_provenance_is_found_in_the_manifests_git_history(
     repo.index.add(["recipes"])
     repo.index.commit("current revision")
 
-    with docker_engine.ImageFiles(docker_client, stale_image) as files:
+    with engine.ImageFiles(docker_client, stale_image) as files:
         site = files.locate_vllm().site
     by_hand = derive_image(stale_image, f"{session_repo}:older-no-record",
                      remove=(f"{site}/{provenance.PROVENANCE_PATH}",))
@@ -227,7 +227,7 @@ def put_files(client, image: str, tag: str, files: dict[str, bytes], mtime: int,
     import io
     import tarfile
 
-    from patchset.docker_engine import commit
+    from patchset.images.engine import commit
 
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -262,9 +262,9 @@ def old_code_under_the_new_hash(built) -> dict[str, bytes]:
 def old_bytecode_image(docker_client, built, session_repo, derive_image):
     import importlib.util
 
-    from patchset import docker_engine
+    from patchset.images import engine
 
-    with docker_engine.ImageFiles(docker_client, built.tag) as files:
+    with engine.ImageFiles(docker_client, built.tag) as files:
         magic = files.read(f"{built.site}/{PYCS[0]}")[:4]
 
     assert magic == importlib.util.MAGIC_NUMBER, "the host Python must write the image Python's bytecode"
@@ -277,10 +277,10 @@ def bytecode_of(doc: dict) -> dict[str, dict]:
 
 def test_built_image_bytecode_is_recorded_and_is_its_sources(capsys, docker_client, built, manifest_path,
                                                              pristine_source, series_manifest):
-    from patchset import docker_engine
     from patchset.core import bytecode, provenance
+    from patchset.images import engine
 
-    with docker_engine.ImageFiles(docker_client, built.tag) as files:
+    with engine.ImageFiles(docker_client, built.tag) as files:
         record = provenance.loads(files.read(f"{built.site}/{provenance.PROVENANCE_PATH}"))
         on_disk = {pyc: provenance.sha256(files.read(f"{built.site}/{pyc}")) for pyc in PYCS}
     assert record["bytecode"] == on_disk  # every level the build wrote, by sha256
@@ -325,9 +325,9 @@ def test_a_stale_timestamp_pyc_with_matching_mtime_and_size_is_tampered(capsys, 
                                                                          session_repo, manifest_path,
                                                                          pristine_source, series_manifest):
     """Patched by hand, no record: the base's pristine timestamp pyc is re-stamped with the new source's mtime/size."""
-    from patchset import docker_engine
+    from patchset.images import engine
 
-    with docker_engine.ImageFiles(docker_client, standin) as files:
+    with engine.ImageFiles(docker_client, standin) as files:
         old = files.read(f"{built.site}/{PYCS[0]}")
     patched = built.result.files[SCHEDULER]
     assert int.from_bytes(old[4:8], "little") == 0  # pip left a timestamp pyc of the pristine source
@@ -366,9 +366,9 @@ def test_an_image_whose_python_cannot_judge_its_bytecode_cannot_be_audited(capsy
                                                                             session_repo, manifest_path,
                                                                             pristine_source):
     """The image runs as nobody and cannot read one pyc: no verdict is an audit error, not a pass."""
-    from patchset import docker_engine
+    from patchset.images import engine
 
-    with docker_engine.ImageFiles(docker_client, built.tag) as files:
+    with engine.ImageFiles(docker_client, built.tag) as files:
         pyc = files.read(f"{built.site}/{PYCS[0]}")
     image = put_files(docker_client, built.tag, f"{session_repo}:unreadable-pyc", {f"{built.site}/{PYCS[0]}": pyc},
                       1_700_000_000, mode=0o000, changes=("USER nobody",))

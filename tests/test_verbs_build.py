@@ -10,9 +10,10 @@ import docker.errors
 import pytest
 from helpers import write_manifest, write_patch
 
-from patchset import docker_engine
 from patchset.core import provenance
-from patchset.verbs.build import BuildError, build_context, build_image, default_tag
+from patchset.images import engine
+from patchset.images.context import build_context
+from patchset.verbs.build import BuildError, build_image, default_tag
 
 pytest_plugins = ["conftest_docker"]
 
@@ -24,7 +25,7 @@ SCHEDULER = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/scheduler.p
 
 
 def test_build_context_holds_only_the_changed_files_and_the_record():
-    install = docker_engine.VllmInstall("/usr/lib/python3/dist-packages", "0.29.0", "x", "3.12")
+    install = engine.VllmInstall("/usr/lib/python3/dist-packages", "0.29.0", "x", "3.12")
     context = build_context(install, {"vllm/a.py": b"new\n", "vllm/gone.py": None}, {"vllm/a.py": 0o640},
                             b"{}", b"FROM scratch\n")
     with tarfile.open(fileobj=io.BytesIO(context)) as tar:
@@ -59,7 +60,7 @@ def test_build_applies_the_series_in_one_small_change_set(built, docker_client, 
     print(f"\nlayers added by patchset build: {[(lay.created_by[:40], lay.size) for lay in report.layers]}, "
           f"total {report.added_bytes} bytes")
 
-    with docker_engine.ImageFiles(docker_client, report.image_id) as files:
+    with engine.ImageFiles(docker_client, report.image_id) as files:
         install = files.locate_vllm()
         assert install.version == VERSION
         content = files.read(install.path_of(SCHEDULER))
@@ -169,7 +170,7 @@ def test_two_builds_under_source_date_epoch_are_the_same_image(docker_client, st
     assert first.image_id == second.image_id
     assert first.labels == second.labels
     assert first.labels["org.opencontainers.image.created"] == "2023-11-14T22:13:20Z"
-    with docker_engine.ImageFiles(docker_client, first.image_id) as files:
+    with engine.ImageFiles(docker_client, first.image_id) as files:
         install = files.locate_vllm()
         record = provenance.loads(files.read(install.path_of(provenance.PROVENANCE_PATH)))
     assert record["applied_at"] == "2023-11-14T22:13:20+00:00"
@@ -186,7 +187,7 @@ def test_the_added_layer_is_byte_for_byte_the_same_without_the_build_cache(docke
         report = build_image(series_manifest, VERSION, base=standin, tag=f"{session_repo}:nocache{n}",
                              client=docker_client, nocache=True)
         layers.append(docker_client.images.get(report.image_id).attrs["RootFS"]["Layers"])
-        with docker_engine.ImageFiles(docker_client, report.image_id) as files:
+        with engine.ImageFiles(docker_client, report.image_id) as files:
             install = files.locate_vllm()
             stream, _ = files._container.get_archive(install.path_of("vllm/distributed"))
             with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
@@ -213,15 +214,16 @@ _FROM_THE_WHEEL = """
 import io, sys, tarfile, types
 from pathlib import Path
 import patchset
-from patchset import docker_engine
-from patchset.verbs.build import build_context, dockerfile_for
+from patchset.images import engine, shipped
+from patchset.images.context import build_context, dockerfile_for
 assert Path(patchset.__file__).is_relative_to(sys.prefix), patchset.__file__  # the wheel's copy, not a checkout
 fork = types.SimpleNamespace(base=Path.cwd())  # a manifest's folder without images/ of its own
 dockerfile = dockerfile_for(fork)
-install = docker_engine.VllmInstall("/usr/lib/python3/dist-packages", "0.29.0", "x", "3.11")
+install = engine.VllmInstall("/usr/lib/python3/dist-packages", "0.29.0", "x", "3.11")
 context = build_context(install, {"vllm/a.py": b"new\\n"}, {}, b"{}", dockerfile, 0)
 with tarfile.open(fileobj=io.BytesIO(context)) as tar:
     assert tar.extractfile("Dockerfile").read() == dockerfile
+assert b"def main()" in shipped("bootstrap.py").read_bytes()  # the image runner's bootstrap ships too
 sys.stdout.buffer.write(dockerfile)
 """
 
@@ -304,10 +306,10 @@ def test_the_source_label_never_carries_the_remotes_token(tmp_path):
 
 
 def test_sbom_context_is_the_document_under_sbom_path_with_fixed_mtimes():
+    from patchset.images.context import SBOM_DOCKERFILE, sbom_context
     from patchset.report.sbom import SBOM_PATH
-    from patchset.verbs.build import SBOM_DOCKERFILE, sbom_context
 
-    with tarfile.open(fileobj=io.BytesIO(sbom_context(b'{"bomFormat": "CycloneDX"}', 1700000000))) as tar:
+    with tarfile.open(fileobj=io.BytesIO(sbom_context(b'{"bomFormat": "CycloneDX"}', SBOM_PATH, 1700000000))) as tar:
         members = {m.name: m for m in tar.getmembers()}
         assert tar.extractfile("Dockerfile").read() == SBOM_DOCKERFILE
         assert tar.extractfile("sbom" + SBOM_PATH).read() == b'{"bomFormat": "CycloneDX"}'
@@ -366,7 +368,7 @@ def test_build_sbom_embeds_the_audited_sbom_in_one_small_extra_layer(sbom_build,
     assert doc["sbom"]["file"] == doc["image"].replace("/", "_").replace(":", "_") + ".cdx.json"
     image = docker_client.images.get(doc["image"])
     assert image.id == doc["id"] and image.labels["io.patchset.sbom"] == SBOM_PATH
-    with docker_engine.ImageFiles(docker_client, image) as files:
+    with engine.ImageFiles(docker_client, image) as files:
         embedded = files.read(SBOM_PATH)
     assert embedded == host_copy.read_bytes()
     assert doc["sbom"]["sha256"] == provenance.sha256(embedded)
@@ -390,7 +392,7 @@ def test_audit_warns_when_the_embedded_sbom_disagrees_with_the_files(sbom_build,
                  "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["images"][0]["warnings"] == []  # SBOM and files agree
 
-    with docker_engine.ImageFiles(docker_client, tag) as files:
+    with engine.ImageFiles(docker_client, tag) as files:
         site = files.locate_vllm().site
         content = files.read(f"{site}/{SCHEDULER}")
     reverted = derive_image(tag, f"{session_repo}:sbom-reverted", write={
@@ -413,7 +415,7 @@ def test_the_sbom_layer_is_byte_for_byte_the_same_under_source_date_epoch(built,
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
     base = docker_client.images.get(standin)
-    with docker_engine.ImageFiles(docker_client, base) as files:
+    with engine.ImageFiles(docker_client, base) as files:
         install = files.locate_vllm()
     layers, documents = [], []
     for n in (1, 2):  # nothing cached: the SBOM layer is made afresh from a fresh audit each time

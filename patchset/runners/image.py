@@ -36,11 +36,21 @@ from pathlib import Path
 
 import docker
 import docker.errors
+from docker.models.images import Image
 from docker.types import DeviceRequest
 
-from patchset import docker_engine
 from patchset.core.manifest import same_release
 from patchset.errors import PatchsetError
+from patchset.images import shipped
+from patchset.images.engine import (
+    ImageFiles,
+    ImageNotFound,
+    VllmInstall,
+    VllmNotFound,
+    connect,
+    get_image,
+    image_digest,
+)
 from patchset.runners import PLUGIN_DIR, Progress, RunConfig, RunOutcome, junit_env, no_progress, pytest_args
 from patchset.runners.junit import read_junit
 from patchset.runners.offline import cpu_env, write_hf_home
@@ -52,49 +62,6 @@ TREE, BOOT, OUT, PLUGIN, OVERLAY, HF, TOOLS = (
 #: What the tests need that a serving image usually lacks (the venv runner installs the same).
 TEST_TOOLS = ("pytest", "pytest-asyncio", "tblib")
 LABEL = "io.patchset.test"
-
-#: Runs first in the container with the image's Python; standalone (the image has no patchset).
-BOOTSTRAP = r'''
-import glob, importlib.util, json, os, shutil, sys
-boot, overlay = sys.argv[1], sys.argv[2]
-spec = json.load(open(os.path.join(boot, "files.json")))
-package = spec["package"]
-found = importlib.util.find_spec(package)
-if found is None or not found.submodule_search_locations:
-    sys.exit("patchset: %s is not installed in this image" % package)
-installed = os.path.realpath(list(found.submodule_search_locations)[0])
-top = os.path.join(overlay, package)
-for folder, dirs, names in os.walk(installed):
-    here = os.path.join(top, os.path.relpath(folder, installed))
-    os.makedirs(here, exist_ok=True)
-    for name in names:
-        os.symlink(os.path.join(folder, name), os.path.join(here, name))
-    for name in [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
-        os.symlink(os.path.join(folder, name), os.path.join(here, name))
-        dirs.remove(name)
-for rel in spec["write"] + spec["delete"]:
-    target = os.path.join(top, rel)
-    if os.path.lexists(target):
-        os.unlink(target)
-    if rel.endswith(".py"):
-        stem = os.path.basename(rel)[:-3]
-        for pyc in glob.glob(os.path.join(os.path.dirname(target), "__pycache__", stem + ".*.pyc")):
-            os.unlink(pyc)
-for rel in spec["write"]:
-    target = os.path.join(top, rel)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    shutil.copyfile(os.path.join(boot, "files", rel), target)
-print("patchset: %s from %s, %d files replaced, %d removed" % (
-    package, installed, len(spec["write"]), len(spec["delete"])), flush=True)
-tools = os.environ.get("PATCHSET_TEST_TOOLS")
-if tools:
-    # pytest & co from the host go *after* site-packages: the image's own packages always win.
-    sys.path[0] = os.getcwd()  # what `python -m pytest` puts first
-    sys.path.append(tools)
-    import pytest
-    sys.exit(pytest.main(sys.argv[3:]))
-os.execv(sys.executable, [sys.executable, "-m", "pytest"] + sys.argv[3:])
-'''
 
 
 def device_requests(gpus: str | None) -> list[DeviceRequest]:
@@ -123,8 +90,8 @@ class ImageRunner:
         self._requests = device_requests(gpus)  # refuse a bad --gpus before anything is pulled
         self.client = client
         self.python = python
-        self.image = None
-        self.install: docker_engine.VllmInstall | None = None
+        self.image: Image | None = None
+        self.install: VllmInstall | None = None
         self.tools: Path | None = None  # host folder of pytest & co, when the image has no pytest
 
     @property
@@ -135,19 +102,16 @@ class ImageRunner:
 
     def prepare(self, project: str, version: str, progress: Progress = no_progress) -> str:
         if self.client is None:
-            try:
-                self.client = docker_engine.connect()
-            except docker_engine.EngineUnavailable as e:
-                raise PatchsetError(str(e), hint="start dockerd (.ci/docker.sh) or set DOCKER_HOST") from e
+            self.client = connect()
         progress(f"image: {self.image_ref} (pulled if not local) ...")
         try:
-            self.image = docker_engine.get_image(self.client, self.image_ref)
-        except docker_engine.ImageNotFound as e:
+            self.image = get_image(self.client, self.image_ref)
+        except ImageNotFound as e:
             raise PatchsetError(str(e)) from e
-        with docker_engine.ImageFiles(self.client, self.image) as files:
+        with ImageFiles(self.client, self.image) as files:
             try:
                 self.install = files.locate_vllm()
-            except docker_engine.VllmNotFound as e:
+            except VllmNotFound as e:
                 raise PatchsetError(str(e)) from e
         if project.lower() == "vllm" and not same_release(self.install.version, version):
             raise PatchsetError(f"{self.image_ref} holds vLLM {self.install.version}, not {version}",
@@ -155,7 +119,7 @@ class ImageRunner:
         self.python = self.python or self.install.python_executable
         if not self.install.has_pytest:
             self.tools = pytest_for(self.install.python, progress)
-        digest = docker_engine.image_digest(self.image)
+        digest = image_digest(self.image)
         gpus = f", GPUs: {self.gpus}" if self.gpus else ", no GPU"
         tools = f", {' '.join(TEST_TOOLS)} mounted from {self.tools}" if self.tools else ""
         return (f"image {self.image_ref} ({digest[:19]}), vLLM {self.install.version} in {self.install.site}, "
@@ -193,7 +157,7 @@ class ImageRunner:
         if self.tools:
             mounts[str(self.tools.resolve())] = {"bind": TOOLS, "mode": "ro"}
         return self.client.containers.create(
-            self.image.id,
+            self.image,
             entrypoint=[self.python or "python3", f"{BOOT}/bootstrap.py", BOOT, OVERLAY],
             command=args,
             working_dir=TREE,
@@ -298,7 +262,7 @@ def _write_boot(boot: Path, config: RunConfig) -> None:
         "package": config.package,
         "write": sorted(r for r, c in files.items() if c is not None),
         "delete": sorted(r for r, c in files.items() if c is None)}))
-    (boot / "bootstrap.py").write_text(BOOTSTRAP)
+    (boot / "bootstrap.py").write_bytes(shipped("bootstrap.py").read_bytes())
 
 
 def _remove(container) -> None:

@@ -38,7 +38,6 @@ import docker
 from docker.models.images import Image
 from packaging.version import InvalidVersion, Version
 
-from patchset import docker_engine
 from patchset.core import bytecode, engine, provenance
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.patchfile import PatchFile, parse_patch
@@ -53,6 +52,15 @@ from patchset.core.series import (
     evaluate_release,
 )
 from patchset.errors import PatchsetError
+from patchset.images.engine import (
+    ImageFiles,
+    ImageNotFound,
+    VllmInstall,
+    VllmNotFound,
+    connect,
+    get_image,
+    split_reference,
+)
 from patchset.sources import Source, open_source
 
 CARRIED = "carried"
@@ -131,7 +139,7 @@ def audit(manifest: Manifest, images: Sequence[str], *, source: str = "wheel", p
           client: docker.DockerClient | None = None,
           on_image: Callable[[str], None] | None = None) -> AuditReport:
     """Audit each image; ``pull`` fetches every image from its registry first, even if it is local."""
-    client = client or docker_engine.connect()
+    client = client or connect()
     out = []
     for ref in images:
         if on_image:
@@ -146,17 +154,17 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
     result = ImageAudit(ref, warnings=list(manifest.warnings))  # e.g. a .patch no patch names
     try:
         if pull:
-            repository, tag = docker_engine.split_reference(ref)
+            repository, tag = split_reference(ref)
             client.images.pull(repository, tag=tag)
-        image = docker_engine.get_image(client, ref)
-    except (docker_engine.ImageNotFound, docker.errors.APIError) as e:
-        result.error = str(e) if isinstance(e, docker_engine.ImageNotFound) else f"{ref}: {e}"
+        image = get_image(client, ref)
+    except (ImageNotFound, docker.errors.APIError) as e:
+        result.error = str(e) if isinstance(e, ImageNotFound) else f"{ref}: {e}"
         return result
     result.digest, result.id = repo_digest(image, ref), image.id
-    with docker_engine.ImageFiles(client, image) as files:
+    with ImageFiles(client, image) as files:
         try:
             install = files.locate_vllm()
-        except docker_engine.VllmNotFound as e:
+        except VllmNotFound as e:
             result.error = str(e)
             return result
         result.vllm, result.site = install.version, install.site
@@ -193,7 +201,7 @@ def repo_digest(image: Image, ref: str) -> str | None:
     """The digest the registry of ``ref`` gives the image (None for an image not pulled or pushed as ``ref``)."""
     if "@" in ref:
         return ref.split("@", 1)[1]
-    want = _familiar(docker_engine.split_reference(ref)[0])
+    want = _familiar(split_reference(ref)[0])
     for name, _, digest in (d.partition("@") for d in image.attrs.get("RepoDigests") or []):
         if _familiar(name) == want:
             return digest
@@ -212,7 +220,7 @@ class BytecodeUninspectable(RuntimeError):
 
 
 def _judge_bytecode(result: ImageAudit, client: docker.DockerClient, image: Image,
-                    install: docker_engine.VllmInstall, modules: list[str]) -> bool:
+                    install: VllmInstall, modules: list[str]) -> bool:
     """Fill ``result.bytecode`` and its warnings; False, with ``result.error``, when there is no verdict."""
     try:
         result.bytecode = inspect_bytecode(client, image, install, modules)
@@ -240,7 +248,7 @@ def _module_of(pyc: str) -> str:
     return f"{folder}/{name.split('.', 1)[0]}.py" if folder and name else ""
 
 
-def inspect_bytecode(client: docker.DockerClient, image: Image, install: docker_engine.VllmInstall,
+def inspect_bytecode(client: docker.DockerClient, image: Image, install: VllmInstall,
                      modules: list[str]) -> list[dict]:
     """bytecode.inspect on these modules, run by the image's own Python in a throwaway container.
 
@@ -252,7 +260,7 @@ def inspect_bytecode(client: docker.DockerClient, image: Image, install: docker_
         return []
     args = json.dumps({"sources": [install.path_of(m) for m in modules]})
     container = client.containers.create(
-        image.id, entrypoint=[install.python_executable, "-B", "-c", bytecode.BOOT, "inspect", args],
+        image, entrypoint=[install.python_executable, "-B", "-c", bytecode.BOOT, "inspect", args],
         environment={bytecode.SCRIPT_ENV: bytecode.script()}, network_disabled=True,
         labels={"io.patchset.inspect": "1"})
     try:
@@ -309,7 +317,7 @@ def _sbom_disagrees(raw: bytes, vllm: str, fixes: list[FixVerdict]) -> list[str]
     return out
 
 
-def _read_record(files: docker_engine.ImageFiles, install: docker_engine.VllmInstall,
+def _read_record(files: ImageFiles, install: VllmInstall,
                  result: ImageAudit) -> dict | None:
     raw = files.read(install.path_of(provenance.PROVENANCE_PATH))
     if raw is None:

@@ -19,26 +19,36 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import importlib.resources
 import io
 import os
 import re
-import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import docker
 import docker.errors
+from docker.models.images import Image
 
-from patchset import docker_engine
-from patchset.core import bytecode, provenance
+from patchset.core import provenance
 from patchset.core.manifest import Manifest, same_release
 from patchset.core.series import APPLIES, ReleaseResult, evaluate_release, failure_summary, syntax_error
 from patchset.errors import Finding, PatchsetError
+from patchset.images.context import build_context, build_time, dockerfile_for, sbom_context
+from patchset.images.engine import (
+    ImageFiles,
+    ImageNotFound,
+    VllmInstall,
+    VllmNotFound,
+    connect,
+    get_image,
+    image_digest,
+    local_id,
+    split_reference,
+)
+from patchset.images.tree import ImageTree
 from patchset.sources import http
 
-DOCKERFILE = Path("images") / "vllm-patched" / "Dockerfile"
 LABEL_NS = "io.patchset"
 OCI = "org.opencontainers.image"
 
@@ -93,32 +103,12 @@ class BuildReport:
         } | ({"sbom": self.sbom} if self.sbom else {})
 
 
-class ImageTree:
-    """The ``vllm/`` part of an image's filesystem as a pristine-tree source (repository layout)."""
-
-    def __init__(self, files: docker_engine.ImageFiles, install: docker_engine.VllmInstall, name: str):
-        self.files = files
-        self.install = install
-        self.identity = f"image:{name}@{docker_engine.image_digest(files.image)}"
-        self._read: dict[str, bytes | None] = {}
-
-    def covers(self, path: str) -> bool:
-        return path.startswith("vllm/")
-
-    def read(self, path: str) -> bytes | None:
-        if not self.covers(path):
-            return None
-        if path not in self._read:
-            self._read[path] = self.files.read(self.install.path_of(path))
-        return self._read[path]
-
-
 def default_base(manifest: Manifest, version: str) -> str:
     return manifest.target(version).image or f"vllm/vllm-openai:v{version}"
 
 
 def default_tag(base: str) -> str:
-    repository, tag = docker_engine.split_reference(base)
+    repository, tag = split_reference(base)
     return f"{repository}:{tag or 'latest'}-patched"
 
 
@@ -131,13 +121,13 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     base = base or default_base(manifest, version)
     tag = tag or default_tag(base)
     say = progress or (lambda _line: None)
-    client = client or docker_engine.connect()
+    client = client or connect()
 
     try:
-        image = docker_engine.get_image(client, base)
-    except docker_engine.ImageNotFound as e:
+        image = get_image(client, base)
+    except ImageNotFound as e:
         raise BuildError(str(e), hint="pass --base with an image this engine has or can pull") from e
-    base_digest = docker_engine.image_digest(image)
+    base_digest = image_digest(image)
     say(f"base {base} ({base_digest})\n")
 
     for warning in manifest.warnings:  # e.g. a .patch no patch names: validate refuses it
@@ -154,7 +144,7 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
         f"{len(written)} files to write, {len(deleted)} to delete; context {len(context)} bytes\n")
 
     buildargs = {
-        "BASE": image.id,  # the exact bytes that were checked, whatever the tag points at later
+        "BASE": local_id(image),  # the exact bytes that were checked, whatever the tag points at later
         "PYTHON": install.python_executable,
         "SITE": install.site,
         "TOUCHED": " ".join(p for p in sorted(changed) if p.endswith(".py")),
@@ -165,8 +155,8 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     }
     image_id, stages = _run_build(client, context, tag, buildargs, labels, say, nocache=nocache)
     built = client.images.get(image_id)
-    removed = _remove_stages(client, stages, keep={image.id, built.id}, say=say)
-    report = BuildReport(version, base, base_digest, tag, built.id, install.site, result, written, deleted,
+    removed = _remove_stages(client, stages, keep={local_id(image), local_id(built)}, say=say)
+    report = BuildReport(version, base, base_digest, tag, local_id(built), install.site, result, written, deleted,
                          labels, _added_layers(image, built), len(context), removed)
     if sbom is not None:
         add_sbom(client, manifest, image, install, report, sbom, say=say, nocache=nocache)
@@ -174,20 +164,12 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
 
 
 SBOM_LABEL = f"{LABEL_NS}.sbom"
-SBOM_DOCKERFILE = b"""\
-# patchset build --sbom: the built image plus its CycloneDX SBOM, in one small layer of its own.
-ARG BASE
-FROM ${BASE}
-COPY sbom/ /
-"""
-
-
 def sbom_file_for(tag: str) -> Path:
     """The default host copy of a build's SBOM: ``./<tag, / and : as _>.cdx.json``."""
     return Path(re.sub(r"[/:@]", "_", tag) + ".cdx.json")
 
 
-def add_sbom(client: docker.DockerClient, manifest: Manifest, base, install: docker_engine.VllmInstall,
+def add_sbom(client: docker.DockerClient, manifest: Manifest, base: Image, install: VllmInstall,
              report: BuildReport, file: Path, *, say: Callable[[str], None], nocache: bool = False) -> None:
     """Audit the built image, embed the SBOM derived from that audit at SBOM_PATH, and write it to ``file``.
 
@@ -200,7 +182,7 @@ def add_sbom(client: docker.DockerClient, manifest: Manifest, base, install: doc
     from patchset.verbs.audit import audit_image
 
     try:
-        with docker_engine.ImageFiles(client, base) as base_files:
+        with ImageFiles(client, base) as base_files:
             audited = audit_image(client, manifest, report.image_id,
                                   pristine=ImageTree(base_files, install, report.base))
         if not audited.ok:
@@ -209,7 +191,7 @@ def add_sbom(client: docker.DockerClient, manifest: Manifest, base, install: doc
         # An image cannot name its own id or digest: the SBOM names it by the tag it is built as.
         document = cyclonedx.render(dataclasses.replace(audited, image=report.tag, digest=None, id=None),
                                     manifest).encode()
-        context = sbom_context(document, build_time())
+        context = sbom_context(document, cyclonedx.SBOM_PATH, build_time())
         image_id, _ = _run_build(client, context, report.tag, {"BASE": report.image_id},
                                  {SBOM_LABEL: cyclonedx.SBOM_PATH}, say, nocache=nocache)
     except BaseException:
@@ -220,33 +202,10 @@ def add_sbom(client: docker.DockerClient, manifest: Manifest, base, install: doc
         raise
     _write_atomically(file, document)
     built = client.images.get(image_id)
-    report.image_id, report.labels[SBOM_LABEL] = built.id, cyclonedx.SBOM_PATH
+    report.image_id, report.labels[SBOM_LABEL] = local_id(built), cyclonedx.SBOM_PATH
     report.layers = _added_layers(base, built)
     report.sbom = {"path": cyclonedx.SBOM_PATH, "file": str(file), "sha256": provenance.sha256(document)}
     say(f"SBOM: {cyclonedx.SBOM_PATH} in the image, and {file}\n")
-
-
-def sbom_context(document: bytes, mtime: int) -> bytes:
-    """Dockerfile + sbom/<SBOM_PATH>, every folder with the same mtime: the layer is a function of the SBOM."""
-    from patchset.report.sbom import SBOM_PATH
-
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        def add(name: str, data: bytes | None, mode: int) -> None:
-            info = tarfile.TarInfo(name)
-            info.mode, info.mtime = mode, mtime
-            if data is None:
-                info.type = tarfile.DIRTYPE
-            else:
-                info.size = len(data)
-            tar.addfile(info, io.BytesIO(data) if data is not None else None)
-
-        add("Dockerfile", SBOM_DOCKERFILE, 0o644)
-        parts = SBOM_PATH.strip("/").split("/")
-        for depth in range(1, len(parts)):
-            add("sbom/" + "/".join(parts[:depth]), None, 0o755)
-        add("sbom/" + "/".join(parts), document, 0o644)
-    return buf.getvalue()
 
 
 def _write_atomically(file: Path, data: bytes) -> None:
@@ -256,14 +215,14 @@ def _write_atomically(file: Path, data: bytes) -> None:
     os.replace(tmp, file)
 
 
-def _series_on_base(client: docker.DockerClient, image, base: str, manifest: Manifest,
-                    version: str) -> tuple[docker_engine.VllmInstall, ReleaseResult, dict[str, bytes | None],
+def _series_on_base(client: docker.DockerClient, image: Image, base: str, manifest: Manifest,
+                    version: str) -> tuple[VllmInstall, ReleaseResult, dict[str, bytes | None],
                                            dict[str, int | None]]:
     """The series evaluated on the base's own files: (install, result, changed files, their modes)."""
-    with docker_engine.ImageFiles(client, image) as files:
+    with ImageFiles(client, image) as files:
         try:
             install = files.locate_vllm()
-        except docker_engine.VllmNotFound as e:
+        except VllmNotFound as e:
             raise BuildError(str(e)) from e
         if not same_release(install.version, version):
             raise BuildError(f"{base} holds vLLM {install.version} ({install.metadata_path}), not {version}",
@@ -285,7 +244,7 @@ def _series_on_base(client: docker.DockerClient, image, base: str, manifest: Man
     return install, result, changed, modes
 
 
-def _deleted_paths(install: docker_engine.VllmInstall, deleted: list[str]) -> list[str]:
+def _deleted_paths(install: VllmInstall, deleted: list[str]) -> list[str]:
     out = []
     for path in deleted:
         full = install.path_of(path)
@@ -294,12 +253,6 @@ def _deleted_paths(install: docker_engine.VllmInstall, deleted: list[str]) -> li
             folder, name = full.rsplit("/", 1)
             out.append(f"{folder}/__pycache__/{name[:-3]}.*.pyc")
     return out
-
-
-def build_time() -> int:
-    """SOURCE_DATE_EPOCH (reproducible builds), else now: the labels' ``created`` and the layer's mtimes."""
-    epoch = provenance.source_date_epoch()
-    return epoch if epoch is not None else int(dt.datetime.now(dt.timezone.utc).timestamp())
 
 
 def image_labels(manifest: Manifest, version: str, base: str, base_digest: str,
@@ -351,40 +304,6 @@ def _git_labels(where: Path) -> dict[str, str]:
     return out
 
 
-def dockerfile_for(manifest: Manifest) -> bytes:
-    """The image definition: the fork's own copy next to its manifest, else the one patchset ships."""
-    own = manifest.base / DOCKERFILE
-    if own.is_file():
-        return own.read_bytes()
-    shipped = importlib.resources.files("patchset").joinpath(*DOCKERFILE.parts)
-    if shipped.is_file():
-        return shipped.read_bytes()
-    raise BuildError(f"no image definition found (looked for {own} and {shipped} in the patchset package)",
-                     hint="reinstall patchset: its wheel ships the Dockerfile")
-
-
-def build_context(install: docker_engine.VllmInstall, changed: dict[str, bytes | None], modes: dict[str, int | None],
-                  record: bytes, dockerfile: bytes, mtime: int | None = None) -> bytes:
-    """Dockerfile + layer/<in-image path> for each written file and the provenance record."""
-    # The written files' mtime is the build's time (or SOURCE_DATE_EPOCH, for reproducible layers).
-    # The recompiled bytecode is hash-checked, so no mtime can make it pass for other source bytes.
-    mtime = build_time() if mtime is None else mtime
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        def add(name: str, data: bytes, mode: int = 0o644) -> None:
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), mode, mtime
-            tar.addfile(info, io.BytesIO(data))
-
-        add("Dockerfile", dockerfile)
-        add("patchset-bytecode.py", bytecode.script().encode())  # compiles and records the pycs in the image
-        for path, content in sorted(changed.items()):
-            if content is not None:
-                add("layer" + install.path_of(path), content, modes.get(path) or 0o644)
-        add("layer" + install.path_of(provenance.PROVENANCE_PATH), record)
-    return buf.getvalue()
-
-
 _STEP_FROM = re.compile(r"^Step \d+/\d+ : FROM ", re.IGNORECASE)
 _STEP_IMAGE = re.compile(r"^ ---> ([0-9a-f]{12,64})$")
 
@@ -396,7 +315,7 @@ def _run_build(client: docker.DockerClient, context: bytes, tag: str, buildargs:
     A stage whose last step came from the build cache was made by another build (perhaps one still
     running beside this one): it is not this build's to remove.
     """
-    image_id = None
+    image_id: str | None = None
     stages: list[str] = []
     last_step_image: str | None = None
     cached = False
@@ -425,7 +344,7 @@ def _run_build(client: docker.DockerClient, context: bytes, tag: str, buildargs:
     except docker.errors.APIError as e:
         raise BuildError(f"docker build failed: {e.explanation or e}") from e
     if image_id is None:
-        image_id = client.images.get(tag).id
+        image_id = local_id(client.images.get(tag))
     return image_id, stages
 
 
@@ -436,10 +355,10 @@ def _remove_stages(client: docker.DockerClient, stages: list[str], *, keep: set[
     for short in stages:
         try:
             stage = client.images.get(short)
-            if stage.id in keep or stage.tags:
+            if local_id(stage) in keep or stage.tags:
                 continue
-            client.images.remove(stage.id, noprune=False)
-            removed.append(stage.id)
+            client.images.remove(local_id(stage), noprune=False)
+            removed.append(local_id(stage))
         except docker.errors.ImageNotFound:
             continue
         except docker.errors.APIError as e:  # e.g. another build uses it right now: it is not ours to force
@@ -447,7 +366,7 @@ def _remove_stages(client: docker.DockerClient, stages: list[str], *, keep: set[
     return removed
 
 
-def _added_layers(base, built) -> list[Layer]:
+def _added_layers(base: Image, built: Image) -> list[Layer]:
     base_depth = len(base.history())
     new = built.history()[: max(0, len(built.history()) - base_depth)]
     return [Layer(h.get("CreatedBy", ""), int(h.get("Size", 0))) for h in reversed(new) if h.get("Size", 0)]

@@ -22,10 +22,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
+from docker.models.containers import Container
 from docker.models.images import Image
+
+from patchset.errors import PatchsetError
+
+#: What to do when no engine answers (every verb that needs Docker says the same).
+ENGINE_HINT = "start dockerd (.ci/docker.sh) or set DOCKER_HOST"
 
 #: Sentinel entrypoint of the inspection containers: they are created, read and removed, never
 #: started, so the program does not have to exist in the image.
@@ -47,15 +54,22 @@ print(json.dumps({"package": pkg, "site": site, "dist_infos": infos,
 """
 
 
-class EngineUnavailable(RuntimeError):
+class ImageError(PatchsetError):
+    """Docker could not give what was asked: bad input or environment (exit 2), never a traceback."""
+
+
+class EngineUnavailable(ImageError):
     """No Docker engine answers (not installed, not running, or no permission on its socket)."""
 
+    def __init__(self, message: str) -> None:
+        super().__init__(message, hint=ENGINE_HINT)
 
-class ImageNotFound(LookupError):
+
+class ImageNotFound(ImageError):
     """The image is neither local nor pullable."""
 
 
-class VllmNotFound(LookupError):
+class VllmNotFound(ImageError):
     """The image holds no importable vLLM package."""
 
 
@@ -69,14 +83,6 @@ def connect(timeout: int = 600) -> docker.DockerClient:
     except OSError as exc:  # e.g. a socket that exists but nobody listens on
         raise EngineUnavailable(f"no Docker engine answers: {exc}") from exc
     return client
-
-
-def engine_available() -> bool:
-    try:
-        connect(timeout=10).close()
-    except EngineUnavailable:
-        return False
-    return True
 
 
 def get_image(client: docker.DockerClient, ref: str, *, pull: bool = True) -> Image:
@@ -109,8 +115,13 @@ def split_reference(ref: str) -> tuple[str, str | None]:
 def image_digest(image: Image) -> str:
     """The content digest a registry knows the image by, else its local image id."""
     for repo_digest in image.attrs.get("RepoDigests") or []:
-        return repo_digest.split("@", 1)[1]
-    return image.id
+        return str(repo_digest).split("@", 1)[1]
+    return local_id(image)
+
+
+def local_id(image: Image) -> str:
+    """The local image id (``sha256:...``): every image the engine describes has one."""
+    return str(image.attrs["Id"])
 
 
 class ImageFiles:
@@ -119,16 +130,16 @@ class ImageFiles:
     def __init__(self, client: docker.DockerClient, image: Image | str):
         self.client = client
         self.image = image if isinstance(image, Image) else get_image(client, image)
-        self._container = None
+        self._container: Container | None = None
         self._modes: dict[str, int] = {}
 
     def __enter__(self) -> ImageFiles:
         self._container = self.client.containers.create(
-            self.image.id, entrypoint=_NEVER_STARTED, network_disabled=True, labels={"io.patchset.inspect": "1"}
+            self.image, entrypoint=_NEVER_STARTED, network_disabled=True, labels={"io.patchset.inspect": "1"}
         )
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._container is not None:
             self._container.remove(force=True)
             self._container = None
@@ -196,11 +207,11 @@ def locate_vllm(client: docker.DockerClient, image: Image, files: ImageFiles) ->
     raise VllmNotFound(f"{_name(image)}: vllm package at {found['package']} has no readable dist-info METADATA")
 
 
-def _ask_image_python(client: docker.DockerClient, image: Image) -> dict:
+def _ask_image_python(client: docker.DockerClient, image: Image) -> dict[str, Any]:
     last_error = ""
     for python in ("python3", "python"):
         container = client.containers.create(
-            image.id, entrypoint=[python, "-c", _LOCATE_SCRIPT], network_disabled=True,
+            image, entrypoint=[python, "-c", _LOCATE_SCRIPT], network_disabled=True,
             labels={"io.patchset.inspect": "1"},
         )
         try:
@@ -224,7 +235,7 @@ def _name(image: Image) -> str:
 # --- writing into images -------------------------------------------------------------------------
 
 
-def commit(container, image: Image, tag: str, changes: Sequence[str] = ()) -> Image:
+def commit(container: Container, image: Image, tag: str, changes: Sequence[str] = ()) -> Image:
     """Commit ``container`` (made from ``image``) as ``tag``, keeping ``image``'s entrypoint and command.
 
     A container created to receive files has its own entrypoint; committing it as is would make

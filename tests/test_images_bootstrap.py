@@ -1,0 +1,55 @@
+"""patchset/images/bootstrap.py: the shipped file, run standalone by a plain Python as a container runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from patchset.images import shipped
+
+
+def test_the_bootstrap_lays_the_configuration_over_the_installed_package_and_runs_pytest(tmp_path):
+    site, boot, overlay, tree = (tmp_path / name for name in ("site", "boot", "overlay", "tree"))
+    pkg = site / "pkg"
+    (pkg / "__pycache__").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kept.py").write_text("VALUE = 'installed'\n")
+    (pkg / "changed.py").write_text("VALUE = 'installed'\n")
+    (pkg / "gone.py").write_text("VALUE = 'installed'\n")
+    stale = pkg / "__pycache__" / f"changed.{sys.implementation.cache_tag}.pyc"
+    stale.write_bytes(b"stale bytecode of the installed source")
+    (boot / "files").mkdir(parents=True)
+    (boot / "files" / "changed.py").write_text("VALUE = 'configuration'\n")
+    (boot / "files.json").write_text(json.dumps({"package": "pkg", "write": ["changed.py"], "delete": ["gone.py"]}))
+    # Copied out of the package, as the image runner mounts it: nothing of patchset is importable there.
+    (boot / "bootstrap.py").write_bytes(shipped("bootstrap.py").read_bytes())
+    tree.mkdir()
+    overlay.mkdir()
+    (tree / "test_overlay.py").write_text(textwrap.dedent("""\
+        import importlib.util, os
+        import pkg.changed, pkg.kept
+
+        def test_the_configuration_is_what_imports():
+            assert pkg.changed.VALUE == "configuration" and pkg.kept.VALUE == "installed"
+            assert importlib.util.find_spec("pkg.gone") is None
+            assert os.path.islink(pkg.kept.__file__) and not os.path.islink(pkg.changed.__file__)
+        """))
+    env = {**os.environ, "PYTHONPATH": f"{overlay}{os.pathsep}{site}", "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PATCHSET_TEST_TOOLS", None)
+    out = subprocess.run([sys.executable, "-B", str(boot / "bootstrap.py"), str(boot), str(overlay),
+                          "-q", "-p", "no:cacheprovider", "test_overlay.py"],
+                         cwd=tree, env=env, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "patchset: pkg from " in out.stdout and "1 files replaced, 1 removed" in out.stdout
+    assert "1 passed" in out.stdout
+    assert not (overlay / "pkg" / "__pycache__" / stale.name).exists()  # its bytecode went with the old source
+    assert stale.exists() and (pkg / "gone.py").exists()  # the installed package itself is never changed
+
+
+def test_importing_the_bootstrap_runs_nothing():
+    import patchset.images.bootstrap as bootstrap
+
+    assert callable(bootstrap.main)
