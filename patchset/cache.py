@@ -15,11 +15,8 @@ import os
 import shutil
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-from filelock import FileLock
 
 from patchset.errors import SourceError
 
@@ -58,6 +55,8 @@ class Cache:
     def lock(self, *parts: str) -> Iterator[None]:
         lock_path = self.path("locks", *parts)
         lock_path.parent.mkdir(parents=True, exist_ok=True)
+        from filelock import FileLock  # only when an entry is filled: warm reads take no lock
+
         # filelock chmods the lock file to `mode` itself, past the umask: apply the umask here.
         with FileLock(str(lock_path) + ".lock", mode=0o666 & ~umask()):
             yield
@@ -165,6 +164,8 @@ def _name(url: str) -> str:
 def _stream(url: str) -> Iterator[tuple[bytes, int, int]]:
     """(chunk, bytes so far, total or 0) of ``url``; file: URLs are read directly."""
     if url.startswith("file:"):
+        import urllib.request
+
         with urllib.request.urlopen(url) as resp:
             total, done = int(resp.headers.get("Content-Length") or 0), 0
             while chunk := resp.read(CHUNK):

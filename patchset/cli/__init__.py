@@ -24,11 +24,11 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from patchset import __version__
+from patchset.cli.registry import VERBS as _REGISTRY
 from patchset.errors import EXIT_INTERNAL, PatchsetError, UsageError
 
-# Each module has add_parser(subparsers) and run(args) -> exit code.
-VERBS = ("validate", "check", "apply", "test", "build", "audit", "targets", "schema", "sbom", "importer", "deps",
-         "next", "port", "refresh")
+# Each verb module has add_parser(subparsers) and run(args) -> exit code; names and help live in .registry.
+VERBS = tuple(_REGISTRY)
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # what was asked does not hold
@@ -42,18 +42,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, hint=f"see {self.prog} --help")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, the other verbs are listed but their modules are not imported."""
     parser = _Parser(prog="patchset", description="Keep a fork's vLLM backports honest.")
     parser.add_argument("--version", action="version", version=f"patchset {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     sub.required = True
-    for name in VERBS:
-        try:
-            module = importlib.import_module(f"patchset.cli.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"patchset.cli.{name}":
-                continue
-            raise
+    for name, verb in _REGISTRY.items():
+        if only is not None and name != only:
+            sub.add_parser(name, help=verb.summary)  # listed for --help; never run
+            continue
+        module = importlib.import_module(f"patchset.cli.{verb.module}")
         p = module.add_parser(sub)
         p.set_defaults(run=module.run)
     return parser
@@ -70,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     buffer = io.StringIO()
     try:
         with contextlib.redirect_stdout(buffer) if as_json else contextlib.nullcontext():
-            args = build_parser().parse_args(argv)
+            args = build_parser(verb).parse_args(argv)
             code = args.run(args)
         if as_json:
             _one_document(buffer.getvalue())

@@ -4,11 +4,12 @@ import argparse
 import sys
 
 from patchset.cli.options import add_manifest, add_vllm, manifest_from
+from patchset.cli.registry import subparser
 from patchset.verbs.apply import apply_series, recover_tree
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("apply", help="apply the series for one release to a tree, all or nothing")
+    p = subparser(sub, "apply")
     add_vllm(p)
     p.add_argument("dir", metavar="DIR", help="site-packages, an upstream source tree, or the vllm package folder")
     add_manifest(p)

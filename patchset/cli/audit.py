@@ -5,11 +5,12 @@ import sys
 from pathlib import Path
 
 from patchset.cli.options import image_reference
+from patchset.cli.registry import subparser
 from patchset.core.manifest import DEFAULT_MANIFEST
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("audit", help="which fixes each image carries, verified against the image's files")
+    p = subparser(sub, "audit")
     p.add_argument("images", nargs="+", metavar="IMAGE", type=image_reference, help="local image or registry reference")
     p.add_argument("--manifest", default=DEFAULT_MANIFEST, metavar="FILE[@REV]",
                    help=f"the series manifest (default: {DEFAULT_MANIFEST}); FILE@REV reads it and its patch "

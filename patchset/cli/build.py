@@ -4,11 +4,12 @@ import argparse
 import sys
 
 from patchset.cli.options import add_manifest, add_vllm, image_reference, image_tag, manifest_from
+from patchset.cli.registry import subparser
 from patchset.report.common import dump_json
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("build", help="build an image: the base image plus the series for one release")
+    p = subparser(sub, "build")
     add_vllm(p, required=True)
     add_manifest(p)
     p.add_argument("--base", metavar="IMAGE", type=image_reference,

@@ -4,12 +4,13 @@ import argparse
 import sys
 
 from patchset.cli.options import add_format, add_manifest, add_vllm, manifest_from
+from patchset.cli.registry import subparser
 from patchset.report import check as render
 from patchset.verbs.check import check
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("check", help="check every hunk of the series against pinned releases")
+    p = subparser(sub, "check")
     add_vllm(p, many=True)
     add_manifest(p)
     add_format(p)

@@ -6,12 +6,13 @@ import argparse
 import sys
 
 from patchset.cli.options import add_format, add_manifest, manifest_from, release
+from patchset.cli.registry import subparser
 from patchset.report import deps as render
 from patchset.verbs.deps import deps
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("deps", help="which patch needs which (inferred from the hunks), against the after: lists")
+    p = subparser(sub, "deps")
     p.add_argument("--vllm", metavar="V", type=release,
                    help="the pinned release to infer on (default: the first target)")
     add_manifest(p)

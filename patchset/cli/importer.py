@@ -5,15 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from patchset.cli.registry import subparser
 from patchset.report import check as check_report
 from patchset.report.common import dump_json
 from patchset.verbs.importer import LAYOUTS, ImportResult, import_series
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("import", help="adopt an existing series: quilt series, patch folder, format-patch, git",
-                       description="Write patches.yaml and recipes/ from a series a fork already carries, "
-                                   "then check it on the targets.")
+    p = subparser(sub, "import")
     p.add_argument("sources", nargs="+", metavar="SOURCE",
                    help="a quilt series file, a folder of patches (*.patch, *.diff, *.patch.gz; its series file "
                         "if it has one), git format-patch files or an mbox, or git:PATH@COMMIT (or @A..B)")

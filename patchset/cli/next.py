@@ -4,12 +4,13 @@ import argparse
 import sys
 
 from patchset.cli.options import add_format, add_manifest, manifest_from, release
+from patchset.cli.registry import subparser
 from patchset.report import port as render
 from patchset.verbs.next import next_release
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("next", help="evaluate the series on a release newer than every target, as if it were one")
+    p = subparser(sub, "next")
     p.add_argument("--vllm", metavar="V", type=release,
                    help="the release to evaluate (default: the newest on the index)")
     p.add_argument("--pre", action="store_true", help="count pre-releases as releases")

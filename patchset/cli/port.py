@@ -4,12 +4,13 @@ import argparse
 import sys
 
 from patchset.cli.options import add_format, add_manifest, manifest_from, release
+from patchset.cli.registry import subparser
 from patchset.report import port as render
 from patchset.verbs.port import DEFAULT_WORKDIR, port
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("port", help="carry the series to a new release: carry, retire, 3-way merge, or conflict")
+    p = subparser(sub, "port")
     p.add_argument("--to", required=True, metavar="V", type=release, help="the release to port to")
     p.add_argument("--from", dest="from_release", metavar="U", type=release,
                    help="the release the patches were made for (default: the newest target each covers)")

@@ -4,14 +4,14 @@ import argparse
 import sys
 
 from patchset.cli.options import add_format, add_manifest, manifest_from, release
+from patchset.cli.registry import subparser
 from patchset.report import port as render
 from patchset.verbs.port import DEFAULT_WORKDIR
 from patchset.verbs.refresh import refresh
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("refresh", help="regenerate a patch for a release: from a resolved port workspace, "
-                                       "or with exact line numbers")
+    p = subparser(sub, "refresh")
     p.add_argument("id", metavar="ID", help="the patch")
     p.add_argument("--vllm", required=True, metavar="V", type=release, help="the release the patch is for")
     p.add_argument("--workdir", metavar="DIR", help=f"where port left the workspace (default: {DEFAULT_WORKDIR} "

@@ -6,16 +6,11 @@ import argparse
 import sys
 
 from patchset.cli.options import add_manifest, image_reference, manifest_from
+from patchset.cli.registry import subparser
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        "sbom", help="a CycloneDX SBOM of an image: vLLM with the backports the image really carries",
-        description="Audit IMAGE's files (as `patchset audit` does) and print a CycloneDX 1.6 document whose "
-        "vLLM component lists, under pedigree.patches, every fix the audit found carried (type backport, "
-        "the diff, the upstream PR it resolves). Missing or tampered fixes are never listed as carried. "
-        "Exit codes: 0 written, 1 the image lacks a targeted fix (the SBOM is still printed), 2 bad input. "
-        "Example: patchset sbom myfork/vllm:0.29.0 > sbom.cdx.json")
+    p = subparser(sub, "sbom")
     p.add_argument("image", metavar="IMAGE", type=image_reference, help="local image or registry reference")
     add_manifest(p)
     p.add_argument("--format", choices=("cyclonedx-json",), default="cyclonedx-json", help="output format")

@@ -6,10 +6,11 @@ import argparse
 import json
 
 from patchset.cli.options import add_manifest, manifest_from
+from patchset.cli.registry import subparser
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("targets", help="list the pinned releases (--format matrix for a CI job matrix)")
+    p = subparser(sub, "targets")
     add_manifest(p)
     p.add_argument("--format", choices=("table", "json", "matrix"), default="table",
                    help="matrix: one line of JSON for GitHub Actions' fromJSON()")

@@ -9,15 +9,12 @@ import tempfile
 from pathlib import Path
 
 from patchset.cli.options import add_manifest, add_vllm, image_reference, manifest_from
+from patchset.cli.registry import subparser
 from patchset.errors import PatchsetError, UsageError
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        "test", help="prove each patch with its upstream tests: they fail without it and pass with it",
-        description="Run each patch's upstream tests on the series and on the series minus that patch "
-                    "(a negative control), and the manifest's suites on the series. Exit 0 only if every "
-                    "patch with tests is proven and the suites pass.")
+    p = subparser(sub, "test")
     add_vllm(p, required=True)
     where = p.add_mutually_exclusive_group()
     where.add_argument("--venv", action="store_true",

@@ -4,6 +4,7 @@ import argparse
 import sys
 
 from patchset.cli.options import add_manifest
+from patchset.cli.registry import subparser
 from patchset.report.common import dump_json
 from patchset.verbs.validate import validate
 
@@ -12,7 +13,7 @@ EXIT_BAD_INPUT = 2
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("validate", help="check the manifest and every patch file, without any vLLM tree")
+    p = subparser(sub, "validate")
     add_manifest(p)
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="json: one object on stdout with every problem (default: text)")

@@ -69,16 +69,20 @@ def load(text: str) -> Document:
             doc.duplicates += _duplicates(node)
         elif isinstance(node, ScalarNode) and _tag(node) != STR_TAG:
             doc.written[(node.start_mark.line, node.start_mark.column)] = node.value
-    try:
-        doc.data = _loader(allow_duplicates=bool(doc.duplicates)).load(io.StringIO(text))
+    try:  # built from the nodes already composed: the text is parsed once
+        doc.data = _construct(root, allow_duplicates=bool(doc.duplicates))
     except DuplicateKeyError as e:  # keys written differently but equal once loaded: 0.3 and 0.30
         key = re.search(r'duplicate key "(.*?)"', str(e.problem))
         doc.duplicates.append(Duplicate(key.group(1) if key else str(e.problem), _line(e.context_mark) or 0,
                                         _line(e.problem_mark) or 0))
-        doc.data = _loader(allow_duplicates=True).load(io.StringIO(text))
+        doc.data = _construct(root, allow_duplicates=True)
     except YAMLError as e:
         raise _syntax(e) from e
     return doc
+
+
+def _construct(root: Node, *, allow_duplicates: bool) -> object:
+    return _loader(allow_duplicates=allow_duplicates).constructor.construct_document(root)
 
 
 def _loader(*, allow_duplicates: bool = False) -> YAML:

@@ -10,9 +10,11 @@ import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:  # rich is imported for tables only: --format json never pays for it
+    from rich.console import Console
+    from rich.table import Table
 
 
 def dump_json(obj: object) -> str:
@@ -68,11 +70,15 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str
 
 
 def console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
     return Console(file=sys.stderr if stderr else sys.stdout, highlight=False, soft_wrap=True)
 
 
 def render(*items: object) -> str:
     """Rich renderables as text: coloured on a terminal, plain in a pipe or a CI log."""
+    from rich.console import Console
+
     buf = io.StringIO()
     tty = sys.stdout.isatty()
     width = shutil.get_terminal_size((160, 24)).columns if tty else 160
@@ -84,6 +90,8 @@ def render(*items: object) -> str:
 
 
 def table(title: str, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left", show_lines=False)
     for h in headers:
         t.add_column(h, overflow="fold")

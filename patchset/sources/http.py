@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 import urllib.parse
 from functools import cache
+from typing import TYPE_CHECKING
 
-import requests
-import requests.adapters
-from urllib3.util.retry import Retry
+if TYPE_CHECKING:  # requests is imported when a request is made: a warm cache never pays for it
+    import requests
 
 from patchset.errors import SourceError
 
@@ -71,6 +71,10 @@ def ca_bundle() -> str | bool:
 
 @cache
 def session() -> requests.Session:
+    import requests
+    import requests.adapters
+    from urllib3.util.retry import Retry
+
     retry = Retry(total=RETRIES, connect=RETRIES, read=RETRIES, status=RETRIES, backoff_factor=BACKOFF,
                   status_forcelist=(429, 500, 502, 503, 504), allowed_methods=frozenset({"GET"}),
                   raise_on_status=False, respect_retry_after_header=True)
@@ -97,6 +101,8 @@ def get(url: str, *, headers: dict[str, str] | None = None, stream: bool = False
 
 def describe(error: BaseException) -> str:
     """A one-line, secret-free account of a failed request."""
+    import requests
+
     if isinstance(error, requests.HTTPError) and error.response is not None:
         return f"HTTP {error.response.status_code} {error.response.reason}"
     return redact(str(error))

@@ -26,7 +26,6 @@ import urllib.parse
 from dataclasses import dataclass
 from functools import cache
 
-import requests
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 from packaging.version import Version
 
@@ -111,6 +110,8 @@ def project_files(project: str, base: str | None = None) -> tuple[IndexFile, ...
     base_url, creds = http.split_credentials(base or index_url())
     url = base_url + canonicalize_name(project) + "/"
     hint = "set PIP_INDEX_URL or PATCHSET_INDEX_URL to a PEP 691 index"
+    import requests  # only when the index is asked: the cache answers most runs
+
     try:
         resp = http.get(url, headers={"Accept": ACCEPT}, credentials=creds)
         http.check(resp, f"cannot list {project} on the package index ({url})")
