@@ -55,7 +55,7 @@ VERBS: dict[str, Verb] = {
         "Read the touched files out of the base image, apply the series on the host with the engine check uses, "
         "and add one layer with the changed files, their bytecode and the provenance record; labels say what the "
         "image carries. --sbom embeds a CycloneDX SBOM from an audit of the result.",
-        "patchset build --vllm 0.29.0 --base vllm/vllm-openai:v0.29.0 --tag fork/vllm:0.29.0"),
+        "patchset build --vllm 0.29.0 --tag fork/vllm:0.29.0 --sbom"),
     "audit": Verb(
         "audit", "which fixes each image carries, verified against the image's files",
         "Read the release, the touched files, their bytecode and the provenance record out of each image and "
