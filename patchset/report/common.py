@@ -75,14 +75,27 @@ def console(stderr: bool = False) -> Console:
     return Console(file=sys.stderr if stderr else sys.stdout, highlight=False, soft_wrap=True)
 
 
-def render(*items: object) -> str:
-    """Rich renderables as text: coloured on a terminal, plain in a pipe or a CI log."""
-    from rich.console import Console
+#: A table cell longer than this is shortened (the whole text is in --format json).
+CELL_LIMIT = 240
 
-    buf = io.StringIO()
+
+def render(*items: object) -> str:
+    """Rich renderables as text, fitted to where they go.
+
+    On a terminal: its width, in colour. In a pipe or a CI log: ``COLUMNS`` wide when it is set,
+    else plain lines without padding or box drawing (tables become one line a row, cells separated
+    by two spaces), so that logs stay greppable whatever their width.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
     tty = sys.stdout.isatty()
-    width = shutil.get_terminal_size((160, 24)).columns if tty else 160
-    c = Console(file=buf, width=width, force_terminal=tty, color_system="auto" if tty else None,
+    columns = os.environ.get("COLUMNS", "")
+    if not tty and not columns.isdigit():
+        return "".join(_plain(item) if isinstance(item, Table) else f"{item}\n" for item in items)
+    buf = io.StringIO()
+    width = shutil.get_terminal_size((160, 24)).columns if tty else int(columns)
+    c = Console(file=buf, width=max(width, 40), force_terminal=tty, color_system="auto" if tty else None,
                 highlight=False, soft_wrap=False)
     for item in items:
         c.print(item)
@@ -90,14 +103,30 @@ def render(*items: object) -> str:
 
 
 def table(title: str, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
+    """Every column but the last keeps its words whole (ids, versions, statuses: shortened with … rather than
+    broken when the terminal is too narrow); the last one, the detail, wraps anywhere."""
     from rich.table import Table
 
     t = Table(title=title, title_justify="left", show_lines=False)
-    for h in headers:
-        t.add_column(h, overflow="fold")
+    for i, h in enumerate(headers):
+        last = i == len(headers) - 1
+        t.add_column(h, overflow="fold" if last else "ellipsis", ratio=1 if last else None,
+                     min_width=12 if last else None)
     for r in rows:
-        t.add_row(*[str(c) for c in r])
+        t.add_row(*[_shorten(str(c)) for c in r])
     return t
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= CELL_LIMIT else text[: CELL_LIMIT - 1] + "…"
+
+
+def _plain(t: Table) -> str:
+    cells = [[str(c) for c in col._cells] for col in t.columns]
+    lines = [str(t.title)] if t.title else []
+    lines.append("  ".join(str(col.header) for col in t.columns))
+    lines += ["  ".join(row) for row in zip(*cells, strict=True)]
+    return "\n".join(lines) + "\n"
 
 
 def github_annotation(level: str, message: str, file: str | None = None, line: int | None = None) -> str | None:

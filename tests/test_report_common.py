@@ -1,0 +1,34 @@
+"""Tables that fit where they go: a terminal, COLUMNS, or a plain log."""
+
+from __future__ import annotations
+
+from patchset.report.common import CELL_LIMIT, render, table
+
+IDS = ["offload-recurrent-load-boundary", "offload-mtp-eagle-serve"]
+
+
+def rows() -> list[tuple[str, str, str]]:
+    return [(i, "applies", "probe: " + "vllm/distributed/kv_transfer/scheduler.py contains 'x' " * 3) for i in IDS]
+
+
+def test_a_pipe_without_columns_gets_plain_lines(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = render(table("patchset check", ("patch", "status", "detail"), rows()))
+    assert not any(ch in out for ch in "┏┃│━")
+    lines = out.splitlines()
+    assert lines[:2] == ["patchset check", "patch  status  detail"]
+    assert lines[2].startswith("offload-recurrent-load-boundary  applies  probe: ")
+
+
+def test_at_80_columns_ids_stay_whole_and_the_detail_wraps(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    out = render(table("patchset check", ("patch", "status", "detail"), rows()))
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 80
+    for i in IDS:
+        assert i in out  # never folded across lines
+
+
+def test_very_long_cells_are_shortened_in_tables(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = render(table("t", ("id", "detail"), [("x", "y" * (CELL_LIMIT + 50))]))
+    assert "y" * (CELL_LIMIT - 1) + "…" in out and "y" * CELL_LIMIT not in out
