@@ -164,7 +164,8 @@ def test_json_errors_are_one_document_with_file_and_line(project, capsys):
     doc = json.loads(captured.out)
     assert doc["ok"] is False
     assert doc["error"]["file"] == "patches.yaml" and doc["error"]["line"] == 5
-    assert "unknown key 'relases'" in doc["error"]["message"] and doc["error"]["hint"].startswith("known keys")
+    assert "unknown key 'relases'" in doc["error"]["message"]
+    assert doc["error"]["hint"].startswith("did you mean 'releases'? known keys")
     assert "patches.yaml:5:" in captured.err  # the line for people still goes to stderr
 
 

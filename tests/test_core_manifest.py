@@ -243,3 +243,25 @@ def test_a_pre_release_target_is_in_a_range_by_version_order(tmp_path):
     assert new.targets("0.31.0rc1") and new.targets("0.30.0rc1") and new.choice_for("0.31.0rc1")
     # PEP 440: `<0.30` excludes the pre-releases of 0.30 itself, whatever packaging is installed.
     assert not old.targets("0.30.0rc1") and not old.targets("0.31.0rc1")
+
+
+def test_unknown_keys_and_ids_get_a_did_you_mean(tmp_path):
+    write_patch(tmp_path, "recipes/a.patch", "--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1 +1 @@\n-a\n+b\n")
+    write_manifest(tmp_path, """
+        schema: 1
+        targets: {"0.29.0": {}}
+        patches:
+          - {id: offload-fix, relases: ">=0.29", patch: recipes/a.patch}
+        """)
+    with pytest.raises(ManifestError) as e:
+        load_manifest(tmp_path / "patches.yaml")
+    assert e.value.hint is not None and e.value.hint.startswith("did you mean 'releases'? known keys: after")
+    write_manifest(tmp_path, """
+        schema: 1
+        targets: {"0.29.0": {}}
+        patches:
+          - {id: offload-fix, releases: ">=0.29", patch: recipes/a.patch}
+        """)
+    with pytest.raises(ManifestError, match="no patch with id 'offload-fx'") as e:
+        load_manifest(tmp_path / "patches.yaml").patch("offload-fx")
+    assert e.value.hint == "did you mean 'offload-fix'? patch ids: offload-fix"

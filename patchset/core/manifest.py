@@ -140,7 +140,8 @@ class Manifest:
         for p in self.patches:
             if p.id == patch_id:
                 return p
-        raise ManifestError(f"no patch with id {patch_id!r}", file=str(self.path))
+        raise ManifestError(f"no patch with id {patch_id!r}", file=str(self.path),
+                            hint=did_you_mean(patch_id, [p.id for p in self.patches], "patch ids"))
 
     def dependants(self, patch_id: str) -> set[str]:
         """Every patch that needs ``patch_id`` applied first, directly or not."""
@@ -291,7 +292,7 @@ class _Loader:
         for k in m:
             if k not in allowed:
                 self.note(f"unknown key {k!r} in {what}", yamlnodes.line_of(m, k), patch,
-                          hint="known keys: " + ", ".join(sorted(allowed)))
+                          hint=did_you_mean(str(k), sorted(allowed), "known keys"))
 
     def int_field(self, m: yamlnodes.Mapping, key: str, default: int, patch: str | None) -> int:
         v = m.get(key, default)
@@ -539,6 +540,15 @@ class _Loader:
                 else:
                     warnings.append(str(error))
         return tuple(warnings)
+
+
+def did_you_mean(word: str, known: list[str], what: str) -> str:
+    """``did you mean 'releases'? known keys: …`` when one is close, else just the list."""
+    import difflib
+
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    listed = f"{what}: {', '.join(known)}"
+    return f"did you mean {close[0]!r}? {listed}" if close else listed
 
 
 def same_release(found: str, wanted: str) -> bool:
