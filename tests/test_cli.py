@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -247,3 +248,13 @@ def test_a_reader_that_closed_stdout_gets_no_traceback(project):
     finally:
         os.close(write)
     assert proc.returncode == 141 and proc.stderr == ""
+
+
+def test_apply_says_applied_with_paths_relative_to_the_tree_given(project, capsys):
+    tree = project / "site" / "vllm"  # the package folder itself, as forks patch site-packages/vllm
+    shutil.copytree(project / "trees" / "0.29.0" / "vllm", tree)
+    assert main(["apply", "--vllm", "0.29.0", str(tree), "--allow-version-mismatch"]) == 0
+    out = capsys.readouterr().out
+    assert "  fix" in out and " applied " in out and " applies " not in out
+    assert "  wrote   sched.py\n" in out  # not vllm/sched.py: relative to the folder given
+    assert out.rstrip().endswith("applied 1 patch; provenance in .patchset-provenance.json")

@@ -38,15 +38,31 @@ def run(args: argparse.Namespace) -> int:
         return 0
     assert report.result is not None
     for p in report.result.patches:
-        extra = p.evidence if p.status != "applies" else ", ".join(p.files)
-        print(f"  {p.id:36} {p.status:12} {extra}")
+        applied = p.status == "applies"
+        extra = ", ".join(_shown(args.dir, f) for f in p.files) if applied else p.evidence
+        print(f"  {p.id:36} {'applied' if applied else p.status:12} {extra}")
     for path in report.written:
-        print(f"  wrote   {path}")
+        print(f"  wrote   {_shown(args.dir, path)}")
     for path in report.deleted:
-        print(f"  deleted {path}")
+        print(f"  deleted {_shown(args.dir, path)}")
     if report.skipped:
         print(f"  not in this tree (left out): {', '.join(report.skipped)}")
     for w in report.result.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    print(f"{report.tree}: {report.message}; provenance in {report.record}")
+    print(f"{report.tree}: {report.message}; provenance in {_shown(args.dir, report.record)}")
     return 0
+
+
+def _shown(tree: str, path: str) -> str:
+    """A path as the user can open it: relative to the DIR they gave (which may be the vllm package itself)."""
+    from pathlib import Path
+
+    from patchset.sources.tree import TargetTree
+
+    where = Path(path) if Path(path).is_absolute() else TargetTree(tree).local(path)
+    if where is None:
+        return path
+    try:
+        return str(where.resolve().relative_to(Path(tree).resolve()))
+    except ValueError:
+        return path

@@ -5,7 +5,7 @@ import sys
 
 from patchset.cli.options import add_manifest, add_vllm, image_reference, image_tag, manifest_from
 from patchset.cli.registry import subparser
-from patchset.report.common import dump_json
+from patchset.report.common import dump_json, plural
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -50,8 +50,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"built {report.tag} ({report.image_id[:19]}) from {report.base}")
     print(f"  vLLM {report.vllm}; carries {', '.join(carried) or 'nothing'}"
           + (f"; upstream: {', '.join(upstream)}" if upstream else ""))
-    print(f"  wrote {len(report.written)} files" + (f", deleted {len(report.deleted)}" if report.deleted else "")
-          + f"; added {len(report.layers)} layers, {_size(report.added_bytes)}:")
+    print(f"  wrote {plural(len(report.written), 'file')}"
+          + (f", deleted {plural(len(report.deleted), 'file')}" if report.deleted else "")
+          + f"; added {plural(len(report.layers), 'layer')}, {_size(report.added_bytes)}:")
     for layer in report.layers:
         print(f"    {_size(layer.size):>9}  {_short(layer.created_by)}")
     if report.sbom:

@@ -75,6 +75,11 @@ def console(stderr: bool = False) -> Console:
     return Console(file=sys.stderr if stderr else sys.stdout, highlight=False, soft_wrap=True)
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 file``, ``2 files``: counts that read as English."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
 #: A table cell longer than this is shortened (the whole text is in --format json).
 CELL_LIMIT = 240
 

@@ -94,7 +94,8 @@ def _apply_locked(manifest: Manifest, version: str, tree: TargetTree, compile_by
     report.skipped = sorted({f for p in result.patches for f in p.skipped})
     report.written = sorted(e.path for e in plan.entries if e.new_sha256 is not None)
     report.deleted = sorted(e.path for e in plan.entries if e.new_sha256 is None)
-    report.message = f"applied {sum(1 for p in result.patches if p.status == 'applies')} patches"
+    applied = sum(1 for p in result.patches if p.status == "applies")
+    report.message = f"applied {applied} patch{'' if applied == 1 else 'es'}"
     return report
 
 
