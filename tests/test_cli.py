@@ -97,7 +97,7 @@ def test_apply_cli_twice(project, capsys, tmp_path):
 
     shutil.copytree(project / "trees/0.29.0", tmp_path / "work")
     assert main(["apply", "--vllm", "0.29.0", str(tmp_path / "work")]) == 0
-    assert "applied 1 patches" in capsys.readouterr().out
+    assert "applied 1 patch" in capsys.readouterr().out
     assert main(["apply", "--vllm", "0.29.0", str(tmp_path / "work")]) == 0
     assert "already applied" in capsys.readouterr().out
     assert (tmp_path / "work" / MOD).read_text() == FIXED
