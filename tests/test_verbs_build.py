@@ -145,6 +145,11 @@ def test_cli_build_streams_progress_and_prints_json(manifest_path, standin, sess
     assert doc["added_bytes"] == sum(layer["size"] for layer in doc["layers"])
     assert "Step 1/" in err and "COPY layer/ /" in err  # the engine's build output, streamed
     assert docker_client.images.get(tag).id == doc["id"]
+    assert main(["build", "--vllm", VERSION, "--manifest", str(manifest_path), "--base", standin,
+                 "--tag", tag, "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert "Step 1/" not in err and f"built {tag}" in out  # --quiet: no builder log, the summary stays
+    assert "wrote 1 file; added 1 layer," in out
 
 
 def test_build_without_an_engine_is_an_error(monkeypatch, manifest_path, capsys):

@@ -21,6 +21,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "also write it to FILE (default: ./TAG.cdx.json, with / and : as _)")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="json: one object on stdout describing the image; build output goes to stderr")
+    p.add_argument("--quiet", action="store_true", help="hide the builder's log (warnings and errors still show)")
     return p
 
 
@@ -38,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
         sbom = Path(args.sbom) if args.sbom else sbom_file_for(tag)
 
     def progress(text: str) -> None:
+        if args.quiet and not text.startswith(("warning:", "patchset: left")):
+            return
         sys.stderr.write(text)
         sys.stderr.flush()
 
