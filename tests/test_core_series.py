@@ -103,7 +103,7 @@ def test_git_ancestry_is_evidence(tmp_path):
     repo.create_tag("v0.30.0")
     manifest = project(tmp_path)
     text = manifest.read_text().replace("present: {file: vllm/sched.py, contains: \"watermark = tokens - 1\"}",
-                                        f"upstream: {{pr: 54288, commit: {fix.hexsha[:10]}}}")
+                                        f"upstream: {{pr: 54288, commit: \"{fix.hexsha[:10]}\"}}")
     manifest.write_text(text)
     m = load_manifest(manifest)
     r = evaluate_release(m, "0.30.0", GitSource(str(repo_dir), "v0.30.0"))
