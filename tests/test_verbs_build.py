@@ -120,6 +120,36 @@ def test_build_refuses_when_the_series_does_not_apply(tmp_path, docker_client, s
 
 @pytest.mark.docker
 @pytest.mark.slow
+def test_the_mode_a_patch_sets_is_the_mode_in_the_layer(tmp_path, docker_client, standin, session_repo):
+    from patchset.core.manifest import load_manifest
+    from patchset.images.engine import ImageFiles
+
+    write_patch(tmp_path, "recipes/exec.patch", f"diff --git a/{SCHEDULER} b/{SCHEDULER}\nold mode 100644\n"
+                "new mode 100755\n")
+    manifest = load_manifest(write_manifest(tmp_path, """
+        schema: 1
+        targets: {"0.29.0": {}}
+        patches:
+          - {id: exec, title: executable, origin: local, releases: ">=0.29", patch: recipes/exec.patch}
+    """))
+    report = build_image(manifest, VERSION, base=standin, tag=f"{session_repo}:exec", client=docker_client)
+    with ImageFiles(docker_client, report.tag) as files:
+        assert files.mode(f"{report.site}/{SCHEDULER}") == 0o755
+    record = json.loads(files_read(docker_client, report.tag, f"{report.site}/vllm/.patchset-provenance.json"))
+    assert record["files"][SCHEDULER]["mode"] == "100755"
+
+
+def files_read(client, image: str, path: str) -> bytes:
+    from patchset.images.engine import ImageFiles
+
+    with ImageFiles(client, image) as files:
+        content = files.read(path)
+    assert content is not None
+    return content
+
+
+@pytest.mark.docker
+@pytest.mark.slow
 def test_build_refuses_a_base_of_another_release_or_already_patched(built, docker_client, series_manifest,
                                                                     standin, session_repo):
     other = next((t.version for t in series_manifest.targets if t.version != VERSION), None)

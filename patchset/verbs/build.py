@@ -133,7 +133,8 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     for warning in manifest.warnings:  # e.g. a .patch no patch names: validate refuses it
         say(f"warning: {warning}\n")
     install, result, changed, modes = _series_on_base(client, image, base, manifest, version)
-    record = provenance.make_record(manifest, result, layout="repo")
+    record = provenance.make_record(manifest, result, layout="repo",
+                                    modes={p: 0o100000 | m for p, m in modes.items() if m is not None})
     record["image"] = {"base": base, "base_digest": base_digest, "site": install.site}
     labels = image_labels(manifest, version, base, base_digest, result)
     written = sorted(p for p, c in changed.items() if c is not None)
@@ -237,7 +238,12 @@ def _series_on_base(client: docker.DockerClient, image: Image, base: str, manife
             raise SeriesFails(failure_summary(result, f" in {base}"),
                              hint="nothing was built; `patchset check` shows every hunk")
         changed = {path: content for path, content in result.changed.items() if tree.covers(path)}
-        modes = {path: files.mode(install.path_of(path)) for path in changed}
+        for path in result.modes:  # a mode-only change still puts the file, with its new mode, in the layer
+            if path not in changed and tree.covers(path) and result.files.get(path) is not None:
+                changed[path] = result.files[path]
+        # The mode a patch sets (new file mode 100755, new mode) wins; else the file keeps the base's.
+        modes = {path: (result.modes[path] & 0o7777) if path in result.modes else files.mode(install.path_of(path))
+                 for path in changed}
     broken = syntax_error(result)
     if broken:
         raise SeriesFails(broken[0], patch=broken[1], hint="nothing was built")
