@@ -44,6 +44,12 @@ def shared_mode(path: Path | str) -> None:
     os.chmod(path, full & ~umask())
 
 
+#: (file name, bytes so far, total or 0): where downloads report progress when the caller gave no callback.
+#: The CLI sets it for a terminal (patchset.cli.progress); the library itself never prints.
+DownloadProgress = Callable[[str, int, int], None]
+download_progress: DownloadProgress | None = None
+
+
 class Cache:
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root) if root else cache_root()
@@ -90,6 +96,8 @@ class Cache:
                     digest.update(chunk)
                     if progress:
                         progress(done, total)
+                    elif download_progress:
+                        download_progress(_name(url), done, total)
             if digest.hexdigest() != sha256:
                 raise SourceError(f"{_name(url)}: sha256 {digest.hexdigest()} does not match the "
                                   f"index's {sha256}", hint="the download was corrupted or the index lies")

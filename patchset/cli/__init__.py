@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from patchset import __version__
+from patchset.cli import progress
 from patchset.cli.registry import VERBS as _REGISTRY
 from patchset.errors import EXIT_INTERNAL, PatchsetError, UsageError
 
@@ -70,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with contextlib.redirect_stdout(buffer) if as_json else contextlib.nullcontext():
             args = build_parser(verb).parse_args(argv)
+            progress.install()
             code = args.run(args)
         if as_json:
             _one_document(buffer.getvalue())
