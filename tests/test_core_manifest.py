@@ -39,7 +39,7 @@ def test_a_good_manifest_loads(tmp_path):
     assert m.targets[0].image == "vllm/vllm-openai:v0.28.0"
     (p,) = m.patches
     assert p.id == "one" and p.targets("0.29.0") and not p.targets("0.30.0")
-    assert m.suites == ("tests/v1/x",)
+    assert [s.path for s in m.suites] == ["tests/v1/x"] and not m.suites[0].gpu
     assert len(m.sha256) == 64
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from helpers import udiff, write_patch
 
+from patchset.cache import Cache
 from patchset.core.manifest import load_manifest
 from patchset.errors import PatchsetError
 from patchset.report import testreport
@@ -101,6 +102,7 @@ def run_prove(root: Path, src: Path, site: Path, manifest: Path, **kw) -> vt.Pro
     runner = VenvRunner(PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False)
     work = root / "work"
     work.mkdir(exist_ok=True)
+    kw.setdefault("cache", Cache(root / "cache"))
     return vt.prove(load_manifest(manifest), "1.0", runner, DirSource(src), workdir=work, timeout=300, **kw)
 
 

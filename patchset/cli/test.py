@@ -33,6 +33,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--source", default="pypi", metavar="KIND",
                    help="where the pristine tree and its tests/ come from: pypi (sdist, default) or dir:PATH")
     p.add_argument("--no-suites", action="store_true", help="skip the manifest's suites")
+    p.add_argument("--rebaseline", action="store_true",
+                   help="run the suites on the pristine release again instead of using the cached result "
+                        "(the new result replaces it)")
     p.add_argument("--timeout", type=float, default=3600, metavar="SECONDS",
                    help="limit for each pytest run (default: 3600)")
     p.add_argument("--workdir", metavar="DIR",
@@ -80,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         workdir = Path(tempfile.mkdtemp(prefix=f"patchset-test-{version}-"))
     try:
         report = prove(manifest, version, runner, source, workdir=workdir, patch_ids=args.patch,
-                       suites=not args.no_suites, timeout=args.timeout, progress=progress)
+                       suites=not args.no_suites, timeout=args.timeout, progress=progress,
+                       rebaseline=args.rebaseline)
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)

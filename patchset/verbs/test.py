@@ -30,6 +30,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
@@ -47,6 +48,7 @@ from patchset.runners import (
     RunOutcome,
     no_progress,
 )
+from patchset.verbs.baseline import Comparison, suite_json
 
 PROVEN = "proven"
 NOT_DISCRIMINATING = "not-discriminating"
@@ -74,6 +76,9 @@ _GPU_ERROR = re.compile(
     re.I)
 
 Evaluate = Callable[..., object]  # patchset.core.series.evaluate_release
+if TYPE_CHECKING:
+    from patchset.cache import Cache
+    from patchset.verbs.suites import Baseline
 
 
 def gpu_reason(r: NodeResult) -> str | None:
@@ -165,14 +170,27 @@ class PatchVerdict:
 class SuiteResult:
     path: str
     run: ConfigRun
+    comparison: Comparison | None = None  # test by test against the pristine release (patchset.verbs.baseline)
+    baseline: Baseline | None = None  # where the pristine results came from
+    gpu: bool = False  # the manifest marks it gpu: true
+    not_run: str = ""  # a gpu: true suite on a runner without an accelerator: why it did not run
+
+    @property
+    def result(self) -> str:
+        return NEEDS_GPU if self.not_run else "pass" if self.ok else "FAIL"
 
     @property
     def ok(self) -> bool:
+        if self.not_run:
+            return True
+        if self.comparison is not None:  # what the series broke, not what the runner cannot do
+            return self.comparison.ok and self.run.count(PASSED) > 0
         return not self.run.failing and not self.run.needs_gpu_errors and self.run.count(PASSED) > 0
 
     def to_json(self) -> dict:
-        return {"path": self.path, "ok": self.ok, **{k: v for k, v in self.run.to_json().items()
-                                                      if k not in ("selectors",)}}
+        out = {"path": self.path, "ok": self.ok, **{k: v for k, v in self.run.to_json().items()
+                                                     if k not in ("selectors",)}}
+        return {**out, **suite_json(self)}
 
 
 @dataclass
@@ -324,7 +342,8 @@ def decide(patch_id: str, tests: Sequence[str], with_fix: ConfigRun | None,
 
 def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: Path,
           patch_ids: Sequence[str] = (), suites: bool = True, timeout: float | None = None,
-          progress: Progress = no_progress, evaluate: Evaluate | None = None) -> ProofReport:
+          progress: Progress = no_progress, evaluate: Evaluate | None = None, cache: Cache | None = None,
+          rebaseline: bool = False) -> ProofReport:
     """Run each selected patch's tests with and without it, and the suites, on ``version``."""
     import time
 
@@ -356,8 +375,7 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
     seconds["prepare"] = round(time.monotonic() - t0, 1)
 
     testable = [p for p in selected if status[p.id].status == "applies" and p.tests]
-    suite_paths = list(manifest.suites) if suites else []
-    wanted = [t for p in testable for t in p.tests] + suite_paths
+    wanted = [t for p in testable for t in p.tests]
     verdicts: dict[str, PatchVerdict] = {}
     suite_results: list[SuiteResult] = []
     if wanted:
@@ -365,9 +383,6 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
             SERIES, package, full_files, tree, minimal_selectors(wanted), workdir / "runs" / SERIES,
             timeout, progress), progress)
         seconds[SERIES] = round(series_run.duration, 1)
-        for path in suite_paths:
-            suite_results.append(SuiteResult(path, ConfigRun(SERIES, (), (path,), select(series_run, [path], not_found),
-                                                             series_run.exit_code, series_run.duration)))
         for p in testable:
             with_fix = ConfigRun(SERIES, (), p.tests, select(series_run, p.tests, not_found), series_run.exit_code,
                                  series_run.duration)
@@ -382,6 +397,14 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
                 verdicts[p.id].reason += f" ({why_no_gpu})"
             progress(f"{p.id}: {verdicts[p.id].verdict} ({verdicts[p.id].reason})")
 
+    if suites and manifest.suites:
+        from patchset.verbs.suites import SuiteJob, run_suite
+
+        job = SuiteJob(runner, manifest.pypi, version, package, full_files,
+                       {p: full.pristine.get(p) for p in package_paths}, tree, pristine_tests_root(source), workdir,
+                       timeout, progress, {p.id: p.tests for p in manifest.patches}, cache or _default_cache(),
+                       rebaseline, seconds)
+        suite_results = [run_suite(job, s) for s in manifest.suites]
     out: list[PatchVerdict] = []
     for p in selected:
         st = status[p.id].status
@@ -393,6 +416,12 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
             out.append(decide(p.id, p.tests, None, None))
     seconds["total"] = round(time.monotonic() - t0, 1)
     return ProofReport(version, runner.name, environment, out, suite_results, list(full.warnings), seconds)
+
+
+def _default_cache() -> Cache:
+    from patchset.cache import Cache
+
+    return Cache()
 
 
 def _negative_control(manifest: Manifest, version: str, source, evaluate: Evaluate, p: Patch, full,
