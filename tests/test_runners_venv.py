@@ -112,6 +112,26 @@ def test_junit_results_map_back_to_node_ids(tmp_path):
     assert "no_such_module_anywhere" in results["tests/test_broken.py"].detail
 
 
+def test_children_a_test_leaves_behind_do_not_keep_pytest_from_exiting(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_leak.py").write_text(textwrap.dedent('''\
+        import multiprocessing
+        import time
+
+
+        def test_leaves_a_child_behind():
+            multiprocessing.get_context("spawn").Process(target=time.sleep, args=(600,)).start()
+            assert False, "failed midway"
+        '''))
+    env = {**os.environ, "PYTHONPATH": str(PLUGIN_DIR)}
+    cmd = [sys.executable, "-m", "pytest", *pytest_args(("tests",), junit=str(tmp_path / "j.xml"),
+                                                        rootdir=str(tmp_path))]
+    code, output, _ = venv_mod.run_streaming(cmd, cwd=tmp_path, env=env, timeout=120, log=tmp_path / "log",
+                                             progress=lambda s: None, label="x")
+    assert code == 1, output  # pytest's own exit code, not a kill (-1) at the timeout
+    assert parse_junit(tmp_path / "j.xml")["tests/test_leak.py::test_leaves_a_child_behind"].outcome == FAILED
+
+
 def test_a_missing_junit_file_means_no_results(tmp_path):
     assert parse_junit(tmp_path / "nope.xml") == {}
     (tmp_path / "bad.xml").write_text("<testsuites><testsuite>")

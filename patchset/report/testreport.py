@@ -82,6 +82,7 @@ def render_table(report: ProofReport) -> str:
     if report.suites:
         items.append(table("suites (full series)", ["suite", "result", "tests", "detail"], _suite_rows(report)))
     out = [render(*items).rstrip("\n")]
+    out += [f"suite {s.path}: {_baseline_note(s)}" for s in report.suites if s.baseline is not None]
     out += [f"warning: {w}" for w in report.warnings]
     out.append(_footer(report))
     return "\n".join(out) + "\n"
