@@ -64,11 +64,17 @@ def test_a_flaky_pristine_result_does_not_hide_a_regression():
     assert one(FAILED, FAILED, SKIPPED, reruns=(FAILED,)).status == bl.FLAKY
 
 
-def test_flaky_candidates_are_the_failures_whose_pristine_runs_disagree():
-    patched = {"a": res(FAILED, "a"), "b": res(FAILED, "b"), "c": res(PASSED, "c")}
-    pristine = [{"a": res(FAILED, "a"), "b": res(FAILED, "b"), "c": res(FAILED, "c")},
+def test_a_failure_with_the_series_that_passes_when_run_again_is_flaky_not_a_regression():
+    assert one(FAILED, PASSED, reruns=(PASSED,)).status == bl.FLAKY
+    t = one(FAILED, PASSED, reruns=(FAILED, FAILED))
+    assert t.status == bl.REGRESSION and t.patched == (FAILED, FAILED, FAILED)
+
+
+def test_rerun_candidates_are_the_failures_that_passed_on_the_pristine_release():
+    patched = {"a": res(FAILED, "a"), "b": res(FAILED, "b"), "c": res(PASSED, "c"), "d": res(ERROR, "d")}
+    pristine = [{"a": res(FAILED, "a"), "b": res(FAILED, "b"), "c": res(FAILED, "c"), "d": res(PASSED, "d")},
                 {"a": res(PASSED, "a"), "b": res(FAILED, "b"), "c": res(PASSED, "c")}]
-    assert bl.flaky_candidates(patched, pristine) == ["a"]
+    assert bl.rerun_candidates(patched, pristine) == ["a", "d"]
 
 
 def test_import_errors_stand_for_every_test_in_their_file():

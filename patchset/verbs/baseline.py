@@ -21,10 +21,12 @@ with the same test on the pristine release, run by the same runner:
     only in the patched test tree (a patch's test hunks added it): it must
     pass, so a failing new test fails the suite.
 ``flaky``
-    the pristine outcomes of the test disagree between pristine runs. It is
-    re-run with the series (bounded); if it fails every time there it is a
-    regression after all, otherwise it is reported as flaky. A flaky
-    pristine result must never hide a regression.
+    the pristine outcomes of the test disagree between pristine runs (the
+    pristine failures are run twice), or it failed with the series and
+    passed when run again. Every test that fails with the series and passed
+    on the pristine release is re-run with the series (bounded) before its
+    verdict: failing every time, it is a regression; otherwise flaky. A
+    flaky result, pristine or patched, never hides a regression nor makes one.
 
 Everything else (passed both ways, skipped both ways) is unremarkable.
 This module is pure: results in, classification out.
@@ -155,10 +157,12 @@ def compare(result: NodeResult, before: tuple[str, ...], again: tuple[str, ...],
 
     if not before:
         return make(NEEDS_GPU, gpu) if gpu else make(NEW, first_line if outcome in _BAD else "")
-    if _disagree(before) and outcome in _BAD:
+    if outcome in _BAD and PASSED in again:
+        return make(FLAKY, first_line)  # the series does not always break it
+    if outcome in _BAD and _disagree(before):
         # the pristine result is unreliable: only a test that fails every time with the series regressed
-        if all(o in _BAD for o in seen) and PASSED in before:
-            return make(REGRESSION, f"fails {len(seen)} of {len(seen)} runs with the series; "
+        if PASSED in before:
+            return make(REGRESSION, f"fails {len(seen)} of {len(seen)} runs with the series, "
                                     f"pristine: {', '.join(before)}: {first_line}")
         return make(FLAKY, first_line)
     if outcome == PASSED:
@@ -175,14 +179,15 @@ def compare(result: NodeResult, before: tuple[str, ...], again: tuple[str, ...],
     return make(REGRESSION, first_line)
 
 
-def flaky_candidates(patched: Results, pristine: Sequence[Results]) -> list[str]:
-    """Tests that fail with the series and whose pristine outcomes disagree: re-run them with the series."""
-    out = []
-    for nodeid, r in sorted(patched.items()):
-        before = pristine_view(nodeid, pristine)
-        if r.outcome in _BAD and _disagree(before):
-            out.append(nodeid)
-    return out
+def rerun_candidates(patched: Results, pristine: Sequence[Results]) -> list[str]:
+    """Tests to run again with the series before a verdict: those that fail there and passed pristine.
+
+    Both a flaky pristine result and a flaky run with the series could
+    otherwise decide: a regression is a test that fails every time with the
+    series; one that passes in some run is flaky.
+    """
+    return [nodeid for nodeid, r in sorted(patched.items())
+            if r.outcome in _BAD and PASSED in pristine_view(nodeid, pristine)]
 
 
 def _disagree(outcomes: Sequence[str]) -> bool:

@@ -33,7 +33,7 @@ from patchset.verbs import baseline as bl
 
 #: Bump when what a cached pristine result means changes (selection, re-runs, the stored fields).
 BASELINE_FORMAT = 1
-#: How many more times a flaky test runs with the series before its verdict.
+#: How many more times a test that fails with the series and passed pristine runs before its verdict.
 FLAKY_RERUNS = 2
 #: Labels an image built by ``patchset build`` carries (OCI annotations).
 BASE_DIGEST_LABEL = "org.opencontainers.image.base.digest"
@@ -101,7 +101,7 @@ def run_suite(job: SuiteJob, suite: Suite):
     if base.error:
         job.progress(f"suite {suite.path}: no pristine baseline ({base.error}): every failure counts")
         return SuiteResult(suite.path, run, None, base, gpu=suite.gpu)
-    reruns = _rerun_flaky(job, suite, bl.flaky_candidates(patched, base.runs))
+    reruns = _rerun(job, suite, bl.rerun_candidates(patched, base.runs))
     from patchset.verbs.test import gpu_reason
 
     comparison = bl.classify(patched, base.runs, gpu_reason=gpu_reason, reruns=reruns, credit=job.credit)
@@ -196,15 +196,15 @@ def load_baseline(path: Path, key: str) -> Baseline | None:
     return Baseline(key, True, runs, "", float(data.get("seconds", 0)))
 
 
-def _rerun_flaky(job: SuiteJob, suite: Suite, candidates: list[str]) -> list[dict[str, NodeResult]]:
-    """Re-run with the series, at most FLAKY_RERUNS times, the failures whose pristine result is flaky."""
+def _rerun(job: SuiteJob, suite: Suite, candidates: list[str]) -> list[dict[str, NodeResult]]:
+    """Re-run with the series, at most FLAKY_RERUNS times, the failures that passed on the pristine release."""
     reruns: list[dict[str, NodeResult]] = []
     for i in range(FLAKY_RERUNS):
         if not candidates:
             break
-        job.progress(f"suite {suite.path}: {len(candidates)} failing test(s) are flaky on the pristine release; "
-                     f"running them again with the series ({i + 1} of {FLAKY_RERUNS})")
-        again, _, _ = _selected(job, suite, f"{_label(suite)} (flaky, again {i + 1})", job.files, job.tree,
+        job.progress(f"suite {suite.path}: {len(candidates)} test(s) fail with the series and passed on the "
+                     f"pristine release; running them again before a verdict ({i + 1} of {FLAKY_RERUNS})")
+        again, _, _ = _selected(job, suite, f"{_label(suite)} (again {i + 1})", job.files, job.tree,
                                 tuple(candidates))
         reruns.append(again)
         # one pass is enough to show the series does not always break it
