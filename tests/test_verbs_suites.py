@@ -12,6 +12,7 @@ import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from helpers import udiff
 from test_verbs_test import UTIL, WATERMARK, WATERMARK_FIXED, fix_patch, make_project, manifest_with
 
@@ -244,3 +245,93 @@ def test_patches_tests_and_suites_run_separately(tmp_path):
     report = run_prove(tmp_path, src, site, manifest)
     assert report.patches[0].verdict == "proven" and report.suites[0].ok
     assert (tmp_path / "work" / "runs" / "suite-tests-test_watermark.py" / "junit.xml").is_file()
+
+
+# --- the real thing: the whole upstream offload tree on vLLM 0.29.0 (CPU venv, shared cache) -------------
+
+REPO = Path(__file__).resolve().parents[1]
+TRANSFER = "tests/v1/kv_offload/cpu/test_gpu_worker.py::test_transfer["
+KV_OFFLOAD = "tests/v1/kv_offload"
+
+
+def patchset_test(manifest: Path, *extra: str) -> tuple[int, dict, str]:
+    import subprocess
+    import time
+
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "patchset", "test", "--vllm", "0.29.0", "--venv", "--format", "json",
+                          "--manifest", str(manifest), *extra], cwd=manifest.parent, capture_output=True, text=True,
+                         timeout=5400)
+    # measured for the README (printed with -s), never asserted
+    print(f"\npatchset test {' '.join(extra)} --manifest {manifest.name}: {time.monotonic() - t0:.0f} s")
+    assert out.returncode in (0, 1), out.stdout + out.stderr[-5000:]
+    return out.returncode, json.loads(out.stdout), out.stderr
+
+
+def suite(data: dict, path: str) -> dict:
+    (found,) = [s for s in data["suites"] if s["path"] == path]
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_the_whole_offload_tree_on_vllm_0_29_0_is_judged_against_the_pristine_release():
+    """This repository's manifest: pre-existing CPU failures do not fail it; the second run reuses the baseline."""
+    manifest = REPO / "patches.yaml"
+    code, first, err = patchset_test(manifest, "--rebaseline")
+    assert code == 0, err[-5000:]
+    verdicts = {p["id"]: p["verdict"] for p in first["patches"]}
+    assert verdicts == {"offload-finished-watermark": "proven", "offload-recurrent-load-boundary": "proven",
+                        "offload-mtp-eagle-serve": "proven"}  # unchanged by the suites
+    tree = suite(first, KV_OFFLOAD)
+    assert tree["ok"] and tree["result"] == "pass" and tree["passed"] > 400 and tree["regressions"] == []
+    assert tree["baseline"]["cached"] is False
+    pre = [t["nodeid"] for t in tree["pre_existing"]]
+    transfers = [n for n in pre if n.startswith(TRANSFER) and "cpu:0" in n]
+    assert len(transfers) >= 20, pre
+    assert all(t["pristine"][0] in ("failed", "error") for t in tree["pre_existing"])
+    gpu = [s for s in first["suites"] if s["gpu"]]
+    assert len(gpu) == 2 and all(s["result"] == "needs-gpu" and s["ok"] for s in gpu)
+    assert all(not n.startswith("tests/v1/kv_offload/cpu/test_swap_blocks") for n in
+               (t["nodeid"] for t in tree["tests"]))  # deselected from the CPU entry
+
+    code, second, err = patchset_test(manifest)
+    assert code == 0, err[-5000:]
+    again = suite(second, KV_OFFLOAD)
+    assert again["baseline"] == {"cached": True, "key": tree["baseline"]["key"]}
+    assert "pristine baseline reused from the cache" in err
+    assert {p["id"]: p["verdict"] for p in second["patches"]} == verdicts
+    assert {t["nodeid"] for t in again["pre_existing"]} >= set(transfers)
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_a_planted_regression_in_the_file_mapper_is_named(tmp_path):
+    """A patch with no tests of its own breaks FileMapper.get_config_file_path: the suite names the test."""
+    import shutil
+
+    recipe = tmp_path / "recipes" / "planted" / "file-mapper.patch"
+    recipe.parent.mkdir(parents=True)
+    shutil.copy(REPO / "tests" / "data" / "planted-regression" / "file-mapper.patch", recipe)
+    # the same suite entry as this repository's manifest: the pristine result is the same cached one
+    entry = next(s for s in load_manifest(REPO / "patches.yaml").suites if s.path == KV_OFFLOAD)
+    manifest = tmp_path / "patches.yaml"
+    manifest.write_text(textwrap.dedent(f'''\
+        schema: 1
+        targets: {{"0.29.0": {{}}}}
+        suites:
+          - path: {KV_OFFLOAD}
+            deselect: {json.dumps(list(entry.deselect))}
+        patches:
+          - id: planted-file-mapper-regression
+            releases: "==0.29.0"
+            patch: recipes/planted/file-mapper.patch
+        '''))
+    code, data, err = patchset_test(manifest)
+    assert code == 1, err[-5000:]
+    tree = suite(data, KV_OFFLOAD)
+    assert not tree["ok"] and not data["ok"]
+    regressions = [t["nodeid"] for t in tree["regressions"]]
+    assert "tests/v1/kv_offload/test_file_mapper.py::test_get_config_file_path" in regressions
+    assert all(t["pristine"] == ["passed"] for t in tree["regressions"])
+    assert all(not n.startswith(TRANSFER) for n in regressions)  # the CPU limits stay pre-existing
