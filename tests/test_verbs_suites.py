@@ -25,6 +25,9 @@ from patchset.verbs import baseline as bl
 from patchset.verbs import suites as vs
 from patchset.verbs import test as vt
 
+REPO = Path(__file__).resolve().parents[1]
+TRANSFER = "tests/v1/kv_offload/cpu/test_gpu_worker.py::test_transfer["
+KV_OFFLOAD = "tests/v1/kv_offload"
 BROKEN_UTIL = UTIL.replace("2 * x", "2 * x + 1")
 # fails on the pristine release and with the series alike: a limit of the runner, not the series' doing
 PRE_EXISTING = textwrap.dedent('''\
@@ -247,11 +250,23 @@ def test_patches_tests_and_suites_run_separately(tmp_path):
     assert (tmp_path / "work" / "runs" / "suite-tests-test_watermark.py" / "junit.xml").is_file()
 
 
+def test_this_repositorys_gpu_suites_run_on_the_gpu_runner():
+    """patches.yaml marks the CUDA-only offload tests gpu: true; the images workflow gives them a GPU."""
+    import yaml
+
+    suites = load_manifest(REPO / "patches.yaml").suites
+    gpu = [s for s in suites if s.gpu]
+    (tree,) = [s for s in suites if s.path == KV_OFFLOAD]
+    assert gpu and not tree.gpu
+    assert {s.path for s in gpu} == set(tree.deselect)  # each runs once wherever a GPU is, never twice
+    jobs = yaml.safe_load((REPO / ".github" / "workflows" / "images.yml").read_text())["jobs"]
+    runs = [(job["runs-on"], step["run"]) for job in jobs.values() for step in job["steps"]
+            if "patchset test" in step.get("run", "")]
+    assert runs and all("gpu" in where and "--gpus all" in cmd and "--no-suites" not in cmd for where, cmd in runs)
+
+
 # --- the real thing: the whole upstream offload tree on vLLM 0.29.0 (CPU venv, shared cache) -------------
 
-REPO = Path(__file__).resolve().parents[1]
-TRANSFER = "tests/v1/kv_offload/cpu/test_gpu_worker.py::test_transfer["
-KV_OFFLOAD = "tests/v1/kv_offload"
 
 
 def patchset_test(manifest: Path, *extra: str) -> tuple[int, dict, str]:

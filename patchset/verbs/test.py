@@ -8,7 +8,9 @@ For a release V, every runner goes through the same steps, decided here:
    series applied. It is the same for every configuration, so that a patch's
    own tests (often new ones, added by its test hunks) exist without the fix.
 3. Configuration "series": the package files as the full series leaves them.
-   Every selected patch's tests and the manifest's suites run there.
+   Every selected patch's tests run there. Each of the manifest's suites runs
+   with the same files in a run of its own and is judged, test by test,
+   against the pristine release (:mod:`patchset.verbs.suites`).
 4. Configuration "without P", per patch P with tests: the package files as
    the series minus P (and minus every patch that comes ``after`` P) leaves
    them. Only P's tests run there: the negative control.
@@ -398,13 +400,8 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
             progress(f"{p.id}: {verdicts[p.id].verdict} ({verdicts[p.id].reason})")
 
     if suites and manifest.suites:
-        from patchset.verbs.suites import SuiteJob, run_suite
-
-        job = SuiteJob(runner, manifest.pypi, version, package, full_files,
-                       {p: full.pristine.get(p) for p in package_paths}, tree, pristine_tests_root(source), workdir,
-                       timeout, progress, {p.id: p.tests for p in manifest.patches}, cache or _default_cache(),
-                       rebaseline, seconds)
-        suite_results = [run_suite(job, s) for s in manifest.suites]
+        suite_results = _suites(manifest, version, runner, source, full, package_paths, tree, workdir, timeout,
+                                progress, cache, rebaseline, seconds)
     out: list[PatchVerdict] = []
     for p in selected:
         st = status[p.id].status
@@ -418,10 +415,18 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
     return ProofReport(version, runner.name, environment, out, suite_results, list(full.warnings), seconds)
 
 
-def _default_cache() -> Cache:
+def _suites(manifest: Manifest, version: str, runner: Runner, source, full, package_paths: list[str], tree: Path,
+            workdir: Path, timeout: float | None, progress: Progress, cache: Cache | None, rebaseline: bool,
+            seconds: dict) -> list[SuiteResult]:
+    """The manifest's suites, each judged against the pristine release (patchset.verbs.suites)."""
     from patchset.cache import Cache
+    from patchset.verbs.suites import SuiteJob, run_suite
 
-    return Cache()
+    job = SuiteJob(runner, manifest.pypi, version, import_name(manifest.pypi),
+                   {p: full.files[p] for p in package_paths}, {p: full.pristine.get(p) for p in package_paths},
+                   tree, pristine_tests_root(source), workdir, timeout, progress,
+                   {p.id: p.tests for p in manifest.patches}, cache or Cache(), rebaseline, seconds)
+    return [run_suite(job, s) for s in manifest.suites]
 
 
 def _negative_control(manifest: Manifest, version: str, source, evaluate: Evaluate, p: Patch, full,
