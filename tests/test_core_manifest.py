@@ -243,3 +243,39 @@ def test_a_pre_release_target_is_in_a_range_by_version_order(tmp_path):
     assert new.targets("0.31.0rc1") and new.targets("0.30.0rc1") and new.choice_for("0.31.0rc1")
     # PEP 440: `<0.30` excludes the pre-releases of 0.30 itself, whatever packaging is installed.
     assert not old.targets("0.30.0rc1") and not old.targets("0.31.0rc1")
+
+
+SUITES = """suites:
+          - tests/v1/a
+          - path: tests/v1/kv_offload
+            deselect: [tests/v1/kv_offload/cpu/test_swap.py, "tests/v1/kv_offload/test_x.py::test_y[1]"]
+            timeout: 900
+          - {path: tests/v1/kv_offload/cpu/test_swap.py, gpu: true}"""
+
+
+def test_suites_are_paths_or_mappings_with_gpu_timeout_and_deselect(tmp_path):
+    from patchset.core.manifest import Suite
+
+    m = load_manifest(make(tmp_path, ONE, extra=SUITES))
+    plain, tree, gpu = m.suites
+    assert (plain.path, plain.gpu, plain.timeout, plain.deselect) == ("tests/v1/a", False, None, ())
+    assert tree == Suite("tests/v1/kv_offload", False, 900.0, ("tests/v1/kv_offload/cpu/test_swap.py",
+                                                                  "tests/v1/kv_offload/test_x.py::test_y[1]"),
+                         tree.line)
+    assert (gpu.path, gpu.gpu) == ("tests/v1/kv_offload/cpu/test_swap.py", True)
+    assert (plain.line, tree.line, gpu.line) == (7, 8, 11)
+
+
+@pytest.mark.parametrize(("suite", "says"), [
+    ("{path: tests/a, gpu: yes please}", "gpu must be true or false"),
+    ("{path: tests/a, timeout: 0}", "timeout must be a number of seconds > 0"),
+    ("{path: tests/a, timeout: true}", "timeout must be a number of seconds > 0"),
+    ("{path: tests/a, deselect: [tests/b/test_x.py]}", "deselect 'tests/b/test_x.py' is not inside the suite"),
+    ("{path: tests/a, deselect: [tests/ab.py]}", "is not inside the suite"),
+    ("{path: tests/a, gpus: true}", "unknown key 'gpus' in suite tests/a"),
+    ("{gpu: true}", "a suite is a test path or a mapping with at least path:"),
+    ("42", "a suite is a test path or a mapping with at least path:"),
+])
+def test_bad_suite_entries_are_refused_with_their_line(tmp_path, suite, says):
+    e = error(tmp_path, ONE, extra=f"suites:\n          - {suite}")
+    assert says in str(e) and e.line == 7
