@@ -250,6 +250,29 @@ def test_patches_tests_and_suites_run_separately(tmp_path):
     assert (tmp_path / "work" / "runs" / "suite-tests-test_watermark.py" / "junit.xml").is_file()
 
 
+def test_cli_rebaseline_and_a_relative_workdir(tmp_path, monkeypatch, capsys):
+    from patchset.cli import main
+    from patchset.cli import test as cli_test
+
+    src, site, manifest = project_with_suite(tmp_path, {"watermark": fix_patch(WATERMARK_FIXED)}, """
+        - id: watermark
+          patch: recipes/watermark.patch
+        """)
+    monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(cli_test, "make_runner", lambda args: VenvRunner(
+        PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False))
+    monkeypatch.chdir(tmp_path)
+    args = ["test", "--vllm", "1.0", "--manifest", str(manifest), "--source", f"dir:{src}", "--format", "json"]
+    cached = []
+    for extra in (["--workdir", "w1"], ["--workdir", "w2"], ["--rebaseline"]):
+        assert main(args + extra) == 0
+        (s,) = json.loads(capsys.readouterr().out)["suites"]
+        assert s["passed"] == 4 and s["pre_existing"][0]["nodeid"].endswith("[cpu:0]")
+        cached.append(s["baseline"]["cached"])
+    assert cached == [False, True, False]
+    assert (tmp_path / "w1" / "runs" / "suite-tests" / "junit.xml").is_file()
+
+
 def test_this_repositorys_gpu_suites_run_on_the_gpu_runner():
     """patches.yaml marks the CUDA-only offload tests gpu: true; the images workflow gives them a GPU."""
     import yaml

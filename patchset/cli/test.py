@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     source = open_source(args.source, version, project=manifest.pypi, tag=manifest.tag)
     keep = args.workdir is not None
     if keep:
-        workdir = Path(args.workdir)
+        workdir = Path(args.workdir).resolve()  # runs happen in the tree: a relative path would move
         if workdir.exists() and any(workdir.iterdir()):
             raise PatchsetError(f"--workdir {workdir} is not empty")
         workdir.mkdir(parents=True, exist_ok=True)
