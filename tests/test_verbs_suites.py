@@ -121,6 +121,7 @@ def test_the_pristine_result_is_cached_and_reused(tmp_path):
     (s,) = second.suites
     assert s.baseline.cached and s.baseline.key == first.suites[0].baseline.key
     assert not (tmp_path / "work1" / "runs" / "pristine-tests").exists()  # nothing ran on the pristine release
+    assert not (tmp_path / "work1" / "pristine-tree").exists()  # nor was its test tree copied
     assert by_class(s) == by_class(first.suites[0])
     assert any("pristine baseline reused from the cache" in line for line in lines)
     assert "pristine baseline reused from the cache" in testreport.render_table(second)

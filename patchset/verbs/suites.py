@@ -78,13 +78,24 @@ class SuiteJob:
     rebaseline: bool = False  # ignore a cached pristine result (it is replaced)
     seconds: dict[str, float] = field(default_factory=dict)
     _pristine_tree: Path | None = None
+    _digest: str | None = None
 
     def pristine_tree(self) -> Path:
+        """The pristine test tree, copied out of the source only when a pristine run is due."""
         from patchset.verbs.test import prepare_test_tree
 
         if self._pristine_tree is None:
             self._pristine_tree = prepare_test_tree(self.pristine_root, {}, self.workdir / "pristine-tree")
         return self._pristine_tree
+
+    def pristine_digest(self) -> str:
+        """The digest of the pristine test tree: what prepare_test_tree copies (tests/, pytest's config)."""
+        from patchset.verbs.test import PYTEST_CONFIG_FILES
+
+        if self._digest is None:
+            files = [self.pristine_root / name for name in PYTEST_CONFIG_FILES]
+            self._digest = tree_digest(self.pristine_root, [self.pristine_root / "tests", *files])
+        return self._digest
 
 
 def run_suite(job: SuiteJob, suite: Suite):
@@ -118,8 +129,8 @@ def selection(suite: Suite) -> tuple[str, ...]:
 
 def pristine_baseline(job: SuiteJob, suite: Suite) -> Baseline:
     """The suite's pristine results: from the cache, else run now (under a lock) and cached."""
-    tree = job.pristine_tree()
-    key = baseline_key(job.project, job.version, runner_identity(job.runner), tree_digest(tree), selection(suite))
+    key = baseline_key(job.project, job.version, runner_identity(job.runner), job.pristine_digest(),
+                       selection(suite))
     where = ("baselines", key[:2], key + ".json")
     if not job.rebaseline and (cached := load_baseline(job.cache.path(*where), key)) is not None:
         return cached
@@ -127,6 +138,7 @@ def pristine_baseline(job: SuiteJob, suite: Suite) -> Baseline:
         if not job.rebaseline and (cached := load_baseline(job.cache.path(*where), key)) is not None:
             return cached  # another job ran it while this one waited
         label = f"pristine {suite.path}"
+        tree = job.pristine_tree()
         first, code, secs = _selected(job, suite, label, job.pristine_files, tree, selection(suite))
         if code not in USABLE_EXIT:
             return Baseline(key, False, [first], f"the pristine run ended with pytest exit {code}", secs)
@@ -164,14 +176,20 @@ def runner_identity(runner: Runner) -> str:
     return f"{runner.name} {runner.needs_accelerator_reason or 'accelerator'}"
 
 
-def tree_digest(tree: Path) -> str:
-    """sha256 over every file of a test tree (paths and contents), in a stable order."""
+def tree_digest(root: Path, tops: Sequence[Path] | None = None) -> str:
+    """sha256 over the files under ``tops`` (default: all of ``root``), paths relative to ``root``.
+
+    Bytecode is left out, as prepare_test_tree leaves it out; a top that does
+    not exist counts as absent, so adding a pytest config file changes it.
+    """
     h = hashlib.sha256()
-    for folder, dirs, names in os.walk(tree):
-        dirs.sort()
-        for name in sorted(names):
-            path = Path(folder) / name
-            h.update(str(path.relative_to(tree)).encode() + b"\0")
+    for top in tops if tops is not None else [root]:
+        h.update(str(top.relative_to(root)).encode() + (b"\0" if top.exists() else b"\1"))
+        paths = [top] if top.is_file() else sorted(
+            Path(folder) / name for folder, dirs, names in os.walk(top) if "__pycache__" not in Path(folder).parts
+            for name in names if not name.endswith(".pyc"))
+        for path in paths:
+            h.update(str(path.relative_to(root)).encode() + b"\0")
             h.update(hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"-")
     return h.hexdigest()
 
