@@ -23,7 +23,7 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from patchset.cache import Cache
@@ -251,7 +251,7 @@ def _unless_deselected(outcome: RunOutcome, suite: Suite) -> RunOutcome:
     if not suite.deselect:
         return outcome
     kept = {n: r for n, r in outcome.results.items() if not any(covers(d, n) for d in suite.deselect)}
-    return RunOutcome(kept, outcome.exit_code, outcome.duration, outcome.command, outcome.output, outcome.junit)
+    return replace(outcome, results=kept)
 
 
 def _label(suite: Suite) -> str:
