@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 VLLM   ?= 0.29.0
 PYTEST_ARGS ?=
 
-.PHONY: setup check validate test lint engine image bench clean
+.PHONY: setup check validate test lint engine image bench fuzz clean
 
 $(BIN)/patchset: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,12 @@ engine:
 test: setup engine
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# make fuzz N=30000 [SEED=1]: the differential harness (engine against GNU patch -F0 and git apply)
+# on more seeded cases than `make test` runs; prints the class counts.
+fuzz: setup
+	PATCHSET_FUZZ_N=$(or $(N),30000) PATCHSET_FUZZ_SEED=$(or $(SEED),1) \
+		$(BIN)/python -m pytest tests/test_differential.py -q -s -k intended
 
 lint: setup
 	$(BIN)/ruff check .

@@ -2,7 +2,9 @@
 
 Every entry is written under a temporary name and renamed into place, so a
 reader sees a whole entry or none; a file lock per entry keeps two jobs from
-downloading the same 40 MB at once.
+downloading the same 40 MB at once. Entries get the modes the umask allows
+(a CI group sharing one cache can read them all and take every lock), not the
+owner-only modes of ``mkstemp``/``mkdtemp``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +30,23 @@ def cache_root() -> Path:
     return Path(os.environ.get("PATCHSET_CACHE") or Path.home() / ".cache" / "patchset")
 
 
+def umask() -> int:
+    """The process umask, read without changing it where the system says it (Linux)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def shared_mode(path: Path | str) -> None:
+    """Give a file or folder made owner-only by mkstemp/mkdtemp the modes a plain create would have."""
+    full = 0o777 if os.path.isdir(path) else 0o666
+    os.chmod(path, full & ~umask())
+
+
 class Cache:
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root) if root else cache_root()
@@ -38,7 +58,8 @@ class Cache:
     def lock(self, *parts: str) -> Iterator[None]:
         lock_path = self.path("locks", *parts)
         lock_path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(lock_path) + ".lock"):
+        # filelock chmods the lock file to `mode` itself, past the umask: apply the umask here.
+        with FileLock(str(lock_path) + ".lock", mode=0o666 & ~umask()):
             yield
 
     def blob(self, sha256: str, url: str, *, progress: Callable[[int, int], None] | None = None) -> Path:
@@ -50,36 +71,50 @@ class Cache:
             if final.is_file():
                 return final
             final.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=".part-")
-            try:
-                digest = hashlib.sha256()
-                with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=300) as resp:
-                    total = int(resp.headers.get("Content-Length") or 0)
-                    done = 0
-                    while chunk := resp.read(CHUNK):
-                        out.write(chunk)
-                        digest.update(chunk)
-                        done += len(chunk)
-                        if progress:
-                            progress(done, total)
-                if digest.hexdigest() != sha256:
-                    raise SourceError(f"{url.rsplit('/', 1)[-1]}: sha256 {digest.hexdigest()} does not match the "
-                                      f"index's {sha256}", hint="the download was corrupted or the index lies")
-                os.replace(tmp, final)
-            except OSError as e:
-                raise SourceError(f"cannot download {url.rsplit('/', 1)[-1]}: {e}") from e
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
+            _clear_parts(final)
+            for attempt in range(1, _http().RETRIES + 2):
+                try:
+                    return self._download(sha256, url, final, progress)
+                except _CutShort as e:
+                    if attempt > _http().RETRIES:
+                        raise SourceError(f"cannot download {_name(url)}: {e} ({attempt} attempts)") from e
+                    time.sleep(_http().BACKOFF * 2 ** (attempt - 1))
+        return final  # pragma: no cover - the loop returns or raises
+
+    def _download(self, sha256: str, url: str, final: Path, progress: Callable[[int, int], None] | None) -> Path:
+        fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.part-")
+        try:
+            digest = hashlib.sha256()
+            with os.fdopen(fd, "wb") as out:
+                for chunk, done, total in _stream(url):
+                    out.write(chunk)
+                    digest.update(chunk)
+                    if progress:
+                        progress(done, total)
+            if digest.hexdigest() != sha256:
+                raise SourceError(f"{_name(url)}: sha256 {digest.hexdigest()} does not match the "
+                                  f"index's {sha256}", hint="the download was corrupted or the index lies")
+            shared_mode(tmp)
+            os.replace(tmp, final)
+        except OSError as e:
+            raise SourceError(f"cannot download {_name(url)}: {_http().redact(str(e))}") from e
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         return final
 
     def put_bytes(self, data: bytes, *parts: str) -> Path:
         final = self.path(*parts)
         final.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=".part-")
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, final)
+        fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.part-")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            shared_mode(tmp)
+            os.replace(tmp, final)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         return final
 
     def tree(self, key: str, fill: Callable[[Path], None]) -> Path:
@@ -91,11 +126,65 @@ class Cache:
             if final.is_dir():
                 return final
             final.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=".part-"))
+            _clear_parts(final)
+            tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}.part-"))
             try:
+                shared_mode(tmp)
                 fill(tmp)
                 os.replace(tmp, final)
             finally:
                 if tmp.exists():
                     shutil.rmtree(tmp, ignore_errors=True)
         return final
+
+
+def _clear_parts(final: Path) -> None:
+    """Remove what an interrupted fill of ``final`` left behind; the caller holds ``final``'s lock."""
+    for part in final.parent.glob(f".{final.name}.part-*"):
+        if part.is_dir() and not part.is_symlink():
+            shutil.rmtree(part, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                part.unlink()
+
+
+class _CutShort(Exception):
+    """The body ended early or the connection dropped: worth another try."""
+
+
+def _http():
+    from patchset.sources import http
+
+    return http
+
+
+def _name(url: str) -> str:
+    return _http().redact(url.rsplit("/", 1)[-1])
+
+
+def _stream(url: str) -> Iterator[tuple[bytes, int, int]]:
+    """(chunk, bytes so far, total or 0) of ``url``; file: URLs are read directly."""
+    if url.startswith("file:"):
+        with urllib.request.urlopen(url) as resp:
+            total, done = int(resp.headers.get("Content-Length") or 0), 0
+            while chunk := resp.read(CHUNK):
+                done += len(chunk)
+                yield chunk, done, total
+        return
+    import requests
+
+    http = _http()
+    try:
+        with http.get(url, stream=True, headers={"Accept-Encoding": "identity"}) as resp:  # the bytes, as hashed
+            http.check(resp, f"cannot download {url}")
+            total, done = int(resp.headers.get("Content-Length") or 0), 0
+            for chunk in resp.iter_content(CHUNK):
+                done += len(chunk)
+                yield chunk, done, total
+            if total and done != total:  # urllib3 1.x does not enforce Content-Length itself
+                raise _CutShort(f"{done} of {total} bytes came")
+    except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ConnectionError,
+            requests.exceptions.Timeout) as e:
+        raise _CutShort(http.describe(e)) from e
+    except requests.RequestException as e:
+        raise http.error(f"cannot download {url}", e) from e

@@ -18,7 +18,7 @@ import os
 import posixpath
 import tarfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
@@ -224,7 +224,7 @@ def _name(image: Image) -> str:
 # --- writing into images -------------------------------------------------------------------------
 
 
-def commit(container, image: Image, tag: str, changes: list[str] = ()) -> Image:
+def commit(container, image: Image, tag: str, changes: Sequence[str] = ()) -> Image:
     """Commit ``container`` (made from ``image``) as ``tag``, keeping ``image``'s entrypoint and command.
 
     A container created to receive files has its own entrypoint; committing it as is would make

@@ -1,10 +1,22 @@
-"""Errors a user can act on: each names where the problem is and what to do."""
+"""Errors a user can act on: each names where the problem is and what to do.
+
+Every error carries the exit code the command line ends with (the contract
+of every verb: 0 holds, 1 a finding, 2 bad input, 3 an internal error).
+Anything that is not a :class:`PatchsetError` is an internal error.
+"""
 
 from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FINDING = 1  # what was asked does not hold: a hunk fails, a fix is missing, not proven
+EXIT_BAD_INPUT = 2  # manifest, patch file, arguments, environment
+EXIT_INTERNAL = 3  # a bug in patchset: one line on stderr, the traceback in a file
 
 
 class PatchsetError(Exception):
     """A problem with the user's input or environment, reported without a traceback."""
+
+    exit_code = EXIT_BAD_INPUT
 
     def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
                  patch: str | None = None, hunk: int | None = None, hint: str | None = None) -> None:
@@ -20,13 +32,30 @@ class PatchsetError(Exception):
         where = ""
         if self.file:
             where = self.file + (f":{self.line}" if self.line else "") + ": "
-        what = ""
-        if self.patch:
-            what = f"patch {self.patch}" + (f", hunk {self.hunk}" if self.hunk else "") + ": "
-        text = f"{where}{what}{self.message}"
-        if self.hint:
-            text += f" ({self.hint})"
-        return text
+        return f"{where}{self.what()}"
+
+    def what(self) -> str:
+        """The message without the file and line: patch, hunk, what is wrong, what to do."""
+        return f"{self._subject()}{self.message}" + (f" ({self.hint})" if self.hint else "")
+
+    def to_json(self) -> dict:
+        """The ``error`` object of ``{"ok": false, "error": ...}`` (``--format json``)."""
+        return {"file": self.file, "line": self.line, "message": self._subject() + self.message, "hint": self.hint}
+
+    def _subject(self) -> str:
+        if not self.patch:
+            return ""
+        return f"patch {self.patch}" + (f", hunk {self.hunk}" if self.hunk else "") + ": "
+
+
+class Finding(PatchsetError):
+    """What was asked does not hold (the series does not apply): exit 1, like a failing check, not bad input."""
+
+    exit_code = EXIT_FINDING
+
+
+class UsageError(PatchsetError):
+    """The command line itself is wrong: an unknown option, a missing or malformed argument."""
 
 
 class ManifestError(PatchsetError):

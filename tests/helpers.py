@@ -34,6 +34,13 @@ def write_manifest(root: Path, body: str) -> Path:
     return path
 
 
+def load_yaml(text: str) -> object:
+    """Plain data, read as the manifest loader reads it (YAML 1.2, ruamel)."""
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True).load(text)
+
+
 def schema_agrees(path: Path) -> None:
     """Every fixture manifest the loader accepts, the shipped JSON Schema accepts too.
 
@@ -41,7 +48,6 @@ def schema_agrees(path: Path) -> None:
     refuses (bad-input tests, patch files not written yet) are not the schema's business.
     """
     import jsonschema
-    import yaml
 
     from patchset.core.manifest import load_manifest
     from patchset.core.schema import manifest_schema
@@ -51,7 +57,7 @@ def schema_agrees(path: Path) -> None:
         load_manifest(path)
     except PatchsetError:
         return
-    jsonschema.validate(yaml.safe_load(path.read_text()), manifest_schema())
+    jsonschema.validate(load_yaml(path.read_text()), manifest_schema())
 
 
 def write_patch(root: Path, rel: str, text: str, header: str = "Description: test patch\n---\n") -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from helpers import udiff, write_manifest, write_patch
@@ -111,3 +112,137 @@ def test_check_table_groups_hunks_by_placement(project, capsys):
     assert main(["check", *SRC, "--vllm", "0.28.0", "--vllm", "0.29.0"]) == 0
     out = capsys.readouterr().out
     assert "1 hunk: 1 offset +4" in out and "1 hunk: 1 exact" in out
+
+
+# --- one contract for exit codes and output ---------------------------------------------------------------
+
+
+def test_apply_with_a_failing_hunk_is_a_finding_exit_1_and_writes_nothing(project, capsys, tmp_path):
+    import shutil
+
+    shutil.copytree(project / "trees/0.29.0", tmp_path / "work")
+    (tmp_path / "work" / MOD).write_text(PRISTINE.replace("line11 = 11", "line11 = 12"))
+    before = (tmp_path / "work" / MOD).read_bytes()
+    assert main(["apply", "--vllm", "0.29.0", str(tmp_path / "work")]) == 1
+    err = capsys.readouterr().err
+    assert "patchset apply: error: " in err and "fix" in err and "Traceback" not in err
+    assert (tmp_path / "work" / MOD).read_bytes() == before
+    assert sorted(p.name for p in (tmp_path / "work" / "vllm").iterdir()) == ["__init__.py", "sched.py"]
+
+
+def broken_check(*args, **kwargs):
+    return {}["a bug"]  # a KeyError no user can act on
+
+
+def test_an_internal_error_exits_3_with_one_line_and_the_traceback_in_a_file(project, capsys, monkeypatch,
+                                                                             tmp_path):
+    import tempfile
+
+    from patchset.cli import check as cli_check
+
+    monkeypatch.setattr(cli_check, "check", broken_check)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["check", *SRC]) == 3
+    out, err = capsys.readouterr()
+    assert out == ""
+    (line,) = err.splitlines()
+    assert line.startswith("patchset check: internal error: KeyError: 'a bug' (full traceback in ")
+    path = line.split("full traceback in ", 1)[1].split(";", 1)[0]
+    text = Path(path).read_text()
+    assert "Traceback (most recent call last)" in text and "broken_check" in text
+
+    assert main(["check", *SRC, "--format", "json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is False and doc["error"]["message"] == "internal error: KeyError: 'a bug'"
+    assert "broken_check" in Path(doc["error"]["traceback"]).read_text()
+
+
+def test_json_errors_are_one_document_with_file_and_line(project, capsys):
+    (project / "patches.yaml").write_text((project / "patches.yaml").read_text().replace("releases", "relases"))
+    assert main(["check", *SRC, "--format", "json"]) == 2
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["ok"] is False
+    assert doc["error"]["file"] == "patches.yaml" and doc["error"]["line"] == 5
+    assert "unknown key 'relases'" in doc["error"]["message"] and doc["error"]["hint"].startswith("known keys")
+    assert "patches.yaml:5:" in captured.err  # the line for people still goes to stderr
+
+
+def test_a_parse_error_asked_for_as_json_is_json_too(project, capsys):
+    assert main(["check", "--format=json", "--vllm", "foo"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["error"]["message"] == "argument --vllm: 'foo' is not a release version (PEP 440, e.g. 0.29.0)"
+    assert doc["error"]["hint"] == "see patchset check --help"
+
+
+def test_stdout_that_is_not_one_json_document_is_an_internal_error(project, capsys, monkeypatch):
+    from patchset.report import check as render
+
+    monkeypatch.setitem(render.RENDERERS, "json", lambda report: '{"ok": true}\n{"ok": true}\n')
+    assert main(["check", *SRC, "--format", "json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is False and "other than one JSON document" in doc["error"]["message"]
+
+
+def test_an_interrupt_is_130_and_still_one_json_document(project, capsys, monkeypatch):
+    from patchset.cli import check as cli_check
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_check, "check", interrupted)
+    assert main(["check", *SRC, "--format", "json"]) == 130
+    assert json.loads(capsys.readouterr().out)["error"]["message"] == "interrupted"
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("source", ["pypi", "wheel"])
+def test_eight_processes_checking_at_once_on_one_empty_cache_agree(tmp_path, source):
+    """The real series on the real 0.29.0 sdist / wheel, eight CI jobs sharing one cold cache."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PATCHSET_CACHE": str(tmp_path / "cache")}
+    env.pop("GITHUB_ACTIONS", None)
+    cmd = [sys.executable, "-m", "patchset", "check", "--vllm", "0.29.0", "--source", source, "--format", "json"]
+    procs = [subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(8)]
+    results = [(*p.communicate(), p.returncode) for p in procs]  # communicate first: never block on a full pipe
+    for _, err, code in results:
+        assert code == 0, err
+    outputs = {out for out, _, _ in results}
+    assert len(outputs) == 1
+    doc = json.loads(outputs.pop())
+    assert doc["ok"] is True and doc["targets"][0]["vllm"] == "0.29.0"
+    assert [p["status"] for p in doc["targets"][0]["patches"]] == ["applies"] * len(doc["targets"][0]["patches"])
+    # and a ninth, on the cache the eight filled, says the same
+    warm = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    assert warm.returncode == 0 and json.loads(warm.stdout) == doc
+
+
+def test_check_junit_parses_when_the_tree_holds_control_characters(project, capsys):
+    # a form feed (common in old sources) and an escape on the line a hunk fails on reach the report
+    (project / "trees/0.29.0" / MOD).write_text(PRISTINE.replace("line11 = 11", "line11 = 11\x0c\x1b[0m"))
+    assert main(["check", *SRC, "--vllm", "0.29.0", "--format", "junit"]) == 1
+    root = ET.fromstring(capsys.readouterr().out)
+    failure = root.find(".//failure")
+    assert failure is not None and "line11 = 11#x0C" in failure.text and "#x1B[0m" in failure.text
+
+
+def test_a_reader_that_closed_stdout_gets_no_traceback(project):
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # `patchset check | head -0`: the reader is gone before anything is written
+    try:
+        proc = subprocess.run([sys.executable, "-m", "patchset", "check", *SRC, "--format", "json"], cwd=project,
+                              stdout=write, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(write)
+    assert proc.returncode == 141 and proc.stderr == ""

@@ -7,9 +7,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from differential import unified_diff
 from helpers import lines, patch_of, udiff
 
 from patchset.core.engine import apply_patch
+from patchset.core.patchfile import split_lines
 
 F = "pkg/mod.py"
 needs_patch = pytest.mark.skipif(shutil.which("patch") is None, reason="GNU patch is not installed")
@@ -93,9 +95,12 @@ def test_fuzz_is_applied_when_the_manifest_allows_it():
     before = "def a():\n    x = 1\n    y = 2\n    return x\n"
     diff = udiff(F, before, before.replace("y = 2", "y = 3"))
     tree = "def b():\n    x = 1\n    y = 2\n    return y\n"
-    out = apply_patch({F: tree.encode()}, patch_of(diff), max_fuzz=1)
+    # GNU patch needs -F2 here: with 2 leading and 1 trailing context lines, fuzz 1 ignores only one
+    # leading line (its asymmetric rule), which still does not match.
+    assert apply_patch({F: tree.encode()}, patch_of(diff), max_fuzz=1).status == "failed"
+    out = apply_patch({F: tree.encode()}, patch_of(diff), max_fuzz=2)
     assert out.status == "applies"
-    assert out.hunks[0].status == "fuzz" and out.hunks[0].applied
+    assert out.hunks[0].status == "fuzz" and out.hunks[0].applied and out.hunks[0].fuzz == 2
     assert out.files[F] == b"def b():\n    x = 1\n    y = 3\n    return y\n"
 
 
@@ -136,17 +141,27 @@ def test_no_newline_at_end_of_file_matches_gnu_patch(tmp_path):
 
 
 @needs_patch
-def test_crlf_file_keeps_its_line_endings(tmp_path):
+def test_line_endings_that_differ_are_refused_never_mixed(tmp_path):
     before = "one\ntwo\nthree\nfour\n"
-    diff = udiff(F, before, before.replace("two\n", "two\nadded\n"))
-    crlf = before.replace("\n", "\r\n").encode()
-    out = apply_patch({F: crlf}, patch_of(diff))
-    assert out.status == "applies"
-    assert out.files[F] == b"one\r\ntwo\r\nadded\r\nthree\r\nfour\r\n"
-    rc, log, gnu = gnu_patch(tmp_path, {F: crlf}, diff)
-    # GNU patch only gets there by fuzz, and writes a file with mixed line endings.
-    assert "fuzz" in log
-    assert b"added\n" in gnu[F] and b"added\r\n" not in gnu[F]
+    after = before.replace("two\n", "two\nadded\n")
+    crlf, crlf_after = before.replace("\n", "\r\n"), after.replace("\n", "\r\n")
+    lf_patch, crlf_patch = udiff(F, before, after), udiff(F, crlf, crlf_after)
+    # An LF patch on a CRLF file: GNU -F0 and git apply refuse; so do we, and we say why.
+    out = apply_patch({F: crlf.encode()}, patch_of(lf_patch))
+    assert out.status == "failed" and "line endings are ignored" in out.hunks[0].message
+    assert gnu_patch(tmp_path, {F: crlf.encode()}, lf_patch, "-F0")[0] != 0
+    assert git_apply(tmp_path, {F: crlf.encode()}, lf_patch)[0] != 0
+    # A CRLF patch on an LF file: GNU strips the CRs and applies, git apply refuses: we refuse.
+    out = apply_patch({F: before.encode()}, patch_of(crlf_patch))
+    assert out.status == "failed" and "line endings are ignored" in out.hunks[0].message
+    assert git_apply(tmp_path, {F: before.encode()}, crlf_patch)[0] != 0
+    # A CRLF patch on a CRLF file applies byte for byte, as with both tools.
+    out = apply_patch({F: crlf.encode()}, patch_of(crlf_patch))
+    assert out.status == "applies" and out.files[F] == crlf_after.encode()
+    rc, _, gnu = gnu_patch(tmp_path, {F: crlf.encode()}, crlf_patch, "-F0")
+    assert rc == 0 and gnu[F] == out.files[F]
+    rc, _, git = git_apply(tmp_path, {F: crlf.encode()}, crlf_patch)
+    assert rc == 0 and git[F] == out.files[F]
 
 
 def test_create_delete_and_rename_match_git_apply(tmp_path):
@@ -214,3 +229,185 @@ def test_hunks_in_one_file_carry_the_offset_forward():
     out = apply_patch({F: tree.encode()}, patch_of(diff))
     assert [(h.status, h.offset) for h in out.hunks] == [("offset", 7), ("offset", 7)]
     assert out.files[F] == ("x\n" * 7 + after).encode()
+
+
+# --- issue 7: never looser than GNU patch -F0 and git apply -----------------------------------------
+
+
+def both_refuse(tmp_path: Path, files: dict[str, bytes], diff: str) -> None:
+    assert gnu_patch(tmp_path, files, diff, "-F0", "-N")[0] != 0
+    assert git_apply(tmp_path, files, diff)[0] != 0
+
+
+def both_write(tmp_path: Path, files: dict[str, bytes], diff: str, path: str) -> bytes:
+    rc, log, gnu = gnu_patch(tmp_path, files, diff, "-F0")
+    assert rc == 0, log
+    rc, log, git = git_apply(tmp_path, files, diff)
+    assert rc == 0, log
+    assert gnu.get(path) == git.get(path)
+    return gnu[path]
+
+
+@needs_patch
+def test_a_hunk_ending_without_newline_lands_only_at_the_end_no_glued_lines(tmp_path):
+    # Made on l1..l4, it changes l4 and drops the final newline; the file goes on to l5.
+    before, after = "l1 = 1\nl2 = 2\nl3 = 3\nl4 = 4\n", "l1 = 1\nl2 = 2\nl3 = 3\nl4 = 44"
+    diff = udiff(F, before, after)
+    tree = (before + "l5 = 5\n").encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed", out.files  # was "applies" with b"l4 = 44l5 = 5\n"
+    both_refuse(tmp_path, {F: tree}, diff)
+
+
+@needs_patch
+def test_an_end_of_file_append_does_not_land_after_an_earlier_copy_of_the_last_lines(tmp_path):
+    diff = udiff(F, BASE, BASE + "appended\n")
+    tree = (BASE + "line 39\nline 40\nmore\n").encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed"
+    assert "must land at the end" in out.hunks[0].message
+    both_refuse(tmp_path, {F: tree}, diff)
+
+
+@needs_patch
+def test_a_hunk_at_line_1_lands_only_at_the_start(tmp_path):
+    diff = udiff(F, BASE, "# header\n" + BASE)
+    tree = ("# licence\n" + BASE).encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and "must land at the start" in out.hunks[0].message
+    both_refuse(tmp_path, {F: tree}, diff)
+
+
+@needs_patch
+def test_an_insertion_at_the_top_already_there_is_not_inserted_twice(tmp_path):
+    after = "import os\n" + BASE
+    diff = udiff(F, BASE, after)
+    out = apply_patch({F: after.encode()}, patch_of(diff))
+    assert out.status == "already-applied"  # was "applies", with "import os" twice
+    rc, log, _ = gnu_patch(tmp_path, {F: after.encode()}, diff, "-F0", "-N")
+    assert "Reversed (or previously applied)" in log
+
+
+def test_a_drifted_pure_deletion_is_not_taken_for_already_applied():
+    block = "    a = 1\n    b = 2\n    c = 3\n    remove_me()\n    d = 4\n    e = 5\n    f = 6\n"
+    before = "def f():\n" + block + "\n" * 20
+    diff = udiff(F, before, before.replace("    remove_me()\n", ""))
+    drifted = "def f():\n" + block.replace("c = 3", "c = 30") + "\n" * 20 + "def g():\n" + \
+        block.replace("    remove_me()\n", "")
+    out = apply_patch({F: drifted.encode()}, patch_of(diff))
+    assert out.status == "failed"  # was "already-applied": weak upstream evidence
+    assert "neither applied nor applicable" in out.hunks[0].message
+
+
+@needs_patch
+def test_an_existing_empty_file_is_edited_not_created(tmp_path):
+    init = "pkg/__init__.py"
+    diff = f"diff --git a/{init} b/{init}\nindex e69de29..1b2c3d4 100644\n--- a/{init}\n+++ b/{init}\n" \
+        "@@ -0,0 +1 @@\n+x = 1\n"
+    out = apply_patch({init: b""}, patch_of(diff))
+    assert out.status == "applies", out.message  # was refused as "creates this file but it already exists"
+    assert out.files == {init: b"x = 1\n"} and both_write(tmp_path, {init: b""}, diff, init) == b"x = 1\n"
+    # Emptying it again keeps the file: only "+++ /dev/null" or "deleted file mode" deletes.
+    back = f"diff --git a/{init} b/{init}\n--- a/{init}\n+++ b/{init}\n@@ -1 +0,0 @@\n-x = 1\n"
+    out = apply_patch({init: b"x = 1\n"}, patch_of(back))
+    assert out.status == "applies" and out.files == {init: b""}  # was None: the file deleted
+    assert both_write(tmp_path, {init: b"x = 1\n"}, back, init) == b""
+
+
+def test_a_creation_without_hunks_at_zero_is_known_from_its_header():
+    diff = "diff --git a/pkg/new.py b/pkg/new.py\nnew file mode 100644\nindex 0000000..e69de29\n"
+    out = apply_patch({"pkg/new.py": None}, patch_of(diff))
+    assert out.status == "applies" and out.files == {"pkg/new.py": b""}
+    assert apply_patch({"pkg/new.py": b"x\n"}, patch_of(diff)).status == "failed"
+
+
+def test_a_copy_keeps_its_source(tmp_path):
+    diff = ("diff --git a/pkg/a.py b/pkg/b.py\nsimilarity index 90%\ncopy from pkg/a.py\ncopy to pkg/b.py\n"
+            "--- a/pkg/a.py\n+++ b/pkg/b.py\n@@ -1,2 +1,2 @@\n keep\n-me\n+you\n")
+    tree = {"pkg/a.py": b"keep\nme\n", "pkg/b.py": None}
+    out = apply_patch(tree, patch_of(diff))
+    assert out.status == "applies"
+    assert out.files == {"pkg/b.py": b"keep\nyou\n"}  # was {"pkg/a.py": None, ...}: a rename
+    rc, log, git = git_apply(tmp_path, {"pkg/a.py": b"keep\nme\n"}, diff)
+    assert rc == 0, log
+    assert git == {"pkg/a.py": b"keep\nme\n", "pkg/b.py": b"keep\nyou\n"}
+    assert apply_patch({**tree, **out.files}, patch_of(diff)).status == "already-applied"
+
+
+def test_a_mode_only_change_is_represented():
+    diff = "diff --git a/pkg/run.py b/pkg/run.py\nold mode 100644\nnew mode 100755\n"
+    out = apply_patch({"pkg/run.py": b"x\n"}, patch_of(diff))
+    assert out.status == "applies" and out.modes == {"pkg/run.py": 0o100755}
+    (h,) = out.hunks
+    assert (h.number, h.message) == (0, "mode 100644 -> 100755")
+    assert apply_patch({"pkg/run.py": None}, patch_of(diff)).status == "failed"
+
+
+def test_a_new_executable_file_carries_its_mode():
+    diff = "diff --git a/pkg/run.sh b/pkg/run.sh\nnew file mode 100755\n--- /dev/null\n+++ b/pkg/run.sh\n" \
+        "@@ -0,0 +1 @@\n+echo hi\n"
+    out = apply_patch({"pkg/run.sh": None}, patch_of(diff))
+    assert out.files == {"pkg/run.sh": b"echo hi\n"} and out.modes == {"pkg/run.sh": 0o100755}
+
+
+@needs_patch
+def test_form_feeds_and_other_unicode_breaks_are_part_of_a_line(tmp_path):
+    before = "a = 1\n\x0c\nb = 2\x1c\nc = 3\u2028d\ne = 4\r5\nf = 6\n".encode()
+    after = before.replace(b"e = 4\r5\n", b"e = 4\r5\nadded\n")
+    diff = unified_diff(F, split_lines(before), split_lines(after), 3).decode()
+    out = apply_patch({F: before}, patch_of(diff))
+    assert out.status == "applies" and [h.status for h in out.hunks] == ["exact"]  # was fuzz 2
+    assert out.files[F] == after == both_write(tmp_path, {F: before}, diff, F)
+
+
+@needs_patch
+def test_a_zero_context_insertion_after_a_form_feed_lands_where_gnu_puts_it(tmp_path):
+    before = "a\n\x0cb\nc\nd\n"
+    diff = f"--- a/{F}\n+++ b/{F}\n@@ -2,0 +3 @@\n+new\n"
+    out = apply_patch({F: before.encode()}, patch_of(diff))
+    assert out.status == "applies" and out.files[F] == b"a\n\x0cb\nnew\nc\nd\n"  # was one line early
+    rc, _, gnu = gnu_patch(tmp_path, {F: before.encode()}, diff, "-F0")
+    assert rc == 0 and gnu[F] == out.files[F]
+
+
+@needs_patch
+def test_removed_and_added_lines_that_look_like_headers_are_content(tmp_path):
+    before = "x\n-- a/pkg/mod.py\n-- \ny\n"
+    after = "x\n++ b/pkg/mod.py\n-- \ny\n"
+    diff = udiff(F, before, after)
+    # Inside the hunk: "--- a/pkg/mod.py" then "+++ b/pkg/mod.py", a file header to a careless reader.
+    assert "\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n -- \n" in diff
+    out = apply_patch({F: before.encode()}, patch_of(diff))
+    assert out.status == "applies", out.message  # was refused as malformed
+    assert out.files[F] == after.encode() == both_write(tmp_path, {F: before.encode()}, diff, F)
+
+
+@needs_patch
+def test_final_newline_disagreement_is_refused_and_adding_it_twice_is_already_applied(tmp_path):
+    diff = udiff(F, "a\nb\nc", "a\nb\nc\nd")  # made on a file without a final newline
+    out = apply_patch({F: b"a\nb\nc\n"}, patch_of(diff))
+    assert out.status == "failed" and "line endings are ignored" in out.hunks[0].message
+    both_refuse(tmp_path, {F: b"a\nb\nc\n"}, diff)
+    only_newline = udiff(F, "a\nb\nc", "a\nb\nc\n")
+    assert apply_patch({F: b"a\nb\nc"}, patch_of(only_newline)).files[F] == b"a\nb\nc\n"
+    out = apply_patch({F: b"a\nb\nc\n"}, patch_of(only_newline))
+    assert out.status == "already-applied"  # was "applies"
+
+
+def test_a_context_free_crlf_insertion_into_an_lf_file_is_refused_not_mixed():
+    diff = f"--- a/{F}\n+++ b/{F}\n@@ -2,0 +3 @@\n+new\r\n"
+    out = apply_patch({F: b"a\nb\nc\n"}, patch_of(diff))
+    assert out.status == "failed" and "mixed line endings" in out.hunks[0].message
+    assert apply_patch({F: b"a\r\nb\r\nc\r\n"}, patch_of(diff)).files[F] == b"a\r\nb\r\nnew\r\nc\r\n"
+
+
+@needs_patch
+def test_where_gnu_patch_and_git_apply_would_place_a_hunk_differently_it_is_refused(tmp_path):
+    before = "a\nb\nc\nd\ne\nf\ng\nh\n"
+    diff = udiff(F, before, before.replace("g\n", "g\nX\n"))  # 3 lines before, 1 after: GNU anchors it at the end
+    tree = (before + "e\nf\ng\nh\n").encode()  # a second copy at the end; the first at the stated line
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and "the tools disagree" in out.hunks[0].message
+    _, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    _, _, git = git_apply(tmp_path, {F: tree}, diff)
+    assert gnu[F].endswith(b"g\nX\nh\n") and git[F].startswith(b"a\nb\nc\nd\ne\nf\ng\nX\n")

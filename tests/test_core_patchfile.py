@@ -73,3 +73,63 @@ def test_no_newline_marker_is_kept_on_the_line():
     pf = parse(udiff("vllm/a.py", "x\ny", "x\nz"))
     last = pf.hunks[0].lines[-1]
     assert (last.kind, last.text, last.eol) == ("+", "z", "")
+
+
+# --- issue 7: read what a git diff says, by counts, on "\n" only ---------------------------------------
+
+
+def test_symlinks_and_submodules_are_refused_with_their_line():
+    text = "diff --git a/vllm/link b/vllm/link\nnew file mode 120000\n--- /dev/null\n+++ b/vllm/link\n" \
+        "@@ -0,0 +1 @@\n+target\n\\ No newline at end of file\n"
+    with pytest.raises(PatchFileError) as e:
+        parse(text)
+    assert e.value.line == 2 and "symlinks (mode 120000) are not supported" in str(e.value)
+    with pytest.raises(PatchFileError, match="submodules"):
+        parse("diff --git a/vllm/sub b/vllm/sub\nnew file mode 160000\nindex 0000000..1234567\n")
+
+
+def test_git_headers_give_creation_deletion_copy_rename_and_modes():
+    text = ("diff --git a/vllm/new.py b/vllm/new.py\nnew file mode 100755\nindex 0000000..e69de29\n"
+            "diff --git a/vllm/gone.py b/vllm/gone.py\ndeleted file mode 100644\nindex e69de29..0000000\n"
+            "diff --git a/vllm/a.py b/vllm/b.py\nsimilarity index 100%\ncopy from vllm/a.py\ncopy to vllm/b.py\n"
+            "diff --git a/vllm/c.py b/vllm/d.py\nsimilarity index 100%\nrename from vllm/c.py\nrename to vllm/d.py\n"
+            "diff --git a/vllm/run.py b/vllm/run.py\nold mode 100644\nnew mode 100755\n")
+    new, gone, copy, rename, mode = parse(text).files
+    assert (new.old_path, new.new_path, new.new_mode, new.hunks) == (None, "vllm/new.py", 0o100755, ())
+    assert (gone.old_path, gone.new_path) == ("vllm/gone.py", None)
+    assert copy.is_copy and not copy.is_rename and (copy.old_path, copy.new_path) == ("vllm/a.py", "vllm/b.py")
+    assert rename.is_rename and not rename.is_copy and rename.touched == ["vllm/c.py", "vllm/d.py"]
+    assert mode.mode_change == (0o100644, 0o100755)
+
+
+def test_zero_hunk_numbers_do_not_make_a_creation_or_a_deletion():
+    text = "--- a/vllm/__init__.py\n+++ b/vllm/__init__.py\n@@ -0,0 +1 @@\n+x = 1\n" \
+        "--- a/vllm/b.py\n+++ b/vllm/b.py\n@@ -1 +0,0 @@\n-x = 1\n"
+    edit, emptied = parse(text).files
+    assert (edit.old_path, edit.new_path) == ("vllm/__init__.py", "vllm/__init__.py")
+    assert (emptied.old_path, emptied.new_path) == ("vllm/b.py", "vllm/b.py")
+
+
+def test_hunk_bodies_are_read_by_their_counts_and_split_on_newline_only():
+    text = ("--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,3 +1,3 @@\n x\x0cy\n--- a/vllm/a.py\n+++ b/vllm/a.py\n"
+            " z\u2028w\r\n-- \n2.39.5\n")
+    pf = parse(text)
+    (h,) = pf.hunks
+    assert [(ln.kind, ln.text) for ln in h.lines] == [(" ", "x\x0cy"), ("-", "-- a/vllm/a.py"),
+                                                      ("+", "++ b/vllm/a.py"), (" ", "z\u2028w\r")]
+    assert len(pf.files) == 1  # the "-- " mail signature after the hunk is not a line of it
+
+
+def test_a_diff_converted_to_crlf_as_a_whole_is_refused():
+    text = udiff("vllm/a.py", "x\ny\n", "x\nz\n").replace("\n", "\r\n")
+    with pytest.raises(PatchFileError, match="GNU patch would strip the CRs, git apply would keep them"):
+        parse(text)
+    # A diff of CRLF files keeps its CRs on the content lines only: that one is read as it is.
+    pf = parse(udiff("vllm/a.py", "x\r\ny\r\n", "x\r\nz\r\n"))
+    assert [ln.key for ln in pf.hunks[0].lines] == [b"x\r\n", b"y\r\n", b"z\r\n"]
+
+
+def test_a_non_git_diff_between_two_names_edits_the_new_one():
+    pf = parse("--- a/vllm/a.py.orig\n+++ b/vllm/a.py\n@@ -1 +1 @@\n-x\n+y\n")
+    (f,) = pf.files
+    assert (f.old_path, f.new_path, f.is_rename) == ("vllm/a.py", "vllm/a.py", False)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-import yaml
+from helpers import load_yaml
 
 from patchset.cli import main
 from patchset.core import manifest as m
@@ -43,7 +43,7 @@ def test_schema_and_loader_know_the_same_keys():
 
 
 def test_this_repositorys_manifest_validates():
-    jsonschema.validate(yaml.safe_load((REPO / "patches.yaml").read_text()), manifest_schema())
+    jsonschema.validate(load_yaml((REPO / "patches.yaml").read_text()), manifest_schema())
 
 
 @pytest.mark.parametrize("bad, where", [

@@ -140,3 +140,89 @@ def test_a_malformed_patch_file_fails_that_patch_naming_file_and_line(tmp_path):
     assert statuses(r) == {"first": "failed", "second": "blocked"}
     assert re.search(r"recipes/first/fix\.patch:\d+: ", r.patch("first").message)
     assert "more lines than its header" in r.patch("first").message
+
+
+# --- issue 7: missing paths, partly upstream, modes --------------------------------------------------
+
+
+def one_patch(tmp_path: Path, diff: str, extra: str = "") -> Path:
+    write_patch(tmp_path, "recipes/p/fix.patch", diff)
+    return write_manifest(tmp_path, f"""
+        schema: 1
+        targets: {{"0.29.0": {{}}}}
+        patches:
+          - id: p
+            releases: ">=0.28.0"
+            patch: recipes/p/fix.patch{extra}
+          - id: later
+            releases: ">=0.28.0"
+            patch: recipes/p/fix.patch
+            after: [p]
+        """)
+
+
+def test_a_package_layout_patch_read_as_repository_layout_fails_and_names_the_layout(tmp_path):
+    m = load_manifest(one_patch(tmp_path, udiff("sched.py", PRISTINE, FIRST)))
+    r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))
+    p = r.patch("p")
+    assert p.status == "failed" and not r.ok  # was "applies": "nothing to apply in this tree"
+    assert "sched.py: not in dir:" in p.message
+    assert "vllm/sched.py exists: the patch is in package layout: set root: vllm" in p.message
+    assert r.patch("later").status == "blocked"
+
+
+def test_a_path_no_layout_finds_fails_naming_it(tmp_path):
+    m = load_manifest(one_patch(tmp_path, udiff("vllm/shed.py", PRISTINE, FIRST)))
+    r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))
+    assert r.patch("p").status == "failed"
+    assert "vllm/shed.py: not in dir:" in r.patch("p").message
+    assert "no other layout names a file there" in r.patch("p").message
+
+
+def test_only_tests_are_skipped_and_only_on_a_source_without_tests(tmp_path):
+    diff = udiff(MOD, PRISTINE, FIRST) + udiff("tests/test_sched.py", "old\n", "new\n")
+    m = load_manifest(one_patch(tmp_path, diff))
+    r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))  # a tree without tests/
+    assert r.patch("p").status == "applies"
+    assert r.patch("p").skipped == ("tests/test_sched.py",)
+    with_tests = tree(tmp_path, "u", PRISTINE)
+    (with_tests.root / "tests").mkdir()
+    r = evaluate_release(m, "0.29.0", with_tests)
+    assert r.patch("p").status == "failed" and "tests/test_sched.py: not in" in r.patch("p").message
+
+
+def test_some_hunks_in_the_release_is_partly_upstream(tmp_path):
+    after = PRISTINE.replace("line 5\n", "line 5!\n").replace("line 25\n", "line 25!\n")
+    m = load_manifest(one_patch(tmp_path, udiff(MOD, PRISTINE, after)))
+    half = PRISTINE.replace("line 5\n", "line 5!\n")
+    r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", half))
+    p = r.patch("p")
+    assert p.status == "partly-upstream" and not r.ok  # was "failed"
+    assert "hunk 1 already in vLLM 0.29.0" in p.message and "the other hunks would apply" in p.message
+    assert [h.status for h in p.hunks] == ["already-applied", "exact"]
+    assert r.patch("later").status == "blocked"
+
+
+def test_a_drifted_deletion_is_not_reported_upstream(tmp_path):
+    block = "a = 1\nb = 2\nc = 3\nremove_me()\nd = 4\ne = 5\nf = 6\n"
+    before = block + "\n" * 10
+    m = load_manifest(one_patch(tmp_path, udiff(MOD, before, before.replace("remove_me()\n", ""))))
+    drifted = block.replace("c = 3", "c = 30") + "\n" * 10 + block.replace("remove_me()\n", "")
+    r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", drifted))
+    assert r.patch("p").status == "failed"  # was "upstream" (reverse-apply), exit 0
+
+
+def test_modes_the_series_sets_are_carried_up(tmp_path):
+    diff = f"diff --git a/{MOD} b/{MOD}\nold mode 100644\nnew mode 100755\n" + udiff(MOD, PRISTINE, FIRST)
+    m = load_manifest(one_patch(tmp_path, diff))
+    r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))
+    assert r.patch("p").status == "applies"
+    assert r.modes == {MOD: 0o100755}
+    assert r.patch("p").files == (MOD,)
+
+
+def test_a_wrong_strip_is_named(tmp_path):
+    m = load_manifest(one_patch(tmp_path, udiff(MOD, PRISTINE, FIRST), "\n            strip: 0"))
+    r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))
+    assert r.patch("p").status == "failed"
+    assert "vllm/sched.py exists: its paths have one more leading component: strip: 1" in r.patch("p").message

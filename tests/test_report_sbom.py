@@ -68,6 +68,24 @@ def test_source_date_epoch_makes_the_document_reproducible(manifest, monkeypatch
 
 
 
+def test_embedded_claims_read_back_what_the_document_says(manifest):
+    doc = sbom.render(audited((WATERMARK, CARRIED), (RECURRENT, MISSING), (MTP, TAMPERED)), manifest)
+    assert sbom.embedded_claims(doc.encode()) == ("0.29.0", {WATERMARK: CARRIED, RECURRENT: MISSING, MTP: TAMPERED}, 1)
+
+
+@pytest.mark.parametrize("raw", [b"not json", b"[]", b'{"bomFormat": "SPDX"}', b'{"bomFormat": "CycloneDX"}'])
+def test_embedded_claims_refuse_what_is_not_such_a_document(raw):
+    with pytest.raises(ValueError):
+        sbom.embedded_claims(raw)
+
+
+def test_the_image_is_named_by_its_registry_digest_else_its_id(manifest):
+    image = audited((WATERMARK, CARRIED))
+    assert json.loads(sbom.render(image, manifest))["metadata"]["component"]["version"] == image.digest
+    image.digest, image.id = None, "sha256:" + "cd" * 32
+    assert json.loads(sbom.render(image, manifest))["metadata"]["component"]["version"] == image.id
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 def test_sbom_of_a_built_image_lists_what_its_files_carry(capsys, built, manifest_path, pristine_source):

@@ -15,7 +15,7 @@ from patchset.cache import Cache
 from patchset.errors import PatchsetError
 from patchset.runners import ERROR, FAILED, PASSED, PLUGIN, PLUGIN_DIR, SKIPPED, RunConfig, Runner, pytest_args
 from patchset.runners import venv as venv_mod
-from patchset.runners.junit import parse_junit
+from patchset.runners.junit import parse_junit, read_junit, xml_safe
 from patchset.runners.offline import cpu_env, model_configs, write_hf_home
 from patchset.runners.overlay import make_overlay
 from patchset.runners.venv import MARKER, PythonEnv, VenvBuilder, VenvError, VenvRunner, cpu_requirements
@@ -132,10 +132,57 @@ def test_children_a_test_leaves_behind_do_not_keep_pytest_from_exiting(tmp_path)
     assert parse_junit(tmp_path / "j.xml")["tests/test_leak.py::test_leaves_a_child_behind"].outcome == FAILED
 
 
-def test_a_missing_junit_file_means_no_results(tmp_path):
+def test_a_missing_or_cut_off_junit_file_means_no_results_and_a_problem(tmp_path):
     assert parse_junit(tmp_path / "nope.xml") == {}
+    assert read_junit(tmp_path / "nope.xml") == ({}, "pytest wrote no JUnit report (nope.xml)")
     (tmp_path / "bad.xml").write_text("<testsuites><testsuite>")
-    assert parse_junit(tmp_path / "bad.xml") == {}
+    results, problem = read_junit(tmp_path / "bad.xml")
+    assert results == {} and problem is not None and "not well-formed" in problem
+
+
+def test_junit_parses_when_tests_print_control_characters(tmp_path):
+    # upstream's own pytest config: everything captured goes into the report, and a suite name
+    # pytest writes without escaping; the tests print and fail with terminal codes and NULs
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\njunit_logging = "all"\njunit_suite_name = "vllm\\u001b[1m"\n')
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_ctl.py").write_text(textwrap.dedent('''\
+        import sys
+
+        import pytest
+
+
+        def test_prints():
+            print("\\x1b[31mred\\x1b[0m nul \\x00 bell \\x07 \\x0b\\x0c del \\x7f \\ufffe")
+            sys.stderr.write("err \\x00\\x01\\x1b\\n")
+
+
+        def test_fails():
+            print("\\x00\\x1b")
+            assert False, "bad \\x1b[1m\\x00 value"
+
+
+        def test_skips():
+            pytest.skip("needs \\x1b[33mCUDA\\x00")
+        '''))
+    code, _ = run_pytest(tmp_path, "tests")
+    assert code == 1
+    raw = (tmp_path / "junit.xml").read_bytes()
+    assert b"\x1b" in raw  # pytest itself wrote a report no XML parser accepts as it is
+    results, problem = read_junit(tmp_path / "junit.xml")
+    assert problem is None
+    got = {k: (r.outcome, r.message) for k, r in results.items()}
+    assert got == {"tests/test_ctl.py::test_prints": (PASSED, ""),
+                   "tests/test_ctl.py::test_fails": (FAILED, "AssertionError: bad #x1B[1m#x00 value"),
+                   "tests/test_ctl.py::test_skips": (SKIPPED, "needs #x1B[33mCUDA#x00")}
+
+
+@pytest.mark.parametrize(("text", "safe"), [
+    ("a\x1bb", "a#x1Bb"), ("\x00", "#x00"), ("&#27;", "#x1B"), ("&#x0;", "#x00"), ("&#xD800;", "#xD800"),
+    ("&#38;&#x41;", "&#38;&#x41;"), ("tab\tnl\ncr\r", "tab\tnl\ncr\r"), ("\ufffe", "#xFFFE"), ("é", "é"),
+])
+def test_xml_safe_spells_what_xml_cannot_hold_as_pytest_does(text, safe):
+    assert xml_safe(text) == safe
 
 
 # --- offline model configs ------------------------------------------------------------------------------
@@ -282,8 +329,8 @@ def test_patchset_test_proves_the_real_series_on_vllm_0_29_0(tmp_path):
     verdicts = {p["id"]: p["verdict"] for p in data["patches"]}
     assert verdicts == {"offload-finished-watermark": "proven", "offload-recurrent-load-boundary": "proven",
                         "offload-mtp-eagle-serve": "proven"}
-    for p in data["patches"]:  # the negative control really failed, the fix really passed
-        assert p["without_fix"]["failed"] + p["without_fix"]["error"] > 0, p["id"]
+    for p in data["patches"]:  # the negative control ran and really failed, the fix really passed
+        assert p["without_fix"]["failed"] > 0 and p["without_fix"]["crash"] is None, p["id"]
         assert p["with_fix"]["failed"] == p["with_fix"]["error"] == 0 and p["with_fix"]["passed"] > 0, p["id"]
     connector = data["suites"][0]
     assert connector["path"] == "tests/v1/kv_connector/unit/offloading_connector"

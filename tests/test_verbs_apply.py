@@ -34,6 +34,7 @@ def make_tree(root: Path) -> Path:
     (root / MOD).write_text(PRISTINE)
     (root / "tests").mkdir()
     (root / TEST).write_text(TEST_BEFORE)
+    (root / "pyproject.toml").write_text("[project]\nname = 'vllm'\n")  # an upstream tree: tests/ is its own
     return root
 
 
@@ -92,21 +93,22 @@ def test_one_broken_hunk_leaves_the_tree_byte_identical(tmp_path):
 def test_a_write_failing_midway_puts_back_what_was_written(tmp_path, monkeypatch):
     root = make_tree(tmp_path / "tree")
     before = snapshot(root)
-    from patchset.verbs import apply as apply_mod
+    from patchset import journal
 
-    real = apply_mod._atomic_write
+    real = os.replace
     calls = []
 
-    def flaky(target, content):
-        calls.append(target)
-        if len(calls) == 2:  # the second file: the first is already replaced
+    def flaky(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:  # the journal, the first file, then the second file fails
             raise OSError(28, "No space left on device")
-        real(target, content)
+        real(src, dst)
 
-    monkeypatch.setattr(apply_mod, "_atomic_write", flaky)
+    monkeypatch.setattr(journal.os, "replace", flaky)
     with pytest.raises(OSError):
         apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
-    monkeypatch.setattr(apply_mod, "_atomic_write", real)
+    monkeypatch.setattr(journal.os, "replace", real)
+    assert len(calls) > 3  # the rollback renamed the first file back
     assert snapshot(root) == before
 
 
@@ -157,7 +159,7 @@ def test_package_layout_the_vllm_folder_itself(tmp_path):
 def test_wrong_release_in_the_tree_is_refused(tmp_path):
     root = make_tree(tmp_path / "site")
     (root / "vllm" / "_version.py").write_text("__version__ = version = '0.28.0'\n")
-    with pytest.raises(ApplyError, match="holds vLLM 0.28.0, not 0.29.0"):
+    with pytest.raises(ApplyError, match=r"holds vLLM 0.28.0 \(vllm/_version.py\), not 0.29.0"):
         apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
 
 
@@ -175,3 +177,99 @@ def test_file_modes_survive(tmp_path):
     os.chmod(root / MOD, 0o755)
     apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
     assert (root / MOD).stat().st_mode & 0o777 == 0o755
+
+
+MODES = ("diff --git a/vllm/core/sched.py b/vllm/core/sched.py\nold mode 100644\nnew mode 100755\n"
+         "diff --git a/vllm/core/__init__.py b/vllm/core/__init__.py\nold mode 100644\nnew mode 100755\n"
+         "diff --git a/vllm/tool.sh b/vllm/tool.sh\nnew file mode 100755\n--- /dev/null\n+++ b/vllm/tool.sh\n"
+         "@@ -0,0 +1,2 @@\n+#!/bin/sh\n+echo fork\n")
+
+
+def with_patch(tmp_path: Path, text: str) -> Path:
+    """make_manifest's series plus a third patch of git headers."""
+    make_manifest(tmp_path)
+    write_patch(tmp_path, "recipes/modes/modes.patch", text)
+    manifest = tmp_path / "patches.yaml"
+    manifest.write_text(manifest.read_text() + "  - id: modes\n    releases: \"==0.29.0\"\n"
+                        "    patch: recipes/modes/modes.patch\n")
+    return manifest
+
+
+def test_modes_the_series_sets_are_written_and_recorded(tmp_path):
+    root = make_tree(tmp_path / "tree")
+    report = apply_series(load_manifest(with_patch(tmp_path, MODES)), "0.29.0", root)
+    assert (root / MOD).stat().st_mode & 0o777 == 0o755
+    assert (root / "vllm/core/__init__.py").stat().st_mode & 0o777 == 0o755  # a mode-only change
+    assert (root / "vllm/tool.sh").stat().st_mode & 0o777 == 0o755  # new file mode 100755
+    assert {"vllm/core/__init__.py", "vllm/tool.sh"} <= set(report.written)
+    record = json.loads((root / "vllm" / ".patchset-provenance.json").read_text())
+    assert record["files"][MOD]["mode"] == "100755"
+    assert record["files"]["vllm/core/__init__.py"]["mode"] == "100755"
+    assert record["files"]["vllm/tool.sh"]["mode"] == "100755"
+    assert record["files"][TEST]["mode"] == "100644"
+    os.chmod(root / MOD, 0o644)
+    with pytest.raises(ApplyError, match=f"{MOD} differs from what the provenance record says"):
+        apply_series(load_manifest(tmp_path / "patches.yaml"), "0.29.0", root)
+
+
+def test_a_symlink_is_refused_and_nothing_written(tmp_path):
+    root = make_tree(tmp_path / "tree")
+    before = snapshot(root)
+    link = ("diff --git a/vllm/link b/vllm/link\nnew file mode 120000\n--- /dev/null\n+++ b/vllm/link\n"
+            "@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n")
+    with pytest.raises(ApplyError, match="symlink"):
+        apply_series(load_manifest(with_patch(tmp_path, link)), "0.29.0", root)
+    assert snapshot(root) == before
+
+
+def test_a_stray_tests_folder_in_site_packages_is_left_out(tmp_path):
+    root = make_tree(tmp_path / "site")
+    (root / "pyproject.toml").unlink()  # site-packages: the tests/ beside vllm/ belongs to someone else
+    (root / "vllm-0.29.0.dist-info").mkdir()
+    (root / "vllm-0.29.0.dist-info" / "METADATA").write_text("Name: vllm\nVersion: 0.29.0\n")
+    report = apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+    assert report.skipped == [TEST] and (root / TEST).read_text() == TEST_BEFORE
+
+
+def test_already_applied_refreshes_bytecode_that_no_longer_matches(tmp_path):
+    root = make_tree(tmp_path / "tree")
+    m = load_manifest(make_manifest(tmp_path))
+    apply_series(m, "0.29.0", root)
+    (pyc,) = (root / "vllm/core/__pycache__").glob("sched.*.pyc")
+    old = tmp_path / "old.py"
+    old.write_text(PRISTINE)
+    py_compile.compile(str(old), cfile=str(pyc), invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    again = apply_series(m, "0.29.0", root)
+    assert again.already and "refreshed the stale bytecode of 1 modules" in again.message
+    import importlib.util
+
+    assert pyc.read_bytes()[8:16] == importlib.util.source_hash((root / MOD).read_bytes())
+
+
+def test_a_patched_tree_is_refused_as_a_dir_source(tmp_path):
+    from patchset.errors import SourceError
+    from patchset.verbs.check import check
+
+    root = make_tree(tmp_path / "tree")
+    manifest = load_manifest(make_manifest(tmp_path))
+    apply_series(manifest, "0.29.0", root)
+    with pytest.raises(SourceError, match="already carries a patchset series"):
+        check(manifest, ["0.29.0"], source=f"dir:{root}")
+
+
+def test_recover_without_an_interrupted_apply_says_so(tmp_path, capsys):
+    from patchset.cli import main
+
+    root = make_tree(tmp_path / "tree")
+    assert main(["apply", "--recover", str(root)]) == 0
+    assert "nothing to recover" in capsys.readouterr().out
+
+
+def test_a_tree_that_does_not_say_its_release_is_applied_with_a_warning(tmp_path):
+    manifest = load_manifest(make_manifest(tmp_path))
+    report = apply_series(manifest, "0.29.0", make_tree(tmp_path / "tree"))
+    assert report.result is not None and "does not say which vLLM release it holds" in report.result.warnings[0]
+    said = make_tree(tmp_path / "said")
+    (said / "vllm" / "_version.py").write_text("__version__ = version = '0.29.0'\n")
+    report = apply_series(manifest, "0.29.0", said)
+    assert report.result is not None and not report.result.warnings

@@ -6,6 +6,7 @@ import io
 import json
 import tarfile
 
+import docker.errors
 import pytest
 from helpers import write_manifest, write_patch
 
@@ -29,7 +30,7 @@ def test_build_context_holds_only_the_changed_files_and_the_record():
     with tarfile.open(fileobj=io.BytesIO(context)) as tar:
         members = {m.name: m for m in tar.getmembers()}
     assert sorted(members) == ["Dockerfile", "layer/usr/lib/python3/dist-packages/vllm/.patchset-provenance.json",
-                               "layer/usr/lib/python3/dist-packages/vllm/a.py"]
+                               "layer/usr/lib/python3/dist-packages/vllm/a.py", "patchset-bytecode.py"]
     assert members["layer/usr/lib/python3/dist-packages/vllm/a.py"].mode == 0o640
 
 
@@ -110,8 +111,9 @@ def test_build_refuses_when_the_series_does_not_apply(tmp_path, docker_client, s
           - {id: bad, title: does not apply, origin: local, releases: ">=0.29", patch: recipes/bad.patch}
     """))
     tag = f"{session_repo}:refused"
-    with pytest.raises(BuildError, match="does not apply"):
+    with pytest.raises(BuildError, match="does not apply") as e:
         build_image(manifest, VERSION, base=standin, tag=tag, client=docker_client)
+    assert e.value.exit_code == 1  # a finding, as for check and apply; not bad input
     assert not docker_client.images.list(name=tag)
 
 
@@ -150,3 +152,276 @@ def test_build_without_an_engine_is_an_error(monkeypatch, manifest_path, capsys)
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     assert main(["build", "--vllm", VERSION, "--manifest", str(manifest_path)]) == 2
     assert "no Docker engine answers" in capsys.readouterr().err
+
+
+# --- reproducible builds, nothing left behind -------------------------------------------------------
+
+EPOCH = "1700000000"  # 2023-11-14T22:13:20Z
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_two_builds_under_source_date_epoch_are_the_same_image(docker_client, standin, series_manifest,
+                                                               session_repo, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    first = build_image(series_manifest, VERSION, base=standin, tag=f"{session_repo}:sde1", client=docker_client)
+    second = build_image(series_manifest, VERSION, base=standin, tag=f"{session_repo}:sde2", client=docker_client)
+    assert first.image_id == second.image_id
+    assert first.labels == second.labels
+    assert first.labels["org.opencontainers.image.created"] == "2023-11-14T22:13:20Z"
+    with docker_engine.ImageFiles(docker_client, first.image_id) as files:
+        install = files.locate_vllm()
+        record = provenance.loads(files.read(install.path_of(provenance.PROVENANCE_PATH)))
+    assert record["applied_at"] == "2023-11-14T22:13:20+00:00"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_added_layer_is_byte_for_byte_the_same_without_the_build_cache(docker_client, standin,
+                                                                         series_manifest, session_repo,
+                                                                         monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    layers = []
+    for n in (1, 2):  # nothing cached: every file, folder and pyc of the layer is made afresh
+        report = build_image(series_manifest, VERSION, base=standin, tag=f"{session_repo}:nocache{n}",
+                             client=docker_client, nocache=True)
+        layers.append(docker_client.images.get(report.image_id).attrs["RootFS"]["Layers"])
+        with docker_engine.ImageFiles(docker_client, report.image_id) as files:
+            install = files.locate_vllm()
+            stream, _ = files._container.get_archive(install.path_of("vllm/distributed"))
+            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                touched = [m for m in tar.getmembers() if "offloading/" in m.name and "scheduler" in m.name]
+        assert touched and {m.mtime for m in touched} == {int(EPOCH)}, [(m.name, m.mtime) for m in touched]
+    base_layers = len(docker_client.images.get(standin).attrs["RootFS"]["Layers"])
+    assert layers[0][base_layers:] == layers[1][base_layers:]  # the diff ids: sha256 of each added layer
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_compile_stage_is_not_left_behind(built, docker_client):
+    assert built.removed_stages, "the build named no compile stage"
+    for stage in built.removed_stages:
+        with pytest.raises(docker.errors.ImageNotFound):
+            docker_client.images.get(stage)
+    # What the image needs is still there: its own layers and its parents.
+    assert docker_client.images.get(built.image_id).id == built.image_id
+
+
+# --- from an installed wheel, not a checkout ---------------------------------------------------------
+
+_FROM_THE_WHEEL = """
+import io, sys, tarfile, types
+from pathlib import Path
+import patchset
+from patchset import docker_engine
+from patchset.verbs.build import build_context, dockerfile_for
+assert Path(patchset.__file__).is_relative_to(sys.prefix), patchset.__file__  # the wheel's copy, not a checkout
+fork = types.SimpleNamespace(base=Path.cwd())  # a manifest's folder without images/ of its own
+dockerfile = dockerfile_for(fork)
+install = docker_engine.VllmInstall("/usr/lib/python3/dist-packages", "0.29.0", "x", "3.11")
+context = build_context(install, {"vllm/a.py": b"new\\n"}, {}, b"{}", dockerfile, 0)
+with tarfile.open(fileobj=io.BytesIO(context)) as tar:
+    assert tar.extractfile("Dockerfile").read() == dockerfile
+sys.stdout.buffer.write(dockerfile)
+"""
+
+
+@pytest.fixture(scope="module")
+def wheel_python(tmp_path_factory):
+    """(python, env): a clean venv holding patchset from its wheel; dependencies come after it on the path."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import sysconfig
+    from pathlib import Path
+
+    tmp = tmp_path_factory.mktemp("wheel")
+    repo = Path(__file__).resolve().parents[1]
+    src = tmp / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(repo / name, src / name)
+    shutil.copytree(repo / "patchset", src / "patchset", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / "dist"), str(src)],
+                   check=True, capture_output=True)
+    wheel = next((tmp / "dist").glob("patchset-*.whl"))
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                   check=True, capture_output=True)
+    # The editable install of this checkout is a .pth hook, which PYTHONPATH entries do not run.
+    return venv / "bin" / "python", {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
+
+
+@pytest.mark.network  # the wheel's build backend (setuptools) comes from the package index
+@pytest.mark.slow
+def test_build_finds_its_dockerfile_in_an_installed_wheel(tmp_path, wheel_python):
+    import subprocess
+    from pathlib import Path
+
+    python, env = wheel_python
+    out = subprocess.run([python, "-c", _FROM_THE_WHEEL], cwd=tmp_path, env=env, capture_output=True, check=False)
+    assert out.returncode == 0, out.stderr.decode()
+    repo = Path(__file__).resolve().parents[1]
+    assert out.stdout == (repo / "patchset" / "images" / "vllm-patched" / "Dockerfile").read_bytes()
+
+
+@pytest.mark.network
+@pytest.mark.docker
+@pytest.mark.slow
+def test_patchset_build_runs_from_an_installed_wheel(tmp_path, wheel_python, manifest_path, standin, session_repo,
+                                                     docker_client):
+    import subprocess
+
+    python, env = wheel_python
+    tag = f"{session_repo}:from-wheel"
+    out = subprocess.run([python, "-m", "patchset", "build", "--vllm", VERSION, "--manifest", str(manifest_path),
+                          "--base", standin, "--tag", tag, "--format", "json"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    doc = json.loads(out.stdout)
+    assert doc["ok"] and docker_client.images.get(tag).id == doc["id"]
+    assert not (manifest_path.parent / "images" / "vllm-patched" / "Dockerfile").exists()  # the wheel's was used
+
+
+def test_the_source_label_never_carries_the_remotes_token(tmp_path):
+    import git
+
+    from patchset.verbs.build import _git_labels
+
+    repo = git.Repo.init(tmp_path)
+    (tmp_path / "patches.yaml").write_text("schema: 1\n")
+    repo.index.add(["patches.yaml"])
+    repo.index.commit("one")
+    repo.create_remote("origin", "https://x-access-token:ghs_s3cr3tT0ken@127.0.0.1/fork/vllm-patches.git")
+    labels = _git_labels(tmp_path)
+    assert labels["org.opencontainers.image.source"] == "https://127.0.0.1/fork/vllm-patches.git"
+    assert "s3cr3t" not in json.dumps(labels)
+
+
+# --- build --sbom: the SBOM derived from an audit of the built image, embedded in a layer of its own -----
+
+
+def test_sbom_context_is_the_document_under_sbom_path_with_fixed_mtimes():
+    from patchset.report.sbom import SBOM_PATH
+    from patchset.verbs.build import SBOM_DOCKERFILE, sbom_context
+
+    with tarfile.open(fileobj=io.BytesIO(sbom_context(b'{"bomFormat": "CycloneDX"}', 1700000000))) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+        assert tar.extractfile("Dockerfile").read() == SBOM_DOCKERFILE
+        assert tar.extractfile("sbom" + SBOM_PATH).read() == b'{"bomFormat": "CycloneDX"}'
+    assert sorted(members) == ["Dockerfile", "sbom/usr", "sbom/usr/share", "sbom/usr/share/patchset",
+                               "sbom/usr/share/patchset/sbom.cdx.json"]
+    assert {m.mtime for m in members.values()} == {1700000000}
+    assert all(members[d].isdir() and members[d].mode == 0o755
+               for d in ("sbom/usr", "sbom/usr/share", "sbom/usr/share/patchset"))
+
+
+def test_the_default_sbom_file_is_named_after_the_tag():
+    from patchset.verbs.build import sbom_file_for
+
+    assert str(sbom_file_for("127.0.0.1:5000/team/vllm:v1-patched")) == "127.0.0.1_5000_team_vllm_v1-patched.cdx.json"
+
+
+@pytest.fixture(scope="module")
+def sbom_build(docker_client, standin, manifest_path, session_repo, tmp_path_factory):
+    """``patchset build --sbom`` (no FILE) run in a scratch folder: (the JSON it printed, that folder)."""
+    import contextlib
+    import os
+
+    from patchset.cli import main
+
+    where = tmp_path_factory.mktemp("sbom-build")
+    tag = f"{session_repo}:sbom"
+    out, cwd = io.StringIO(), os.getcwd()
+    os.chdir(where)
+    try:
+        with contextlib.redirect_stdout(out):
+            code = main(["build", "--vllm", VERSION, "--manifest", str(manifest_path), "--base", standin,
+                         "--tag", tag, "--sbom", "--format", "json"])
+    finally:
+        os.chdir(cwd)
+    assert code == 0, out.getvalue()
+    return json.loads(out.getvalue()), where
+
+
+def sbom_patches(document: bytes) -> list[str]:
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(document.decode()) is None
+    vllm = next(c for c in json.loads(document)["components"] if c["name"] == "vllm")
+    return sorted(p["resolves"][0]["id"] for p in vllm["pedigree"]["patches"])
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_build_sbom_embeds_the_audited_sbom_in_one_small_extra_layer(sbom_build, docker_client, series_manifest):
+    from patchset.report.sbom import SBOM_PATH
+
+    doc, where = sbom_build
+    assert doc["sbom"]["path"] == SBOM_PATH
+    host_copy = where / doc["sbom"]["file"]
+    assert doc["sbom"]["file"] == doc["image"].replace("/", "_").replace(":", "_") + ".cdx.json"
+    image = docker_client.images.get(doc["image"])
+    assert image.id == doc["id"] and image.labels["io.patchset.sbom"] == SBOM_PATH
+    with docker_engine.ImageFiles(docker_client, image) as files:
+        embedded = files.read(SBOM_PATH)
+    assert embedded == host_copy.read_bytes()
+    assert doc["sbom"]["sha256"] == provenance.sha256(embedded)
+    assert sbom_patches(embedded) == sorted(f"#{p.upstream_pr}" for p in series_manifest.patches)
+    # The series' layer, then the SBOM's: one COPY of a few tens of KiB, no second build of the series.
+    assert len(doc["layers"]) == 2 and "COPY" in doc["layers"][1]["created_by"]
+    assert doc["layers"][1]["size"] < 256 * 1024, doc["layers"]
+    print(f"\nlayers added by patchset build --sbom: {[layer['size'] for layer in doc['layers']]} bytes")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_audit_warns_when_the_embedded_sbom_disagrees_with_the_files(sbom_build, docker_client, session_repo,
+                                                                     manifest_path, pristine_source, derive_image,
+                                                                     capsys):
+    from patchset.cli import main
+
+    doc, _ = sbom_build
+    tag = doc["image"]
+    assert main(["audit", tag, "--manifest", str(manifest_path), "--source", pristine_source,
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["images"][0]["warnings"] == []  # SBOM and files agree
+
+    with docker_engine.ImageFiles(docker_client, tag) as files:
+        site = files.locate_vllm().site
+        content = files.read(f"{site}/{SCHEDULER}")
+    reverted = derive_image(tag, f"{session_repo}:sbom-reverted", write={
+        f"{site}/{SCHEDULER}": content.replace(b"max(req.num_prompt_tokens, req.num_tokens - 1)", b"req.num_tokens")})
+    assert main(["audit", reverted, "--manifest", str(manifest_path), "--source", pristine_source,
+                 "--format", "json"]) == 1
+    warnings = json.loads(capsys.readouterr().out)["images"][0]["warnings"]
+    assert ("the image's SBOM /usr/share/patchset/sbom.cdx.json says offload-finished-watermark is carried; "
+            "its files say tampered") in warnings
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_sbom_layer_is_byte_for_byte_the_same_under_source_date_epoch(built, docker_client, standin,
+                                                                        series_manifest, session_repo,
+                                                                        tmp_path, monkeypatch):
+    import dataclasses
+
+    from patchset.verbs.build import add_sbom
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    base = docker_client.images.get(standin)
+    with docker_engine.ImageFiles(docker_client, base) as files:
+        install = files.locate_vllm()
+    layers, documents = [], []
+    for n in (1, 2):  # nothing cached: the SBOM layer is made afresh from a fresh audit each time
+        report = dataclasses.replace(built, tag=f"{session_repo}:sbom-sde", labels=dict(built.labels))
+        add_sbom(docker_client, series_manifest, base, install, report, tmp_path / f"{n}.cdx.json",
+                 say=lambda _line: None, nocache=True)
+        layers.append(docker_client.images.get(report.image_id).attrs["RootFS"]["Layers"][-1])
+        documents.append((tmp_path / f"{n}.cdx.json").read_bytes())
+    assert documents[0] == documents[1]
+    assert json.loads(documents[0])["metadata"]["timestamp"].startswith("2023-11-14T22:13:20")
+    assert layers[0] == layers[1]  # the diff id: sha256 of the layer's tar

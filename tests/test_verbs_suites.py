@@ -251,6 +251,37 @@ def test_patches_tests_and_suites_run_separately(tmp_path):
     assert (tmp_path / "work" / "runs" / "suite-tests-test_watermark.py" / "junit.xml").is_file()
 
 
+SLOW_WITHOUT_X = textwrap.dedent('''\
+    import time
+
+    import toypkg.util as util
+
+
+    def test_quick_once_x_exists():
+        if not hasattr(util, "X"):
+            time.sleep(60)
+    ''')
+
+
+def test_a_crashed_run_is_never_judged_and_a_crashed_pristine_run_is_not_cached(tmp_path):
+    src, site = make_project(tmp_path)
+    (src / "tests" / "test_slow.py").write_text(SLOW_WITHOUT_X)
+    suites = "suites:\n  - {path: tests/test_slow.py, timeout: 3}"
+    manifest = manifest_with(tmp_path, {"x": udiff("toypkg/util.py", UTIL, UTIL + "\nX = 1\n")},
+                             "- {id: x, patch: recipes/x.patch}", suites=suites)
+    report = run_prove(tmp_path, src, site, manifest)
+    (s,) = report.suites
+    # with the series it passes; on the pristine release it runs into the suite's timeout
+    assert s.baseline is not None and "the pristine run crashed" in s.baseline.error and s.comparison is None
+    assert s.ok and not list((tmp_path / "cache").glob("baselines/*/*.json"))
+    assert "no pristine baseline" in testreport.render_table(report)
+    broken = manifest_with(tmp_path, {"x": udiff("toypkg/util.py", UTIL, UTIL + "\nY = 1\n")},
+                           "- {id: x, patch: recipes/x.patch}", suites=suites)
+    (s,) = run_prove(tmp_path, src, site, broken).suites
+    assert s.run.crash and "timed out after 3 s" in s.run.crash and not s.ok and s.result == "FAIL"
+    assert s.comparison is None and s.baseline is None  # a crash is no evidence either way
+
+
 def test_cli_rebaseline_and_a_relative_workdir(tmp_path, monkeypatch, capsys):
     from patchset.cli import main
     from patchset.cli import test as cli_test

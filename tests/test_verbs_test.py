@@ -23,7 +23,7 @@ from patchset.cache import Cache
 from patchset.core.manifest import load_manifest
 from patchset.errors import PatchsetError
 from patchset.report import testreport
-from patchset.runners import ERROR, FAILED, PASSED, SKIPPED, NodeResult
+from patchset.runners import ERROR, FAILED, PASSED, SKIPPED, NodeResult, RunOutcome
 from patchset.runners.venv import PythonEnv, VenvRunner
 from patchset.sources.local import DirSource
 from patchset.verbs import test as vt
@@ -100,10 +100,11 @@ def manifest_with(root: Path, patches: dict[str, str], entries: str, suites: str
 
 def run_prove(root: Path, src: Path, site: Path, manifest: Path, **kw) -> vt.ProofReport:
     runner = VenvRunner(PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False)
-    work = root / "work"
+    work = kw.pop("workdir", root / "work")
     work.mkdir(exist_ok=True)
+    kw.setdefault("timeout", 300)
     kw.setdefault("cache", Cache(root / "cache"))
-    return vt.prove(load_manifest(manifest), "1.0", runner, DirSource(src), workdir=work, timeout=300, **kw)
+    return vt.prove(load_manifest(manifest), "1.0", kw.pop("runner", runner), DirSource(src), workdir=work, **kw)
 
 
 def verdicts(report: vt.ProofReport) -> dict[str, str]:
@@ -174,17 +175,9 @@ def test_the_overlay_hides_stale_bytecode_and_leaves_the_installed_package_alone
     assert without.read_text() == WATERMARK
 
 
-def test_dependants_are_left_out_with_the_patch_they_need(project):
-    root, src, site = project
+def follow_up_manifest(root: Path, dep_test: str) -> Path:
     extended = WATERMARK_FIXED + "\n\ndef finished_watermark(req):\n    return watermark(*req)\n"
-    # imported at module level: without the fix the file fails to import, which must count as failing
-    dep_test = textwrap.dedent('''\
-        from toypkg.watermark import finished_watermark
-
-        def test_finished_watermark():
-            assert finished_watermark((10, 4)) == 9
-        ''')
-    manifest = manifest_with(root, {
+    return manifest_with(root, {
         "watermark": fix_patch(WATERMARK_FIXED),
         "follow-up": udiff("toypkg/watermark.py", WATERMARK_FIXED, extended)
         + new_file("tests/test_follow_up.py", dep_test),
@@ -197,13 +190,177 @@ def test_dependants_are_left_out_with_the_patch_they_need(project):
           after: [watermark]
           tests: ["tests/test_follow_up.py::test_finished_watermark"]
         """)
+
+
+def test_dependants_are_left_out_with_the_patch_they_need(project):
+    root, src, site = project
+    # imported inside the test: without the fix the test runs and fails on the import, which proves it
+    manifest = follow_up_manifest(root, textwrap.dedent('''\
+        def test_finished_watermark():
+            from toypkg.watermark import finished_watermark
+
+            assert finished_watermark((10, 4)) == 9
+        '''))
     report = run_prove(root, src, site, manifest)
     assert verdicts(report) == {"watermark": "proven", "follow-up": "proven"}
     assert report.patches[0].without_fix.excluded == ("watermark", "follow-up")
     assert report.patches[1].without_fix.excluded == ("follow-up",)
-    (err,) = report.patches[1].without_fix.results
-    assert (err.nodeid, err.outcome) == ("tests/test_follow_up.py", ERROR) and "finished_watermark" in err.detail
+    (failed,) = report.patches[1].without_fix.results
+    assert failed.outcome == FAILED and "finished_watermark" in failed.message
     assert report.ok
+
+
+def test_a_test_file_that_cannot_even_be_collected_without_the_fix_proves_nothing(project):
+    root, src, site = project
+    # imported at module level: without the fix the file fails to import, the test never runs
+    manifest = follow_up_manifest(root, textwrap.dedent('''\
+        from toypkg.watermark import finished_watermark
+
+        def test_finished_watermark():
+            assert finished_watermark((10, 4)) == 9
+        '''))
+    report = run_prove(root, src, site, manifest)
+    assert verdicts(report) == {"watermark": "proven", "follow-up": "inconclusive"}
+    p = report.patches[1]
+    (err,) = p.without_fix.results
+    assert (err.nodeid, err.outcome) == ("tests/test_follow_up.py", ERROR) and "finished_watermark" in err.detail
+    # pytest refuses a node id in a file it could not collect: the run is a crash, never proof
+    assert p.without_fix.exit_code == 4 and "found no collectors" in p.without_fix.crash
+    assert p.reason.startswith("without the fix: pytest exit 4") and "a crashed run is no proof" in p.reason
+    assert not report.ok
+
+
+def test_a_file_selector_whose_file_cannot_be_collected_without_the_fix_is_inconclusive(project):
+    root, src, site = project
+    manifest = follow_up_manifest(root, textwrap.dedent('''\
+        from toypkg.watermark import finished_watermark
+
+        def test_finished_watermark():
+            assert finished_watermark((10, 4)) == 9
+        '''))
+    manifest.write_text(manifest.read_text().replace('["tests/test_follow_up.py::test_finished_watermark"]',
+                                                     '["tests/test_follow_up.py"]'))
+    report = run_prove(root, src, site, manifest)
+    p = report.patches[1]
+    # pytest went on past the collection error (exit 1, a readable report): the run is fine, the test never ran
+    assert p.without_fix.crash is None and p.without_fix.exit_code == 1
+    assert p.verdict == "inconclusive"
+    assert "1 of 1 did not run (tests/test_follow_up.py::test_finished_watermark: error" in p.reason
+    assert "ImportError" in p.reason or "cannot import" in p.reason
+
+
+def one_fix(root: Path, test: str) -> Path:
+    return manifest_with(root, {"watermark": fix_patch(WATERMARK_FIXED, test)}, """
+        - id: watermark
+          patch: recipes/watermark.patch
+          tests: ["tests/test_watermark.py::test_final_sampled_token_is_not_offloaded"]
+        """)
+
+
+def test_a_negative_control_that_crashes_is_inconclusive(project):
+    root, src, site = project
+    # without the fix the process dies the way a CUDA kernel fault kills it
+    manifest = one_fix(root, textwrap.dedent('''\
+        import os
+        import signal
+
+        from toypkg.watermark import watermark
+
+
+        def test_final_sampled_token_is_not_offloaded():
+            if watermark(10, 4) != 9:
+                os.kill(os.getpid(), signal.SIGSEGV)
+        '''))
+    report = run_prove(root, src, site, manifest)
+    (p,) = report.patches
+    assert (p.verdict, report.ok) == ("inconclusive", False)
+    assert p.with_fix.count(PASSED) == 1
+    assert p.without_fix.exit_code == -11 and "killed by signal 11" in p.reason
+    assert "pytest wrote no JUnit report" in p.reason and "Fatal Python error: Segmentation fault" in p.reason
+    assert json.loads(testreport.render_json(report))["patches"][0]["verdict"] == "inconclusive"
+
+
+def test_control_characters_pytest_printed_do_not_break_the_junit_report(project):
+    root, src, site = project
+    # without the fix upstream's conftest cannot load, and says so in terminal colours (pytest exit 4)
+    (src / "tests" / "conftest.py").write_text(textwrap.dedent('''\
+        from toypkg.watermark import watermark
+
+        if watermark(10, 4) != 9:
+            raise RuntimeError("CUDA driver \\x1b[31mfailed\\x00 to initialise\\x1b[0m")
+        '''))
+    manifest = one_fix(root, WATERMARK_TEST)
+    report = run_prove(root, src, site, manifest)
+    (p,) = report.patches
+    assert p.verdict == "inconclusive" and p.without_fix.exit_code == 4
+    assert "\x1b[31mfailed\x00 to initialise" in p.reason  # pytest printed it raw; the reason keeps it
+    failure = ET.fromstring(testreport.render_junit(report)).find(".//failure")
+    assert failure is not None and "#x1B[31mfailed#x00 to initialise" in failure.get("message")
+    assert "failed\\u0000 to" in testreport.render_json(report)
+
+
+def test_a_negative_control_that_hangs_is_inconclusive(project):
+    root, src, site = project
+    manifest = one_fix(root, textwrap.dedent('''\
+        import time
+
+        from toypkg.watermark import watermark
+
+
+        def test_final_sampled_token_is_not_offloaded():
+            while watermark(10, 4) != 9:
+                time.sleep(1)
+        '''))
+    report = run_prove(root, src, site, manifest, timeout=10)
+    (p,) = report.patches
+    assert p.with_fix.count(PASSED) == 1 and p.with_fix.crash is None
+    assert p.verdict == "inconclusive" and p.without_fix.exit_code == -1
+    assert "pytest timed out after 10 s" in p.reason
+
+
+def test_a_patch_the_rest_of_the_series_needs_cannot_be_left_out_and_is_unproven(project):
+    root, src, site = project
+    extended = WATERMARK_FIXED + "\n\nX = 1\n"
+    # follow-up's hunk has the fix as context but does not declare after: [watermark]
+    manifest = manifest_with(root, {
+        "watermark": fix_patch(WATERMARK_FIXED),
+        "follow-up": udiff("toypkg/watermark.py", WATERMARK_FIXED, extended),
+    }, """
+        - id: watermark
+          patch: recipes/watermark.patch
+          tests: ["tests/test_watermark.py::test_final_sampled_token_is_not_offloaded"]
+        - id: follow-up
+          patch: recipes/follow-up.patch
+        """)
+    report = run_prove(root, src, site, manifest)
+    p = report.patches[0]
+    assert (p.verdict, p.without_fix) == ("unproven", None)
+    assert "the rest of the series does not apply (follow-up failed)" in p.reason
+    assert "declare after: [watermark]" in p.reason
+
+
+class AcceleratedVenvRunner(VenvRunner):
+    """The venv runner claiming an accelerator, as the image runner does when given --gpus."""
+
+    needs_accelerator_reason = None
+
+
+def test_a_cuda_error_on_a_runner_with_an_accelerator_is_failing(project):
+    root, src, site = project
+    fix = WATERMARK_FIXED.replace("    return max(", "    raise RuntimeError('CUDA error: an illegal memory access "
+                                                   "was encountered')\n    return max(")
+    manifest = manifest_with(root, {"watermark": fix_patch(fix)}, """
+        - id: watermark
+          patch: recipes/watermark.patch
+          tests: ["tests/test_watermark.py::test_final_sampled_token_is_not_offloaded"]
+        """)
+    env = PythonEnv(Path(sys.executable), site, "this interpreter")
+    assert verdicts(run_prove(root, src, site, manifest)) == {"watermark": "needs-gpu"}
+    report = run_prove(root, src, site, manifest, runner=AcceleratedVenvRunner(env, cpu=False),
+                       workdir=root / "work-gpu")
+    (p,) = report.patches
+    assert p.verdict == "failing" and p.with_fix.accelerator
+    assert "illegal memory access" in p.with_fix.results[0].message
 
 
 def test_gpu_skips_are_needs_gpu_and_missing_tests_and_no_tests_are_reported(project):
@@ -266,8 +423,9 @@ def test_a_series_that_does_not_apply_is_refused(project):
           patch: recipes/stale.patch
           tests: ["tests/test_util.py"]
         """)
-    with pytest.raises(PatchsetError, match="does not apply"):
+    with pytest.raises(PatchsetError, match="does not apply") as e:
         run_prove(root, src, site, manifest)
+    assert e.value.exit_code == 1  # a finding, like `check` failing, not bad input
 
 
 def test_reports_have_the_documented_shapes(project):
@@ -282,7 +440,8 @@ def test_reports_have_the_documented_shapes(project):
     assert set(data) == {"ok", "vllm", "patches", "suites"}
     assert data["ok"] is True and data["vllm"] == "1.0"
     (p,) = data["patches"]
-    assert set(p) == {"id", "verdict", "without_fix", "with_fix"}
+    assert set(p) == {"id", "verdict", "reason", "without_fix", "with_fix"}
+    assert set(p["without_fix"]) >= {"exit_code", "crash"} and p["without_fix"]["crash"] is None
     assert p["verdict"] == "proven" and p["without_fix"]["failed"] == 2 and p["with_fix"]["passed"] == 2
     assert data["suites"][0]["path"] == "tests" and data["suites"][0]["ok"] and data["suites"][0]["passed"] == 3
     root_el = ET.fromstring(testreport.render_junit(report))
@@ -326,7 +485,13 @@ def run_of(*results: NodeResult, label: str = "series") -> vt.ConfigRun:
 
 @pytest.mark.parametrize(("with_fix", "without_fix", "verdict"), [
     ([PASSED, PASSED], [FAILED, PASSED], "proven"),
-    ([PASSED], [ERROR], "proven"),
+    # an error without the fix is collection or setup, not the test failing: never proof
+    ([PASSED], [ERROR], "inconclusive"),
+    ([PASSED, PASSED], [ERROR, PASSED], "inconclusive"),
+    # one node that really ran and failed is proof, whatever else errored
+    ([PASSED, PASSED], [FAILED, ERROR], "proven"),
+    # skipped without the fix (for a reason that is not a missing GPU): it did not run, so nothing is shown
+    ([PASSED], [SKIPPED], "inconclusive"),
     ([PASSED, PASSED], [PASSED, PASSED], "not-discriminating"),
     ([PASSED, FAILED], [FAILED, FAILED], "failing"),
     ([SKIPPED], [SKIPPED], "unproven"),
@@ -337,6 +502,62 @@ def test_verdict_rules(with_fix, without_fix, verdict):
     w = run_of(*(NodeResult(f"t{i}", o, "some reason" if o == SKIPPED else "") for i, o in enumerate(with_fix)))
     wo = run_of(*(NodeResult(f"t{i}", o) for i, o in enumerate(without_fix)))
     assert vt.decide("p", ("t",), w, wo).verdict == verdict
+
+
+def crashed(code: int, why: str, label: str) -> vt.ConfigRun:
+    # what select() makes of a run that wrote no report: an error for every selector
+    return vt.ConfigRun(label, (), ("t",), [NodeResult("t0", ERROR, f"pytest exited with code {code}")], code,
+                        crash=why)
+
+
+def test_a_crashed_negative_control_is_inconclusive_never_proven():
+    v = vt.decide("p", ("t",), run_of(NodeResult("t0", PASSED)),
+                  crashed(-1, "pytest timed out after 60 s and was killed (exit -1): ...", "without p"))
+    assert (v.verdict, v.ok) == ("inconclusive", False)
+    assert "without the fix: pytest timed out" in v.reason and "exit -1" in v.reason
+    assert v.to_json()["without_fix"]["crash"].startswith("pytest timed out")
+    assert v.to_json()["without_fix"]["exit_code"] == -1
+
+
+def test_a_crashed_run_with_the_fix_is_inconclusive_not_failing():
+    v = vt.decide("p", ("t",), crashed(3, "pytest exit 3 (internal error): INTERNALERROR> ...", "series"),
+                  run_of(NodeResult("t0", FAILED)))
+    assert v.verdict == "inconclusive" and v.reason.startswith("with the fix: pytest exit 3")
+
+
+def outcome(code: int, output: str = "last words\n", problem: str | None = None) -> RunOutcome:
+    return RunOutcome({}, code, 1.0, [], output, None, problem)
+
+
+@pytest.mark.parametrize(("run", "not_found", "crash"), [
+    (outcome(0), {}, None),
+    (outcome(1), {}, None),
+    (outcome(5), {}, None),  # nothing collected: each selector is reported as not collected
+    (outcome(4), {"t": "pytest: not found: t"}, None),  # only unknown node ids
+    (outcome(4, "ERROR: found no collectors for t\n"), {}, "pytest exit 4 (usage error"),
+    (outcome(2), {}, "pytest exit 2 (interrupted"),
+    (outcome(3), {}, "pytest exit 3 (internal error): last words"),
+    (outcome(-1), {}, "pytest timed out after 60 s"),
+    (outcome(-11), {}, "pytest exit -11 (killed by signal 11)"),
+    (outcome(137), {}, "pytest exit 137 (killed by signal 9)"),
+    (outcome(1, problem="pytest wrote no JUnit report (junit.xml)"), {}, "pytest exit 1; pytest wrote no JUnit"),
+])
+def test_crash_reasons_name_the_exit_code(run, not_found, crash):
+    got = vt.crash_reason(run, ("t",), not_found, timeout=60)
+    assert (got is None) if crash is None else got.startswith(crash)
+
+
+def test_a_cuda_error_is_needs_gpu_only_without_an_accelerator():
+    cuda = NodeResult("t0", FAILED, "RuntimeError: CUDA error: an illegal memory access was encountered")
+    cpu = vt.decide("p", ("t",), run_of(cuda), run_of(NodeResult("t0", FAILED)))
+    assert cpu.verdict == "needs-gpu"
+    gpu_run = vt.ConfigRun("series", (), ("t",), [cuda], 1, accelerator=True)
+    gpu = vt.decide("p", ("t",), gpu_run, run_of(NodeResult("t0", FAILED)))
+    assert gpu.verdict == "failing" and "t0" in gpu.reason
+    # a GPU runner's skips are upstream's own choice, not a missing device
+    skipped = vt.ConfigRun("series", (), ("t",), [NodeResult("t0", SKIPPED, "Requires at least 2 GPUs")],
+                           accelerator=True)
+    assert vt.decide("p", ("t",), skipped, None).verdict == "unproven"
 
 
 @pytest.mark.parametrize(("result", "gpu"), [
@@ -357,3 +578,13 @@ def test_selectors_overlapping_a_suite_run_once():
         "tests/a", "tests/b.py::t")
     assert vt.covers("tests/a.py::test_y", "tests/a.py::test_y[1-2]")
     assert not vt.covers("tests/a.py::test_y", "tests/a.py::test_yz")
+
+
+def test_a_crashed_suite_run_is_not_ok_and_says_why():
+    run = vt.ConfigRun("series", (), ("tests",), [NodeResult("tests/test_a.py::t", PASSED)], -1,
+                       crash="pytest timed out after 60 s and was killed (exit -1): ...")
+    suite = vt.SuiteResult("tests", run)
+    assert not suite.ok  # what passed before the kill is no reason to call the suite green
+    report = vt.ProofReport("1.0", "venv", "here", [], [suite])
+    assert not report.ok and "pytest timed out after 60 s" in testreport.render_table(report)
+    assert json.loads(testreport.render_json(report))["suites"][0]["crash"].startswith("pytest timed out")

@@ -114,8 +114,8 @@ def test_an_unnamed_patch_file_stops_validate_but_only_warns_in_check(project, c
     assert "patches.yaml:3: recipes/wip/next.patch is not named by any patch" in capsys.readouterr().err
     assert main(["check", "--source", "dir:trees/{version}", "--format", "json"]) == 0
     (target,) = json.loads(capsys.readouterr().out)["targets"]
-    assert target["warnings"] == ["patches.yaml:3: recipes/wip/next.patch is not named by any patch "
-                                  "(add it to the manifest or delete it)"]
+    assert ("patches.yaml:3: recipes/wip/next.patch is not named by any patch "
+            "(add it to the manifest or delete it)") in target["warnings"]
     report = check(load_manifest("patches.yaml"), source="dir:trees/{version}")
     assert report.ok and report.targets[0].patches[0].status == "applies"
 

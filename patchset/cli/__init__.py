@@ -1,25 +1,49 @@
-"""The command line: argument parsing and rendering only; one module per verb."""
+"""The command line: argument parsing and rendering only; one module per verb.
+
+One contract for every verb (see :mod:`patchset.errors`): exit 0 when what
+was asked holds, 1 on a finding, 2 on bad input (one line on stderr naming
+where and what to do), 3 on an internal error (one line plus the path of a
+file holding the traceback; never 1, which CI reads as "a fix is missing").
+With ``--format json`` stdout is exactly one JSON document, errors included:
+``{"ok": false, "error": {"file", "line", "message", "hint"}}``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
+import json
+import os
+import re
 import sys
+import tempfile
+import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from patchset import __version__
-from patchset.errors import PatchsetError
+from patchset.errors import EXIT_INTERNAL, PatchsetError, UsageError
 
 # Each module has add_parser(subparsers) and run(args) -> exit code.
-VERBS = ("validate", "check", "apply", "test", "build", "audit", "targets", "schema", "sbom")
+VERBS = ("validate", "check", "apply", "test", "build", "audit", "targets", "schema", "sbom", "importer", "deps",
+         "next", "port", "refresh")
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # what was asked does not hold
 EXIT_ERROR = 2  # bad input: manifest, patch file, arguments, environment
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line is a :class:`UsageError` (one line, exit 2, JSON when asked)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, hint=f"see {self.prog} --help")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="patchset", description="Keep a fork's vLLM backports honest.")
+    parser = _Parser(prog="patchset", description="Keep a fork's vLLM backports honest.")
     parser.add_argument("--version", action="version", version=f"patchset {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     sub.required = True
@@ -36,12 +60,99 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = wants_json(argv)
+    # not next(): importing the `next` verb's module (patchset.cli.next) shadows the builtin in this package
+    words = [a for a in argv if not a.startswith("-")]
+    verb = words[0] if words else ""
+    prog = f"patchset {verb}" if re.fullmatch(r"[a-z][a-z-]*", verb) else "patchset"
+    # JSON goes through a buffer, so that an error after a partial write still leaves one document.
+    buffer = io.StringIO()
     try:
-        return args.run(args)
+        with contextlib.redirect_stdout(buffer) if as_json else contextlib.nullcontext():
+            args = build_parser().parse_args(argv)
+            code = args.run(args)
+        if as_json:
+            _one_document(buffer.getvalue())
     except PatchsetError as e:
-        print(f"patchset {args.verb}: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        return _refuse(prog, e, as_json)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return _interrupted(prog, as_json)
+    except BrokenPipeError:
+        return _reader_gone()
+    except SystemExit:  # --help, --version: argparse has printed what was asked
+        sys.stdout.write(buffer.getvalue())
+        raise
+    except Exception as e:  # noqa: BLE001 -- the contract: any other exception is an internal error, exit 3
+        return _internal(prog, e, as_json)
+    try:
+        sys.stdout.write(buffer.getvalue())
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_gone()
+    return code
+
+
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether the command line asks for ``--format json`` (read before parsing: a parse error needs it too)."""
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg == "--format=json" or (arg == "--format" and i + 1 < len(argv) and argv[i + 1] == "json"):
+            return True
+    return False
+
+
+def error_document(error: dict) -> str:
+    return json.dumps({"ok": False, "error": error}, indent=2) + "\n"
+
+
+def _one_document(text: str) -> None:
+    try:
+        json.loads(text)
+    except ValueError as e:
+        raise RuntimeError(f"--format json printed something other than one JSON document ({e})") from e
+
+
+def _refuse(prog: str, e: PatchsetError, as_json: bool) -> int:
+    print(f"{prog}: error: {e}", file=sys.stderr)
+    if as_json:
+        sys.stdout.write(error_document(e.to_json()))
+    return e.exit_code
+
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a tool stopped by Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
+
+
+def _reader_gone() -> int:
+    """stdout's reader left (``| head``): nothing to report to, and no traceback either."""
+    with contextlib.suppress(OSError):
+        # Python flushes stdout once more at exit: point it at /dev/null so that flush cannot fail too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
+
+
+def _interrupted(prog: str, as_json: bool) -> int:
+    print(f"{prog}: interrupted", file=sys.stderr)
+    if as_json:
+        sys.stdout.write(error_document({"file": None, "line": None, "message": "interrupted", "hint": None}))
+    return EXIT_INTERRUPTED
+
+
+def _internal(prog: str, e: BaseException, as_json: bool) -> int:
+    what = f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__
+    try:
+        fd, path = tempfile.mkstemp(prefix="patchset-traceback-", suffix=".txt")
+        with open(fd, "w") as f:
+            f.write(f"{prog} {__version__}\n" + "".join(traceback.format_exception(e)))
+        where = f"full traceback in {path}"
+    except OSError as write_error:  # no temp dir: the traceback still reaches the user
+        traceback.print_exception(e, file=sys.stderr)
+        path, where = None, f"traceback above; could not write it to a file: {write_error}"
+    print(f"{prog}: internal error: {what} ({where}; please report it)", file=sys.stderr)
+    if as_json:
+        sys.stdout.write(error_document({"file": None, "line": None, "message": f"internal error: {what}",
+                                         "hint": "please report it with the traceback file", "traceback": path}))
+    return EXIT_INTERNAL

@@ -2,14 +2,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from patchset.cli.options import add_manifest, manifest_from
+from patchset.cli.options import image_reference
+from patchset.core.manifest import DEFAULT_MANIFEST
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("audit", help="which fixes each image carries, verified against the image's files")
-    p.add_argument("images", nargs="+", metavar="IMAGE", help="local image or registry reference")
-    add_manifest(p)
+    p.add_argument("images", nargs="+", metavar="IMAGE", type=image_reference, help="local image or registry reference")
+    p.add_argument("--manifest", default=DEFAULT_MANIFEST, metavar="FILE[@REV]",
+                   help=f"the series manifest (default: {DEFAULT_MANIFEST}); FILE@REV reads it and its patch "
+                        "files as of a git revision of the repository holding FILE, e.g. patches.yaml@v1.2")
     p.add_argument("--format", choices=("table", "json", "markdown"), default="table",
                    help="output format (default: table)")
     p.add_argument("--source", default="wheel", metavar="KIND",
@@ -22,21 +26,27 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from patchset import docker_engine
+    from patchset.core.manifest import manifest_at, split_revision
     from patchset.errors import PatchsetError
     from patchset.report import auditreport as render
     from patchset.verbs.audit import audit
-
-    manifest = manifest_from(args)
 
     def progress(ref: str) -> None:
         if args.format != "json" and sys.stderr.isatty():
             print(f"auditing {ref} ...", file=sys.stderr)
 
-    try:
-        report = audit(manifest, args.images, source=args.source, pull=args.pull, on_image=progress)
-    except docker_engine.EngineUnavailable as e:
-        raise PatchsetError(str(e), hint="start dockerd (.ci/docker.sh) or set DOCKER_HOST") from e
+    path, rev = split_revision(args.manifest)
+    if rev is None and not Path(path).is_file():
+        raise PatchsetError(f"no manifest at {path}", hint="pass --manifest FILE, or --manifest FILE@REV to audit "
+                            "against the manifest of a git tag or commit (e.g. --manifest patches.yaml@v1.2)")
+    with manifest_at(args.manifest) as manifest:
+        try:
+            report = audit(manifest, args.images, source=args.source, pull=args.pull, on_image=progress)
+        except docker_engine.EngineUnavailable as e:
+            raise PatchsetError(str(e), hint="start dockerd (.ci/docker.sh) or set DOCKER_HOST") from e
+    if rev is not None:
+        report.manifest = args.manifest  # what was asked for, not the temporary copy it was read from
     sys.stdout.write(render.RENDERERS[args.format](report))
-    for line in render.annotations(report):
+    for line in render.github_annotations(report):
         print(line, file=sys.stderr)
     return 0 if report.ok else 1

@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from patchset.cli.options import add_manifest, add_vllm, manifest_from
+from patchset.cli.options import add_manifest, add_vllm, image_reference, image_tag, manifest_from
 from patchset.report.common import dump_json
 
 
@@ -11,9 +11,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("build", help="build an image: the base image plus the series for one release")
     add_vllm(p, required=True)
     add_manifest(p)
-    p.add_argument("--base", metavar="IMAGE",
+    p.add_argument("--base", metavar="IMAGE", type=image_reference,
                    help="the image to build on (default: the target's image in the manifest)")
-    p.add_argument("--tag", metavar="TAG", help="the tag of the built image (default: BASE's tag + '-patched')")
+    p.add_argument("--tag", metavar="TAG", type=image_tag,
+                   help="the tag of the built image (default: BASE's tag + '-patched')")
+    p.add_argument("--sbom", nargs="?", const="", default=None, metavar="FILE",
+                   help="audit the built image and embed its CycloneDX SBOM at /usr/share/patchset/sbom.cdx.json; "
+                        "also write it to FILE (default: ./TAG.cdx.json, with / and : as _)")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="json: one object on stdout describing the image; build output goes to stderr")
     return p
@@ -25,13 +29,21 @@ def run(args: argparse.Namespace) -> int:
     from patchset.verbs.build import build_image
 
     manifest = manifest_from(args)
+    sbom = None
+    if args.sbom is not None:
+        from pathlib import Path
+
+        from patchset.verbs.build import default_base, default_tag, sbom_file_for
+
+        tag = args.tag or default_tag(args.base or default_base(manifest, args.vllm))
+        sbom = Path(args.sbom) if args.sbom else sbom_file_for(tag)
 
     def progress(text: str) -> None:
         sys.stderr.write(text)
         sys.stderr.flush()
 
     try:
-        report = build_image(manifest, args.vllm, base=args.base, tag=args.tag, progress=progress)
+        report = build_image(manifest, args.vllm, base=args.base, tag=args.tag, progress=progress, sbom=sbom)
     except docker_engine.EngineUnavailable as e:
         raise PatchsetError(str(e), hint="start dockerd (.ci/docker.sh) or set DOCKER_HOST") from e
     if args.format == "json":
@@ -46,10 +58,12 @@ def run(args: argparse.Namespace) -> int:
           + f"; added {len(report.layers)} layers, {_size(report.added_bytes)}:")
     for layer in report.layers:
         print(f"    {_size(layer.size):>9}  {_short(layer.created_by)}")
+    if report.sbom:
+        print(f"  SBOM: {report.sbom['path']} in the image, and {report.sbom['file']}")
     return 0
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

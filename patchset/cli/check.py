@@ -31,6 +31,6 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(render.RENDERERS[args.format](report))
     # Annotations go to stderr whatever the format: the runner reads both streams, and stdout
     # must stay one clean document (JSON, JUnit XML or Markdown for the step summary).
-    for line in render.annotations(report):
+    for line in render.github_annotations(report):
         print(line, file=sys.stderr)
     return 0 if report.ok else 1

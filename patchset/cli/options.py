@@ -1,10 +1,26 @@
-"""Options several verbs share, spelled the same everywhere."""
+"""Options several verbs share, spelled the same everywhere, checked before anything runs."""
 
 from __future__ import annotations
 
 import argparse
+import re
+
+from packaging.version import InvalidVersion, Version
 
 from patchset.core.manifest import DEFAULT_MANIFEST, Manifest, load_manifest
+
+# Docker's reference grammar (distribution/reference): a bad name is bad input here, not a docker traceback.
+_ALNUM = r"[a-z0-9]+"
+_COMPONENT = rf"{_ALNUM}(?:(?:[._]|__|-+){_ALNUM})*"
+_DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = rf"(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+_NAME = rf"(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*"
+_TAG = r"[\w][\w.-]{0,127}"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+TAG_REFERENCE = re.compile(rf"(?P<name>{_NAME})(?::{_TAG})?")
+IMAGE_REFERENCE = re.compile(rf"(?P<name>{_NAME})(?::{_TAG})?(?:@{_DIGEST})?")
+IMAGE_ID = re.compile(r"(?:sha256:)?[0-9a-f]{12,64}")
+NAME_MAX = 255
 
 
 def add_manifest(p: argparse.ArgumentParser) -> None:
@@ -14,10 +30,10 @@ def add_manifest(p: argparse.ArgumentParser) -> None:
 
 def add_vllm(p: argparse.ArgumentParser, *, required: bool = False, many: bool = False) -> None:
     if many:
-        p.add_argument("--vllm", action="append", default=[], metavar="V",
+        p.add_argument("--vllm", action="append", default=[], metavar="V", type=release,
                        help="a pinned vLLM release (repeatable; default: every target)")
     else:
-        p.add_argument("--vllm", required=required, metavar="V", help="the pinned vLLM release")
+        p.add_argument("--vllm", required=required, metavar="V", type=release, help="the pinned vLLM release")
 
 
 def add_format(p: argparse.ArgumentParser, choices=("table", "json", "junit", "markdown")) -> None:
@@ -26,3 +42,32 @@ def add_format(p: argparse.ArgumentParser, choices=("table", "json", "junit", "m
 
 def manifest_from(args: argparse.Namespace) -> Manifest:
     return load_manifest(args.manifest)
+
+
+def release(value: str) -> str:
+    """A ``--vllm`` value: a PEP 440 version."""
+    try:
+        Version(value)
+    except InvalidVersion:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a release version (PEP 440, e.g. 0.29.0)") from None
+    return value
+
+
+def image_tag(value: str) -> str:
+    """A ``--tag`` value: ``[REGISTRY/]NAME[:TAG]``, as ``docker tag`` accepts it."""
+    m = TAG_REFERENCE.fullmatch(value)
+    if not m or len(m.group("name")) > NAME_MAX:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a valid image tag (NAME[:TAG]: lowercase name components separated by '/', "
+            "a tag of letters, digits, '_', '.', '-', at most 128 characters; no digest)")
+    return value
+
+
+def image_reference(value: str) -> str:
+    """An image to read or run: ``[REGISTRY/]NAME[:TAG][@DIGEST]`` or an image id."""
+    m = IMAGE_REFERENCE.fullmatch(value)
+    if IMAGE_ID.fullmatch(value) or (m and len(m.group("name")) <= NAME_MAX):
+        return value
+    raise argparse.ArgumentTypeError(
+        f"{value!r} is not a valid image reference ([REGISTRY/]NAME[:TAG][@sha256:DIGEST] with a lowercase "
+        "NAME, or an image id)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from patchset.cli.options import add_manifest, manifest_from
+from patchset.cli.options import add_manifest, image_reference, manifest_from
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -16,7 +16,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "the diff, the upstream PR it resolves). Missing or tampered fixes are never listed as carried. "
         "Exit codes: 0 written, 1 the image lacks a targeted fix (the SBOM is still printed), 2 bad input. "
         "Example: patchset sbom myfork/vllm:0.29.0 > sbom.cdx.json")
-    p.add_argument("image", metavar="IMAGE", help="local image or registry reference")
+    p.add_argument("image", metavar="IMAGE", type=image_reference, help="local image or registry reference")
     add_manifest(p)
     p.add_argument("--format", choices=("cyclonedx-json",), default="cyclonedx-json", help="output format")
     p.add_argument("--source", default="wheel", metavar="KIND",

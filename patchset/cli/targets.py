@@ -20,7 +20,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     manifest = manifest_from(args)
-    rows = []
+    rows: list[dict] = []
     for t in manifest.targets:
         carried = [p.id for p in manifest.patches if p.targets(t.version)]
         if args.carrying and not carried:

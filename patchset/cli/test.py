@@ -8,8 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from patchset.cli.options import add_manifest, add_vllm, manifest_from
-from patchset.errors import PatchsetError
+from patchset.cli.options import add_manifest, add_vllm, image_reference, manifest_from
+from patchset.errors import PatchsetError, UsageError
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -22,7 +22,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--venv", action="store_true",
                        help="run in a cached CPU venv built for the release (the default)")
-    where.add_argument("--image", metavar="IMAGE", help="run inside a container of IMAGE (Docker)")
+    where.add_argument("--image", metavar="IMAGE", type=image_reference,
+                       help="run inside a container of IMAGE (Docker)")
     p.add_argument("--gpus", metavar="all", help="with --image: the GPUs to give the container (docker --gpus)")
     p.add_argument("--patch", action="append", default=[], metavar="ID",
                    help="prove only this patch (repeatable; default: every patch)")
@@ -36,7 +37,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--rebaseline", action="store_true",
                    help="run the suites on the pristine release again instead of using the cached result "
                         "(the new result replaces it)")
-    p.add_argument("--timeout", type=float, default=3600, metavar="SECONDS",
+    p.add_argument("--timeout", type=seconds, default=3600, metavar="SECONDS",
                    help="limit for each pytest run (default: 3600)")
     p.add_argument("--workdir", metavar="DIR",
                    help="keep the test tree, overlays, JUnit files and pytest logs in DIR (default: a "
@@ -59,6 +60,32 @@ def make_runner(args: argparse.Namespace):
     return VenvRunner()
 
 
+def seconds(value: str) -> float:
+    try:
+        limit = float(value)
+    except ValueError:
+        limit = float("nan")
+    if not limit > 0 or limit == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds greater than 0")
+    return limit
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse unusable output paths before anything runs (an hour of tests must not end in a traceback)."""
+    if args.workdir is not None:
+        workdir = Path(args.workdir)
+        if workdir.exists() and not workdir.is_dir():
+            raise UsageError(f"--workdir {workdir} is not a folder", hint="name an empty or new folder")
+        if workdir.is_dir() and any(workdir.iterdir()):
+            raise UsageError(f"--workdir {workdir} is not empty", hint="name an empty or new folder")
+    if args.junit is not None:
+        junit = Path(args.junit)
+        if junit.is_dir() or not junit.parent.is_dir():
+            raise UsageError(f"--junit {junit}: " + ("is a folder" if junit.is_dir() else
+                                                      f"the folder {junit.parent} does not exist"),
+                             hint="name a file in an existing folder")
+
+
 def run(args: argparse.Namespace) -> int:
     from patchset.report import testreport
     from patchset.sources import open_source
@@ -66,18 +93,19 @@ def run(args: argparse.Namespace) -> int:
 
     manifest = manifest_from(args)
     version = manifest.target(args.vllm).version
+    for pid in args.patch:
+        manifest.patch(pid)  # an unknown id is bad input before anything is fetched or built
 
     def progress(line: str) -> None:
         print(f"patchset test: {line}", file=sys.stderr, flush=True)
 
     runner = make_runner(args)
+    check_outputs(args)
     progress(f"vLLM {version}: getting the pristine tree ({args.source}) ...")
     source = open_source(args.source, version, project=manifest.pypi, tag=manifest.tag)
     keep = args.workdir is not None
     if keep:
         workdir = Path(args.workdir).resolve()  # runs happen in the tree: a relative path would move
-        if workdir.exists() and any(workdir.iterdir()):
-            raise PatchsetError(f"--workdir {workdir} is not empty")
         workdir.mkdir(parents=True, exist_ok=True)
     else:
         workdir = Path(tempfile.mkdtemp(prefix=f"patchset-test-{version}-"))
@@ -88,9 +116,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
-    sys.stdout.write(testreport.RENDERERS[args.format](report))
     if args.junit:
         Path(args.junit).write_text(testreport.render_junit(report))
-    for line in testreport.annotations(report):
+    sys.stdout.write(testreport.RENDERERS[args.format](report))
+    for line in testreport.github_annotations(report):
         print(line, file=sys.stderr)
     return 0 if report.ok else 1

@@ -4,30 +4,58 @@ Pure on purpose: bytes in, bytes and per-hunk verdicts out; no I/O. Every
 verb (check, apply, test, build, audit) goes through ``apply_patch`` so that
 they all agree on where a hunk lands.
 
-Placement is stricter than GNU patch, because fork maintainers were bitten by
-its leniency:
+The policy: never place a hunk where GNU ``patch -F0`` or ``git apply``
+would refuse it, and refuse some places they take, because fork maintainers
+were bitten by their leniency.
 
-* a hunk lands where its old lines match exactly, at the position its header
-  says (``exact``) or elsewhere (``offset`` N, reported);
-* if that context matches at several places and none is the stated one, the
-  hunk is ambiguous and refused (GNU patch silently takes the nearest);
-* if it only matches after dropping context lines, it is ``fuzz`` and refused
-  unless the manifest allows that much fuzz for this patch;
-* if the hunk's new lines are already there, it is ``already-applied``
-  (``patch --forward`` cannot tell that from "does not apply");
+* Lines are the bytes between ``\\n``s, compared exactly: a ``\\r`` is part of
+  a line and so is the final newline. A CRLF patch on an LF file (or the
+  reverse) and a patch that disagrees with the file about the newline at its
+  end are refused, as ``git apply`` refuses them (GNU patch strips the CRs
+  of a diff whose own lines end in CRLF; patchfile.py refuses such a diff).
+  A mixed result is never written, and the refusal says why.
+* Anchoring, as both tools do it: a hunk whose old side starts at line 1
+  (or 0) may only land at the start of the file (git's rule, which includes
+  GNU's "less leading than trailing context at line 1"); one with less
+  trailing than leading context, or a line without a final newline, only at
+  the end. A hunk without context (``-U0``) is anchored only by ``@@ -0,0``.
+* A hunk lands where its old lines match, at the position its header says
+  (``exact``) or elsewhere (``offset`` N, reported). Hunks of one file land
+  in order and never overlap.
+* If the context matches at several places, the hunk is ambiguous and
+  refused unless one is where GNU patch expects it (the stated line moved by
+  the offset of the hunks before) and git apply, which searches from the
+  stated line alone and also before earlier hunks, would take the same one.
+  Both tools silently take the nearest; they do not always agree which.
+* If it only matches after dropping context lines, it is ``fuzz`` and
+  refused unless the manifest allows that much fuzz for this patch.
+* ``already-applied`` means the reversed hunk places under the same rules:
+  its new lines, anchored the same way, unambiguous. A pure deletion is only
+  already-applied when the lines it removes are nowhere in the file, and a
+  context-free insertion whose lines already stand where it would put them
+  is refused (nothing tells a re-application from a coincidence), as is
+  one whose lines end in CRLF where the file's end in LF (or the reverse).
 * otherwise ``failed``, with the nearest candidate and the lines that differ.
-
-Line endings are compared loosely and written faithfully: a CRLF file keeps
-CRLF endings on the lines a patch adds.
+* A context-free hunk is placed by its header (``-U0``), except a lone one at
+  line 0 or 1: like git apply, that is read as the whole file (a ``-U3`` diff
+  of a file with nothing in common), so it needs the file to be exactly its
+  old side.
+* Files: creation only from ``--- /dev/null`` or ``new file mode`` (the file
+  must be absent), deletion only from ``+++ /dev/null`` or ``deleted file
+  mode`` (every line must go); ``@@ -0,0`` on an existing empty file is an
+  edit and ``+0,0`` empties a file without deleting it. A copy keeps its
+  source; a rename onto an existing file is refused. The mode a patch sets
+  is returned in ``PatchOutcome.modes``; a mode change shows as a hunk-0
+  result with the old and new modes.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from patchset.core.patchfile import FilePatch, Hunk, PatchFile
+from patchset.core.patchfile import FilePatch, Hunk, PatchFile, split_lines
 
 EXACT = "exact"
 OFFSET = "offset"
@@ -41,7 +69,7 @@ MAX_FUZZ_PROBE = 2  # as far as GNU patch goes by default; further is not worth 
 @dataclass(frozen=True)
 class HunkResult:
     file: str
-    number: int
+    number: int  # 0: a file-level change without a hunk (mode, rename, copy, empty file)
     status: str
     applied: bool
     line: int | None = None  # 1-based line in the file as it stood before this hunk
@@ -74,6 +102,7 @@ class PatchOutcome:
     hunks: tuple[HunkResult, ...]
     files: dict[str, bytes | None] = field(default_factory=dict)  # changed paths only
     message: str = ""
+    modes: dict[str, int] = field(default_factory=dict)  # path -> mode the patch sets (e.g. 0o100755)
 
     @property
     def ok(self) -> bool:
@@ -87,185 +116,371 @@ def apply_patch(tree: Mapping[str, bytes | None], patch: PatchFile, *, max_fuzz:
     the new content of the paths that change; on failure they must not be used.
     """
     changed: dict[str, bytes | None] = {}
+    modes: dict[str, int] = {}
     results: list[HunkResult] = []
+
+    def read(path: str) -> bytes | None:
+        return changed[path] if path in changed else tree.get(path)
+
     for fp in patch.files:
-        source = fp.old_path or fp.new_path or ""
-        content = changed[source] if source in changed else tree.get(source)
-        if fp.is_rename and content is None and fp.new_path is not None:
-            moved = changed[fp.new_path] if fp.new_path in changed else tree.get(fp.new_path)
-            if moved is not None:  # renamed already: its hunks must be there too
-                _, hunks = _apply_file(moved, fp, max_fuzz)
-                if all(h.status == ALREADY for h in hunks):
-                    results.extend(hunks or [HunkResult(fp.new_path, 0, ALREADY, False, message="renamed already")])
-                else:
-                    results.append(HunkResult(fp.new_path, 0, FAILED, False,
-                                              message=f"{fp.old_path} is gone and {fp.new_path} differs"))
-                continue
-        after, hunks = _apply_file(content, fp, max_fuzz)
+        hunks, writes = _apply_file(fp, read, max_fuzz)
         results.extend(hunks)
-        if fp.old_path and fp.old_path != fp.new_path:
-            changed[fp.old_path] = None
-        if fp.new_path:
-            changed[fp.new_path] = after
-    return _summarise(results, changed)
+        changed.update(writes)
+        if fp.new_path is not None and fp.new_mode is not None:
+            modes[fp.new_path] = fp.new_mode
+    return _summarise(results, changed, modes)
 
 
-def _summarise(results: list[HunkResult], changed: dict[str, bytes | None]) -> PatchOutcome:
-    statuses = {h.status for h in results}
-    if any(not h.applied and h.status != ALREADY for h in results):
-        bad = [h for h in results if not h.applied and h.status != ALREADY]
-        msg = "; ".join(f"hunk {h.number} ({h.file}): {h.status}" for h in bad)
+def _summarise(results: list[HunkResult], changed: dict[str, bytes | None], modes: dict[str, int]) -> PatchOutcome:
+    bad = [h for h in results if not h.applied and h.status != ALREADY]
+    if bad:
+        msg = "; ".join(f"hunk {h.number} ({h.file}): {h.status}" + (f" - {h.message}" if h.message else "")
+                        for h in bad)
         return PatchOutcome("failed", tuple(results), {}, msg)
-    if statuses == {ALREADY}:
-        return PatchOutcome("already-applied", tuple(results), {}, "every hunk is already in the tree")
-    if ALREADY in statuses:
+    content = [h for h in results if not _is_mode(h)]
+    if content and all(h.status == ALREADY for h in content):
+        note = "; its mode changes cannot be checked in memory" if len(content) < len(results) else ""
+        return PatchOutcome("already-applied", tuple(results), {}, "every hunk is already in the tree" + note)
+    if any(h.status == ALREADY for h in results):
         already = [str(h.number) for h in results if h.status == ALREADY]
         return PatchOutcome("failed", tuple(results), {},
                             f"partly applied already (hunks {', '.join(already)}): the tree is neither "
                             "pristine nor patched")
-    return PatchOutcome("applies", tuple(results), changed)
+    return PatchOutcome("applies", tuple(results), changed, modes=modes)
 
 
-def _apply_file(content: bytes | None, fp: FilePatch, max_fuzz: int) -> tuple[bytes | None, list[HunkResult]]:
+def _is_mode(h: HunkResult) -> bool:
+    return h.number == 0 and h.message.startswith("mode ")
+
+
+def _file_result(path: str, status: str, message: str, hunks: tuple[Hunk, ...] = ()) -> list[HunkResult]:
+    """One result per hunk (or one hunk-0 result) carrying a file-level verdict."""
+    applied = status not in (FAILED, ALREADY)
+    line = 1 if applied or status == ALREADY else None
+    return [HunkResult(path, h.number, status, applied, line=line, message=message) for h in hunks] \
+        or [HunkResult(path, 0, status, applied, line=line, message=message)]
+
+
+def _apply_file(fp: FilePatch, read: Callable[[str], bytes | None],
+                max_fuzz: int) -> tuple[list[HunkResult], dict[str, bytes | None]]:
+    if fp.old_path is None:
+        assert fp.new_path is not None
+        return _create(fp, read(fp.new_path))
+    source = read(fp.old_path)
+    if fp.is_rename or fp.is_copy:
+        assert fp.new_path is not None
+        target = read(fp.new_path)
+        if target is not None:
+            return _onto_existing(fp, target, source, max_fuzz), {}
+    if source is None:
+        if fp.new_path is None:  # deleted already (series.py refuses a path another layout would find)
+            return _file_result(fp.old_path, ALREADY, "the file is gone already", fp.hunks), {}
+        return _file_result(fp.old_path, FAILED, "the patch changes this file but it is not in the tree",
+                            fp.hunks), {}
+    results, after = _edit(source, fp, max_fuzz)
+    results += _file_level(fp)
+    if any(not r.applied for r in results):
+        return results, {}
+    if fp.new_path is None:
+        if after:
+            return results + [HunkResult(fp.old_path, fp.hunks[-1].number if fp.hunks else 0, FAILED, False,
+                                         message="the patch deletes this file but lines remain")], {}
+        return results, {fp.old_path: None}
+    writes: dict[str, bytes | None] = {fp.new_path: after}
+    if fp.is_rename:
+        writes[fp.old_path] = None
+    return results, writes
+
+
+def _file_level(fp: FilePatch) -> list[HunkResult]:
+    """Hunk-0 results for what a file patch does besides its hunks, so that it is visible."""
+    out = []
     path = fp.path
-    if fp.old_path is None:  # creation
-        target = _render_new_file(fp)
-        if content is None:
-            return target, [HunkResult(path, h.number, EXACT, True, line=1) for h in fp.hunks] or []
-        if content == target:
-            return content, [HunkResult(path, h.number, ALREADY, False, line=1) for h in fp.hunks]
-        return content, [HunkResult(path, h.number, FAILED, False,
-                                    message="the patch creates this file but it already exists")
-                         for h in fp.hunks]
-    if content is None:
-        if fp.new_path is None:  # deletion of a file that is gone
-            return None, [HunkResult(path, h.number, ALREADY, False) for h in fp.hunks]
-        return None, [HunkResult(path, h.number, FAILED, False, message="file not found in the tree")
-                      for h in fp.hunks] or [HunkResult(path, 0, FAILED, False, message="file not found")]
+    change = fp.mode_change
+    if change:
+        out.append(HunkResult(path, 0, EXACT, True, line=None, message=f"mode {change[0]:06o} -> {change[1]:06o}"))
+    if not fp.hunks:
+        if fp.is_rename:
+            out.append(HunkResult(path, 0, EXACT, True, line=None, message=f"renamed from {fp.old_path}"))
+        elif fp.is_copy:
+            out.append(HunkResult(path, 0, EXACT, True, line=None, message=f"copied from {fp.old_path}"))
+        elif fp.new_path is None:
+            out.append(HunkResult(path, 0, EXACT, True, line=None, message="deletes the (empty) file"))
+    return out
+
+
+def _create(fp: FilePatch, existing: bytes | None) -> tuple[list[HunkResult], dict[str, bytes | None]]:
+    path = fp.path
+    target = b"".join(ln.key for h in fp.hunks for ln in h.new)
+    mode = f" (mode {fp.new_mode:06o})" if fp.new_mode else ""
+    if existing is None:
+        results = [HunkResult(path, h.number, EXACT, True, line=1) for h in fp.hunks]
+        return results or [HunkResult(path, 0, EXACT, True, line=1, message=f"creates an empty file{mode}")], \
+            {path: target}
+    if existing == target:
+        return _file_result(path, ALREADY, "", fp.hunks), {}
+    return _file_result(path, FAILED, "the patch creates this file but it already exists", fp.hunks), {}
+
+
+def _onto_existing(fp: FilePatch, target: bytes, source: bytes | None, max_fuzz: int) -> list[HunkResult]:
+    """A rename or copy whose destination exists: already done, or refused."""
+    assert fp.new_path is not None
+    verb = "renames" if fp.is_rename else "copies"
+    if fp.is_rename and source is not None:
+        return _file_result(fp.new_path, FAILED, f"the patch {verb} {fp.old_path} onto a file that exists",
+                            fp.hunks)
+    results, _ = _edit(target, fp, max_fuzz)
+    if fp.hunks and all(r.status == ALREADY for r in results):
+        return results
+    if not fp.hunks and (source is None or source == target):
+        return _file_result(fp.new_path, ALREADY, f"{verb} {fp.old_path}: done already")
+    return _file_result(fp.new_path, FAILED, f"the patch {verb} {fp.old_path} to {fp.new_path}, which exists "
+                        "and differs", fp.hunks)
+
+
+def _edit(content: bytes, fp: FilePatch, max_fuzz: int) -> tuple[list[HunkResult], bytes]:
     buf = _Buffer(content)
     results = []
-    shift = 0  # lines added minus removed by the hunks applied so far
-    last_offset = 0
+    shift = 0  # lines added minus removed, in the buffer, by the hunks applied so far
+    last_offset = 0  # as GNU patch counts it: a hunk found already applied moves the ones after it
     floor = 0  # hunks apply in order: never before the end of the previous one
     for hunk in fp.hunks:
-        res, shift_delta, new_floor = _place(buf, hunk, path, shift, last_offset, floor, max_fuzz)
+        res, new_floor = _Placement(buf, hunk, fp.path, shift, last_offset, floor, max_fuzz,
+                                    whole=len(fp.hunks) == 1).run()
         results.append(res)
         if res.applied:
-            shift += shift_delta
-            last_offset = res.offset
+            shift += len(hunk.new) - len(hunk.old)
+        if res.applied or res.status == ALREADY:
+            last_offset = res.offset + (len(hunk.new) - len(hunk.old) if res.status == ALREADY else 0)
             floor = new_floor
-    if fp.new_path is None:
-        if all(r.applied for r in results) and not buf.lines:
-            return None, results
-        if all(r.applied for r in results):
-            results.append(HunkResult(path, fp.hunks[-1].number if fp.hunks else 0, FAILED, False,
-                                      message="the patch deletes this file but lines remain"))
-        return content, results
-    return buf.render(), results
-
-
-def _render_new_file(fp: FilePatch) -> bytes:
-    out = []
-    for h in fp.hunks:
-        for ln in h.new:
-            out.append(ln.text + ln.eol)
-    return "".join(out).encode("utf-8", errors="surrogateescape")
+    return results, buf.render()
 
 
 class _Buffer:
-    """A file as lines, compared without their endings."""
+    """A file as a list of lines, each ending in ``\\n`` except perhaps the last."""
 
     def __init__(self, content: bytes) -> None:
-        text = content.decode("utf-8", errors="surrogateescape")
-        self.lines = text.splitlines(keepends=True)
-        crlf = sum(1 for ln in self.lines if ln.endswith("\r\n"))
-        self.eol = "\r\n" if crlf * 2 > len(self.lines) else "\n"
-        self.keys = [_strip_eol(ln) for ln in self.lines]
+        self.lines = split_lines(content)
 
-    def matches(self, old: list[str], lo: int) -> list[int]:
-        k = len(old)
+    def find(self, pattern: list[bytes], floor: int, start: bool, end: bool) -> list[int]:
+        """Where ``pattern`` may land under the anchoring rules, at or after ``floor``."""
+        lines, k = self.lines, len(pattern)
+        if start and end:
+            return [0] if floor == 0 and lines == pattern else []
+        if start:
+            return [0] if floor == 0 and lines[:k] == pattern else []
+        if end:
+            p = len(lines) - k
+            return [p] if p >= floor and lines[p:] == pattern else []
         if k == 0:
             return []
-        first = old[0]
-        keys = self.keys
-        return [p for p in range(lo, len(keys) - k + 1) if keys[p] == first and keys[p:p + k] == old]
-
-    def replace(self, at: int, count: int, new: list[str]) -> None:
-        self.lines[at:at + count] = new
-        self.keys[at:at + count] = [_strip_eol(ln) for ln in new]
+        first = pattern[0]
+        return [p for p in range(floor, len(lines) - k + 1) if lines[p] == first and lines[p:p + k] == pattern]
 
     def render(self) -> bytes:
-        return "".join(self.lines).encode("utf-8", errors="surrogateescape")
+        return b"".join(self.lines)
 
 
-def _strip_eol(line: str) -> str:
-    if line.endswith("\r\n"):
-        return line[:-2]
-    if line.endswith(("\n", "\r")):
-        return line[:-1]
-    return line
+class _Placement:
+    """Where one hunk lands in the buffer, and the verdict."""
 
+    def __init__(self, buf: _Buffer, hunk: Hunk, path: str, shift: int, last_offset: int, floor: int,
+                 max_fuzz: int, whole: bool = False) -> None:
+        self.buf, self.hunk, self.path = buf, hunk, path
+        self.shift, self.floor, self.max_fuzz = shift, floor, max_fuzz
+        self.old = [ln.key for ln in hunk.old]
+        self.new = [ln.key for ln in hunk.new]
+        lead, trail = hunk.leading, hunk.trailing
+        self.zero = lead == 0 and trail == 0
+        # A lone context-free hunk at the top may be a -U0 edit or a whole file replaced (a -U3 diff
+        # of a file that had nothing in common): git apply takes the second reading, and so do we.
+        self.whole = self.zero and whole and hunk.source_start <= 1
+        # A line without a final newline can only be the file's last line.
+        self.unterminated = any(ln.eol == "" for ln in hunk.lines)
+        self.end = (not self.zero and trail < lead) or self.unterminated or self.whole
+        self.start = hunk.source_start == 0 if self.zero and not self.whole else hunk.source_start <= 1
+        self.rstart = hunk.target_start == 0 if self.zero else hunk.target_start <= 1
+        self.header_pos = hunk.source_start - 1 if hunk.source_length else hunk.source_start
+        self.expected = self.header_pos + shift + last_offset  # where GNU patch looks first
 
-def _place(buf: _Buffer, hunk: Hunk, path: str, shift: int, last_offset: int, floor: int,
-           max_fuzz: int) -> tuple[HunkResult, int, int]:
-    old = [ln.text for ln in hunk.old]
-    new_lines = hunk.new
-    header_pos = hunk.source_start - 1 if hunk.source_length else hunk.source_start
-    expected = header_pos + shift + last_offset
-    delta = len(new_lines) - len(old)
+    def result(self, status: str, at: int, applied: bool = True, **kw) -> HunkResult:
+        return HunkResult(self.path, self.hunk.number, status, applied, line=at - self.shift + 1,
+                          offset=at - self.shift - self.header_pos, **kw)
 
-    def result(status: str, at: int, fuzz: int = 0, applied: bool = True, **kw) -> HunkResult:
-        offset = at - shift - header_pos
-        return HunkResult(path, hunk.number, status, applied, line=at - shift + 1, offset=offset,
-                          fuzz=fuzz, **kw)
+    def failure(self, message: str, at: int | None = None, **kw) -> tuple[HunkResult, int]:
+        return self.result(FAILED, self.expected if at is None else at, applied=False, message=message,
+                           **kw), self.floor
 
-    if not old:  # pure insertion with no context: the header is all we have
-        at = min(max(expected, floor), len(buf.lines))
-        buf.replace(at, 0, _rendered(new_lines, buf.eol, at, buf))
-        return result(EXACT if at == header_pos + shift else OFFSET, at), delta, at + len(new_lines)
+    def run(self) -> tuple[HunkResult, int]:
+        if not self.old:
+            return self.insert_only()
+        # Matches before the previous hunk count for ambiguity: git apply would consider them.
+        found = self.buf.find(self.old, 0, self.start, self.end)
+        pick, why = _choose(found, self.expected)
+        if pick is not None and pick >= self.floor:
+            disagree = self.tools_disagree(pick)
+            return self.failure(disagree) if disagree else self.apply(pick, 0, 0)
+        if why:
+            return self.failure(why, candidates=tuple(p - self.shift + 1 for p in found))
+        if pick is not None:
+            return self.failure(f"the context matches only at line {pick - self.shift + 1}, before the end of "
+                                "the previous hunk: the hunks are out of order or overlap")
+        return self.already() or self.fuzzy() or self.failed()
 
-    found = buf.matches(old, floor)
-    pick, why = _choose(found, expected)
-    if pick is not None:
-        buf.replace(pick, len(old), _merge(buf, pick, hunk, 0, 0))
-        status = EXACT if pick - shift == header_pos else OFFSET
-        return result(status, pick), delta, pick + len(new_lines)
-    if why:
-        return result(FAILED, expected, applied=False, message=why, candidates=tuple(p + 1 for p in found)), 0, floor
+    def tools_disagree(self, pick: int) -> str:
+        """Why GNU patch or git apply would place this hunk elsewhere than ``pick``, or ''.
 
-    new = [ln.text for ln in new_lines]
-    done = buf.matches(new, floor)
-    pick, _ = _choose(done, expected)
-    if pick is not None:
-        return result(ALREADY, pick, applied=False), 0, pick + len(new)
+        Each tool takes the match nearest to where it looks first, under its own anchoring: GNU
+        from the stated line moved by the previous hunks' offset, never before the previous hunk;
+        git from the stated line of the new side, anywhere in the file.
+        """
+        k, n = len(self.old), len(self.buf.lines)
+        lead, trail, first = self.hunk.leading, self.hunk.trailing, self.hunk.source_start
+        matches = self.buf.find(self.old, 0, False, False)
+        gnu = _nearest_of([p for p in matches if p >= self.floor and
+                           _fits(p, k, n, lead < trail and first <= 1, trail < lead)], self.expected)
+        git = _nearest_of([p for p in matches if _fits(p, k, n, first == 0 or (first == 1 and not self.zero),
+                                                       not self.zero and trail == 0)],
+                          max(self.hunk.target_start - 1, 0))
+        if gnu == pick and git == pick:
+            return ""
+        where = [f"{tool} at line {p - self.shift + 1}" for tool, p in (("GNU patch", gnu), ("git apply", git))
+                 if p is not None and p != pick]
+        return (f"ambiguous: the context matches at {len(matches)} places and the tools disagree "
+                f"({', '.join(where)}; the anchored place is line {pick - self.shift + 1})")
 
-    for fuzz in range(1, MAX_FUZZ_PROBE + 1):
-        head, tail = _fuzz_trim(hunk, fuzz)
-        if head is None:
-            break
-        trimmed = old[head:len(old) - tail]
-        if not trimmed:
-            break
-        found = buf.matches(trimmed, floor)
-        pick, why = _choose(found, expected + head)
-        if pick is None:
-            continue
+    def insert_only(self) -> tuple[HunkResult, int]:
+        """A hunk without context or removed lines: its header is all there is to place it by."""
+        lines = self.buf.lines
+        if self.whole and lines:
+            return self.failure("this context-free hunk at line 0 says the file was empty, and it must land at "
+                                "the start of an empty file; this file has lines (git apply refuses it too; "
+                                "regenerate the patch with context)", 0)
+        at = 0 if self.start else len(lines) if self.end else self.expected
+        if at < self.floor or at > len(lines) or (self.start and self.floor):
+            return self.failure(f"the insertion point (line {at - self.shift}) is outside the file or before "
+                                "the previous hunk")
+        if lines[at:at + len(self.new)] == self.new:
+            return self.failure(f"the lines this context-free hunk inserts already stand at line {at + 1}: "
+                                "cannot tell a re-application from a coincidence", at)
+        if at and at == len(lines) and not lines[-1].endswith(b"\n"):
+            return self.failure("the file does not end with a newline: the insertion would join two lines", at)
+        near = lines[max(at - 1, 0):at + 1]
+        if near and {_crlf(x) for x in near} != {_crlf(x) for x in self.new}:
+            return self.failure("the lines this context-free hunk inserts end in CRLF where the file's end in LF, "
+                                "or the reverse: refused rather than written with mixed line endings", at)
+        return self.apply(at, 0, 0)
+
+    def apply(self, pick: int, head: int, tail: int, fuzz: int = 0) -> tuple[HunkResult, int]:
+        body = self.hunk.lines[head:len(self.hunk.lines) - tail]
+        count = sum(1 for ln in body if ln.kind != "+")
+        region = self.buf.lines[pick:pick + count]
+        merged: list[bytes] = []
+        i = 0
+        for ln in body:  # context lines keep the file's own bytes (they differ only under fuzz)
+            if ln.kind == " ":
+                merged.append(region[i])
+            if ln.kind != "+":
+                i += 1
+            if ln.kind == "+":
+                merged.append(ln.key)
+        ends_file = pick + count == len(self.buf.lines)
+        if any(not m.endswith(b"\n") for m in merged[:-1]) or \
+                (merged and not merged[-1].endswith(b"\n") and not ends_file):
+            return self.failure("the result would join two lines (a line without its newline mid-file)", pick)
+        self.buf.lines[pick:pick + count] = merged
         start = pick - head
-        if fuzz <= max_fuzz:
-            buf.replace(pick, len(trimmed), _merge(buf, pick, hunk, head, tail))
-            return result(FUZZ, start, fuzz=fuzz, message=f"placed with fuzz {fuzz}"), delta, \
-                pick + len(new_lines) - head - tail
-        return result(FUZZ, start, fuzz=fuzz, applied=False,
-                      message=f"matches only with fuzz {fuzz} at line {start - shift + 1} (GNU patch would "
-                      "place it there); refused: allow fuzz for this patch in the manifest only if you "
-                      "checked that place"), 0, floor
+        if fuzz:
+            return self.result(FUZZ, start, fuzz=fuzz, message=f"placed with fuzz {fuzz}"), pick + len(merged)
+        status = EXACT if start - self.shift == self.header_pos else OFFSET
+        return self.result(status, start), pick + len(merged)
 
-    cand, differ = _nearest(buf, old, expected, floor)
-    msg = "context not found"
-    if cand is not None:
-        msg = f"context not found; nearest candidate at line {cand - shift + 1}"
-    return result(FAILED, expected, applied=False, message=msg,
-                  candidates=(cand - shift + 1,) if cand is not None else (), differ=differ), 0, floor
+    def already(self) -> tuple[HunkResult, int] | None:
+        """The reversed hunk placed under the same rules: its new lines, where they would be."""
+        if not self.new:
+            return None  # a context-free pure deletion leaves no trace to recognise
+        found = self.buf.find(self.new, 0, self.rstart, self.end)
+        if self.zero:
+            found = [p for p in found if p == self.expected]
+        pick, _ = _choose(found, self.expected)
+        if pick is None or pick < self.floor:
+            return None
+        if not any(ln.kind == "+" for ln in self.hunk.lines):
+            left = next((p for run in _removed_runs(self.hunk) for p in self.buf.find(run, 0, False, False)), None)
+            if left is not None:
+                return self.failure(f"the context around the removed lines is joined at line {pick - self.shift + 1} "
+                                    f"but the lines it removes still stand at line {left + 1}: neither applied "
+                                    "nor applicable")
+        return self.result(ALREADY, pick, applied=False), pick + len(self.new)
+
+    def fuzzy(self) -> tuple[HunkResult, int] | None:
+        """GNU patch's fuzz: ignore up to N outer context lines (asymmetric context stays anchored)."""
+        lead, trail = self.hunk.leading, self.hunk.trailing
+        context = max(lead, trail)
+        for fuzz in range(1, MAX_FUZZ_PROBE + 1):
+            pre, suf = fuzz + lead - context, fuzz + trail - context
+            head, tail = min(max(pre, 0), lead), min(max(suf, 0), trail)
+            trimmed = self.old[head:len(self.old) - tail]
+            if not head and not tail:
+                continue
+            if not trimmed:
+                break
+            start = pre < 0 and self.hunk.source_start <= 1
+            found = self.buf.find(trimmed, 0, start, suf < 0 or self.unterminated)
+            pick, _ = _choose(found, self.expected + head)
+            if pick is None or pick < self.floor:
+                continue
+            if fuzz <= self.max_fuzz:
+                return self.apply(pick, head, tail, fuzz)
+            at = pick - head
+            return self.result(FUZZ, at, fuzz=fuzz, applied=False,
+                               message=f"matches only with fuzz {fuzz} at line {at - self.shift + 1} (GNU patch "
+                               "would place it there); refused: allow fuzz for this patch in the manifest only "
+                               "if you checked that place"), self.floor
+        return None
+
+    def failed(self) -> tuple[HunkResult, int]:
+        cand, differ = _nearest(self.buf, self.old, self.expected, self.floor)
+        msg = "context not found"
+        loose = _loose_find(self.buf.lines, self.old)
+        free = self.buf.find(self.old, self.floor, False, False)
+        if free and (self.start or self.end):
+            where = "start" if self.start else "end"
+            msg = (f"the context matches at line {free[0] + 1}, but this hunk must land at the {where} of the "
+                   f"file (its context is anchored there; GNU patch and git apply refuse it too)")
+        elif loose is not None:
+            msg = (f"the context matches at line {loose + 1} only when line endings are ignored (CRLF against "
+                   "LF, or the newline at the end of the file): refused, as git apply does; regenerate the "
+                   "patch from this file's bytes")
+        elif cand is not None:
+            msg = f"context not found; nearest candidate at line {cand - self.shift + 1}"
+        cands = (cand - self.shift + 1,) if cand is not None else ()
+        return self.failure(msg, candidates=cands, differ=differ)
+
+
+def _crlf(line: bytes) -> bool:
+    return line.endswith(b"\r\n")
+
+
+def _removed_runs(hunk: Hunk) -> list[list[bytes]]:
+    runs: list[list[bytes]] = [[]]
+    for ln in hunk.lines:
+        if ln.kind == "-":
+            runs[-1].append(ln.key)
+        elif runs[-1]:
+            runs.append([])
+    return [r for r in runs if r]
+
+
+def _loose_find(lines: list[bytes], old: list[bytes]) -> int | None:
+    """Where ``old`` matches if every line's ending (``\\r\\n``, ``\\n``, none) is ignored."""
+    def bare(b: bytes) -> bytes:
+        return b.removesuffix(b"\n").removesuffix(b"\r")
+
+    want = [bare(o) for o in old]
+    have = [bare(ln) for ln in lines]
+    k = len(want)
+    return next((p for p in range(len(have) - k + 1) if have[p] == want[0] and have[p:p + k] == want), None)
 
 
 def _choose(found: list[int], expected: int) -> tuple[int | None, str]:
@@ -279,53 +494,18 @@ def _choose(found: list[int], expected: int) -> tuple[int | None, str]:
     return None, f"ambiguous: the context matches at {len(found)} places (lines {lines}), none at the stated line"
 
 
-def _fuzz_trim(hunk: Hunk, fuzz: int) -> tuple[int | None, int]:
-    """How many leading/trailing context lines GNU patch would ignore at this fuzz."""
-    lines = hunk.lines
-    lead = 0
-    while lead < len(lines) and lines[lead].kind == " ":
-        lead += 1
-    trail = 0
-    while trail < len(lines) - lead and lines[len(lines) - 1 - trail].kind == " ":
-        trail += 1
-    if lead == 0 and trail == 0:
-        return None, 0
-    return min(fuzz, lead), min(fuzz, trail)
+def _nearest_of(found: list[int], pos: int) -> int | None:
+    return min(found, key=lambda p: (abs(p - pos), p < pos), default=None)  # both tools look forward first
 
 
-def _merge(buf: _Buffer, at: int, hunk: Hunk, head: int, tail: int) -> list[str]:
-    """The hunk's new lines, keeping the file's own text for context lines."""
-    lines = hunk.lines
-    body = lines[head:len(lines) - tail] if tail else lines[head:]
-    out: list[str] = []
-    i = at
-    for ln in body:
-        if ln.kind == " ":
-            out.append(buf.lines[i])
-            i += 1
-        elif ln.kind == "-":
-            i += 1
-        else:
-            eol = ln.eol if ln.eol == "" else buf.eol if ln.eol == "\n" else ln.eol
-            out.append(ln.text + eol)
-    # A file whose last line lacked a newline gains one when lines are appended after it.
-    for j in range(len(out) - 1):
-        if not out[j].endswith(("\n", "\r")):
-            out[j] += buf.eol
-    return out
+def _fits(p: int, k: int, n: int, start: bool, end: bool) -> bool:
+    return (not start or p == 0) and (not end or p + k == n)
 
 
-def _rendered(new_lines, eol: str, at: int, buf: _Buffer) -> list[str]:
-    out = [ln.text + (ln.eol if ln.eol == "" else eol if ln.eol == "\n" else ln.eol) for ln in new_lines]
-    if at > 0 and at == len(buf.lines) and not buf.lines[-1].endswith(("\n", "\r")):
-        buf.lines[-1] += eol
-    return out
-
-
-def _nearest(buf: _Buffer, old: list[str], expected: int, floor: int) -> tuple[int | None, tuple[str, ...]]:
+def _nearest(buf: _Buffer, old: list[bytes], expected: int, floor: int) -> tuple[int | None, tuple[str, ...]]:
     """Where the hunk comes closest, and how those lines differ from what it expects."""
     k = len(old)
-    keys = buf.keys
+    keys = buf.lines
     if not keys:
         return None, ()
     best: tuple[int, int] | None = None  # (score, -distance)
@@ -340,7 +520,11 @@ def _nearest(buf: _Buffer, old: list[str], expected: int, floor: int) -> tuple[i
             best, best_at = key, p
     if best_at is None:
         return None, ()
-    actual = keys[best_at:best_at + k]
+    actual = [_text(b) for b in keys[best_at:best_at + k]]
     differ = tuple(ln.rstrip("\n") for ln in difflib.unified_diff(
-        old, actual, "patch expects", "tree has", lineterm="", n=1))
+        [_text(b) for b in old], actual, "patch expects", "tree has", lineterm="", n=1))
     return best_at, differ
+
+
+def _text(line: bytes) -> str:
+    return line.decode("utf-8", errors="surrogateescape").removesuffix("\n")

@@ -1,4 +1,20 @@
-"""Patch files: a DEP-3 style header, then a unified diff parsed with unidiff.
+"""Patch files: a DEP-3 style header, then a unified diff read line by line.
+
+The diff is read here rather than with unidiff because unidiff gets the parts
+that decide what a patch *does* wrong: it infers creation and deletion from
+``@@ -0,0`` / ``+0,0`` (an existing empty ``__init__.py`` is edited, not
+created), ignores git's ``copy``/mode headers, splits on every character
+Python calls a line break (form feeds, ``\\x1c``, U+2028 ...), and takes a
+removed line ``-- x`` inside a hunk for a file header. So:
+
+* bytes are split on ``\\n`` only; a ``\\r`` before it is part of the line;
+* hunk bodies are read by the counts in their ``@@`` header, so ``-- x`` and
+  ``++ x`` inside a hunk are content; a hunk longer or shorter than its
+  header is refused, naming its line;
+* creation is ``--- /dev/null`` or ``new file mode``, deletion ``+++
+  /dev/null`` or ``deleted file mode``, never the hunk numbers;
+* git's ``rename``/``copy from``/``to`` and ``old``/``new``/``new file``
+  modes are kept; symlinks and submodules (modes 120000, 160000) are refused.
 
 Paths are normalised to the upstream repository layout (``vllm/...``,
 ``tests/...``) so that the rest of patchset never has to think about
@@ -14,20 +30,28 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import unidiff
-from unidiff.constants import LINE_TYPE_EMPTY, LINE_TYPE_NO_NEWLINE
-
 from patchset.errors import PatchFileError
 
-HUNK_HEADER = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+HUNK_HEADER = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)$")
 DEP3_KEY = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):\s?(.*)$")
+GIT_MODE = re.compile(rb"^(old mode|new mode|new file mode|deleted file mode) ([0-7]{6})\s*$")
+GIT_NAME = re.compile(rb"^(rename from|rename to|copy from|copy to) (.+?)\s*$")
+#: Extended header lines of a git diff that say nothing patchset needs.
+GIT_IGNORED = (b"index ", b"similarity index ", b"dissimilarity index ")
+REGULAR = 0o100000
+SIGNATURE = (b"-- \n", b"--\n", b"-- \r\n")
 
 
 @dataclass(frozen=True)
 class HunkLine:
     kind: str  # " " context, "-" removed, "+" added
-    text: str  # without its line ending
-    eol: str  # "\n", "\r\n", or "" when the patch says "No newline at end of file"
+    text: str  # without its "\n" (a "\r" before it is part of the text), surrogate-escaped
+    eol: str  # "\n", or "" when the patch says "No newline at end of file"
+
+    @property
+    def key(self) -> bytes:
+        """The line's bytes as they must appear in the file."""
+        return self.text.encode("utf-8", errors="surrogateescape") + self.eol.encode()
 
 
 @dataclass(frozen=True)
@@ -49,6 +73,16 @@ class Hunk:
     def new(self) -> list[HunkLine]:
         return [ln for ln in self.lines if ln.kind != "-"]
 
+    @property
+    def leading(self) -> int:
+        """Context lines before the first change."""
+        return next((i for i, ln in enumerate(self.lines) if ln.kind != " "), len(self.lines))
+
+    @property
+    def trailing(self) -> int:
+        """Context lines after the last change."""
+        return next((i for i, ln in enumerate(reversed(self.lines)) if ln.kind != " "), len(self.lines))
+
 
 @dataclass(frozen=True)
 class FilePatch:
@@ -56,6 +90,9 @@ class FilePatch:
     new_path: str | None  # None: the patch deletes the file
     hunks: tuple[Hunk, ...]
     line: int
+    copy: bool = False  # git "copy from/to": old_path is kept
+    old_mode: int | None = None  # git "old mode" / "deleted file mode"
+    new_mode: int | None = None  # git "new mode" / "new file mode": the mode the patch sets
 
     @property
     def path(self) -> str:
@@ -63,7 +100,20 @@ class FilePatch:
 
     @property
     def is_rename(self) -> bool:
-        return self.old_path is not None and self.new_path is not None and self.old_path != self.new_path
+        return (self.old_path is not None and self.new_path is not None and self.old_path != self.new_path
+                and not self.copy)
+
+    @property
+    def is_copy(self) -> bool:
+        return self.copy and self.old_path is not None and self.new_path is not None
+
+    @property
+    def mode_change(self) -> tuple[int, int] | None:
+        """(old, new) when the patch changes the mode of an existing file."""
+        if self.old_path is not None and self.new_mode is not None and self.old_mode is not None \
+                and self.old_mode != self.new_mode:
+            return self.old_mode, self.new_mode
+        return None
 
     @property
     def touched(self) -> list[str]:
@@ -86,6 +136,15 @@ class PatchFile:
         return sorted({p for f in self.files for p in f.touched})
 
 
+def split_lines(data: bytes) -> list[bytes]:
+    """``data`` cut after every ``\\n`` and nowhere else (the last piece may lack one)."""
+    parts = data.split(b"\n")
+    out = [p + b"\n" for p in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
 def read_patch(path: str | Path, *, strip: int = 1, root: str = "", display: str | None = None) -> PatchFile:
     """Read and validate a patch file; raise PatchFileError naming the file and line."""
     name = display or str(path)
@@ -97,28 +156,12 @@ def read_patch(path: str | Path, *, strip: int = 1, root: str = "", display: str
 
 
 def parse_patch(data: bytes, *, name: str, strip: int = 1, root: str = "") -> PatchFile:
-    raw_lines = data.splitlines(keepends=True)
+    raw_lines = split_lines(data)
     _refuse_binary(raw_lines, name)
-    _check_hunk_lengths(raw_lines, name)
-    text = data.decode("utf-8", errors="surrogateescape")
-    try:
-        parsed = unidiff.PatchSet(text)
-    except unidiff.UnidiffParseError as e:
-        raise PatchFileError(f"not a valid unified diff: {e}", file=name) from e
-    header = parse_dep3(text)
-    files: list[FilePatch] = []
-    number = 0
-    for pf in parsed:
-        first = _first_line_of(pf)
-        old = None if pf.is_added_file else _normalise(pf.source_file, strip, root, name, first)
-        new = None if pf.is_removed_file else _normalise(pf.target_file, strip, root, name, first)
-        hunks = []
-        for h in pf:
-            number += 1
-            hunks.append(_hunk(h, number))
-        files.append(FilePatch(old_path=old, new_path=new, hunks=tuple(hunks), line=first))
+    files = _Reader(raw_lines, name, strip, root).read()
     if not files:
         raise PatchFileError("contains no diff", file=name, hint="expected '--- a/...' and '+++ b/...' lines")
+    header = parse_dep3(data.decode("utf-8", errors="surrogateescape"))
     return PatchFile(path=name, sha256=hashlib.sha256(data).hexdigest(), header=header, files=tuple(files))
 
 
@@ -126,7 +169,8 @@ def parse_dep3(text: str) -> dict[str, str]:
     """The DEP-3 fields before the diff; continuation lines join the previous field."""
     fields: dict[str, str] = {}
     last = None
-    for line in text.splitlines():
+    for line in text.split("\n"):
+        line = line.removesuffix("\r")
         if line.startswith(("diff ", "--- ", "Index: ")) or line.strip() == "---":
             break
         m = DEP3_KEY.match(line)
@@ -138,43 +182,231 @@ def parse_dep3(text: str) -> dict[str, str]:
     return fields
 
 
-def _hunk(h: unidiff.Hunk, number: int) -> Hunk:
-    lines: list[HunkLine] = []
-    for ln in h:
-        if ln.line_type == LINE_TYPE_NO_NEWLINE:
-            if lines:
-                prev = lines[-1]
-                lines[-1] = HunkLine(prev.kind, prev.text, "")
-            continue
-        kind = " " if ln.line_type == LINE_TYPE_EMPTY else ln.line_type
-        value = ln.value
-        eol = "\r\n" if value.endswith("\r\n") else "\n" if value.endswith("\n") else ""
-        lines.append(HunkLine(kind, value[: len(value) - len(eol)], eol))
-    header_line = (h[0].diff_line_no - 1) if len(h) and h[0].diff_line_no else 0
-    return Hunk(
-        number=number,
-        line=header_line,
-        source_start=h.source_start,
-        source_length=h.source_length,
-        target_start=h.target_start,
-        target_length=h.target_length,
-        lines=tuple(lines),
-        section=h.section_header or "",
-    )
+@dataclass
+class _Section:
+    """What the headers of one file's diff say, before its hunks."""
+
+    line: int
+    git: bool = False
+    git_old: bytes | None = None  # the names on the "diff --git" line, when they can be told apart
+    git_new: bytes | None = None
+    minus: bytes | None = None  # the name after "--- " (b"/dev/null" kept)
+    plus: bytes | None = None
+    moved_from: bytes | None = None  # "rename from" / "copy from"
+    moved_to: bytes | None = None
+    copy: bool = False
+    created: bool = False  # "new file mode"
+    deleted: bool = False  # "deleted file mode"
+    old_mode: int | None = None
+    new_mode: int | None = None
 
 
-def _first_line_of(pf: unidiff.PatchedFile) -> int:
-    for h in pf:
-        for ln in h:
-            if ln.diff_line_no:
-                return max(1, ln.diff_line_no - 3)
-    return 0
+DEV_NULL = b"/dev/null"
+
+
+class _Reader:
+    """One pass over the patch's lines, file section by file section."""
+
+    def __init__(self, lines: list[bytes], name: str, strip: int, root: str) -> None:
+        self.lines = lines
+        self.name = name
+        self.strip = strip
+        self.root = root
+        self.i = 0
+        self.number = 0
+
+    def at(self, i: int) -> bytes:
+        return self.lines[i] if i < len(self.lines) else b""
+
+    def error(self, message: str, line: int, hint: str | None = None) -> PatchFileError:
+        return PatchFileError(message, file=self.name, line=line, hint=hint)
+
+    def read(self) -> list[FilePatch]:
+        files = []
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            if line.startswith(b"diff --git "):
+                files.append(self.file(self.git_headers()))
+            elif line.startswith(b"--- ") and self.at(self.i + 1).startswith(b"+++ "):
+                self.refuse_crlf_headers()
+                section = _Section(line=self.i + 1, minus=_name(line[4:]), plus=_name(self.at(self.i + 1)[4:]))
+                self.i += 2
+                files.append(self.file(section))
+            elif HUNK_HEADER.match(line):
+                raise self.error("a hunk without '--- a/...' and '+++ b/...' file headers", self.i + 1,
+                                 "regenerate the patch rather than editing it by hand")
+            else:
+                self.i += 1  # preamble, commit message, signature: not part of any file
+        return files
+
+    def git_headers(self) -> _Section:
+        s = _Section(line=self.i + 1, git=True)
+        s.git_old, s.git_new = _git_names(self.lines[self.i][len(b"diff --git "):])
+        self.i += 1
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            mode, moved = GIT_MODE.match(line), GIT_NAME.match(line)
+            if mode:
+                self.mode(s, mode.group(1), int(mode.group(2), 8))
+            elif moved:
+                what, value = moved.group(1), moved.group(2)
+                s.copy = s.copy or what.startswith(b"copy")
+                if what.endswith(b"from"):
+                    s.moved_from = value
+                else:
+                    s.moved_to = value
+            elif not line.startswith(GIT_IGNORED):
+                break
+            self.i += 1
+        if self.at(self.i).startswith(b"--- ") and self.at(self.i + 1).startswith(b"+++ "):
+            self.refuse_crlf_headers()
+            s.minus, s.plus = _name(self.lines[self.i][4:]), _name(self.lines[self.i + 1][4:])
+            self.i += 2
+        return s
+
+    def refuse_crlf_headers(self) -> None:
+        """A diff whose own header lines end in CRLF was converted as a whole (an editor, a mailer).
+
+        GNU patch then strips every CR from its lines and git apply keeps them: the two tools write
+        different files from it, so it is refused rather than guessed.
+        """
+        if self.lines[self.i].endswith(b"\r\n") and self.lines[self.i + 1].endswith(b"\r\n"):
+            raise self.error("the diff's own lines end in CRLF: GNU patch would strip the CRs, git apply "
+                             "would keep them", self.i + 1, "convert the patch file to LF line endings "
+                             "(dos2unix); a diff of CRLF files keeps its CRs only on the content lines")
+
+    def mode(self, s: _Section, what: bytes, mode: int) -> None:
+        if mode & 0o170000 != REGULAR:
+            kind = "symlinks" if mode & 0o170000 == 0o120000 else "submodules" if mode & 0o170000 == 0o160000 \
+                else "special files"
+            raise self.error(f"{kind} (mode {mode:06o}) are not supported", self.i + 1,
+                             "carry symlinks and submodules outside the patch series")
+        if what == b"new file mode":
+            s.created, s.new_mode = True, mode
+        elif what == b"deleted file mode":
+            s.deleted, s.old_mode = True, mode
+        elif what == b"old mode":
+            s.old_mode = mode
+        else:
+            s.new_mode = mode
+
+    def file(self, s: _Section) -> FilePatch:
+        hunks = []
+        while HUNK_HEADER.match(self.at(self.i)):
+            hunks.append(self.hunk())
+        old, new = self.paths(s)
+        fp = FilePatch(old_path=old, new_path=new, hunks=tuple(hunks), line=s.line, copy=s.copy and old is not None,
+                       old_mode=s.old_mode, new_mode=s.new_mode)
+        if not hunks and not (s.git and (s.created or s.deleted or fp.mode_change or old != new)):
+            raise self.error(f"the diff of {fp.path} has no hunks", s.line,
+                             "regenerate the patch rather than editing it by hand")
+        return fp
+
+    def paths(self, s: _Section) -> tuple[str | None, str | None]:
+        created = s.created or s.minus == DEV_NULL
+        deleted = s.deleted or s.plus == DEV_NULL
+        if created and deleted:
+            raise self.error("the diff both creates and deletes its file", s.line)
+        moved_strip = max(self.strip - 1, 0)  # git writes rename/copy names without the a/ b/ prefix
+        old = _first((s.moved_from, moved_strip), (s.minus if s.minus != DEV_NULL else None, self.strip),
+                     (s.git_old, self.strip))
+        new = _first((s.moved_to, moved_strip), (s.plus if s.plus != DEV_NULL else None, self.strip),
+                     (s.git_new, self.strip))
+        if not s.git and old and new:
+            old = new  # only git diffs rename: "--- a/x.py.orig +++ b/x.py" edits x.py
+        if (old is None and not created) or (new is None and not deleted):
+            raise self.error("cannot tell which file this diff changes", s.line,
+                             "expected '--- a/PATH' and '+++ b/PATH' lines")
+        old_path = None if created else self.normalise(old[0], old[1], s.line)  # type: ignore[index]
+        new_path = None if deleted else self.normalise(new[0], new[1], s.line)  # type: ignore[index]
+        return old_path, new_path
+
+    def normalise(self, raw: bytes, strip: int, line: int) -> str:
+        return _normalise(raw.decode("utf-8", errors="surrogateescape"), strip, self.root, self.name, line)
+
+    def hunk(self) -> Hunk:
+        at = self.i + 1
+        m = HUNK_HEADER.match(self.lines[self.i].rstrip(b"\r\n"))
+        assert m is not None
+        old_want = int(m.group(2)) if m.group(2) is not None else 1
+        new_want = int(m.group(4)) if m.group(4) is not None else 1
+        self.i += 1
+        body: list[HunkLine] = []
+        old = new = 0
+        while old < old_want or new < new_want:
+            kind = _kind(self.at(self.i))
+            if kind == "\\" and body:
+                body[-1] = HunkLine(body[-1].kind, body[-1].text, "")
+            elif kind is None or kind == "\\" or (kind != "+" and old == old_want) \
+                    or (kind != "-" and new == new_want):
+                break
+            else:
+                body.append(_hunk_line(kind, self.lines[self.i]))
+                old += kind != "+"
+                new += kind != "-"
+            self.i += 1
+        if self.at(self.i).startswith(b"\\") and body:
+            body[-1] = HunkLine(body[-1].kind, body[-1].text, "")
+            self.i += 1
+        if old != old_want or new != new_want:
+            raise self.error(f"malformed hunk: its header says -{old_want} +{new_want} lines but it has "
+                             f"-{old} +{new}", at, "regenerate the patch rather than editing hunks by hand")
+        self.after_hunk(at, old_want, new_want, body)
+        self.number += 1
+        return Hunk(number=self.number, line=at, source_start=int(m.group(1)), source_length=old_want,
+                    target_start=int(m.group(3)), target_length=new_want, lines=tuple(body),
+                    section=m.group(5).decode("utf-8", errors="surrogateescape").strip())
+
+    def after_hunk(self, at: int, old_want: int, new_want: int, body: list[HunkLine]) -> None:
+        nxt = self.at(self.i)
+        extra = nxt[:1] in (b"+", b"-", b" ") and nxt not in SIGNATURE \
+            and not (nxt.startswith(b"--- ") and self.at(self.i + 1).startswith(b"+++ "))
+        if extra:
+            raise self.error(f"malformed hunk: more lines than its header -{old_want} +{new_want} says", at,
+                             "regenerate the patch rather than editing hunks by hand")
+        for side in ("+", "-"):
+            lines = [ln for ln in body if ln.kind != side]
+            if any(ln.eol == "" for ln in lines[:-1]):
+                raise self.error("malformed hunk: 'No newline at end of file' before the end of the hunk", at)
+
+
+def _kind(line: bytes) -> str | None:
+    if line in (b"\n", b"\r\n"):
+        return " "  # an empty context line whose leading space was stripped (GNU diff, editors)
+    c = line[:1].decode("latin-1")
+    return c if c and c in " -+\\" else None
+
+
+def _hunk_line(kind: str, raw: bytes) -> HunkLine:
+    content = raw[1:] if raw[:1] in (b" ", b"-", b"+") else raw
+    # The patch file's own last line may lack "\n": only the marker says a line has none.
+    text = content[:-1] if content.endswith(b"\n") else content
+    return HunkLine(kind, text.decode("utf-8", errors="surrogateescape"), "\n")
+
+
+def _name(raw: bytes) -> bytes:
+    name = raw.split(b"\t", 1)[0].rstrip(b"\r\n").strip()
+    if name.startswith(b'"') and name.endswith(b'"') and len(name) > 1:
+        name = name[1:-1]
+    return name
+
+
+def _git_names(rest: bytes) -> tuple[bytes | None, bytes | None]:
+    """The two names of ``diff --git a/P b/P``; only when they are the same path (else ambiguous)."""
+    rest = rest.rstrip(b"\r\n")
+    half = (len(rest) - 1) // 2
+    left, right = rest[:half], rest[half + 1:]
+    if len(rest) % 2 == 1 and rest[half:half + 1] == b" " and left.split(b"/", 1)[-1] == right.split(b"/", 1)[-1]:
+        return left, right
+    return None, None
+
+
+def _first(*options: tuple[bytes | None, int]) -> tuple[bytes, int] | None:
+    return next(((raw, strip) for raw, strip in options if raw), None)
 
 
 def _normalise(raw: str, strip: int, root: str, name: str, line: int) -> str:
-    path = raw.split("\t", 1)[0].strip()
-    if path.startswith('"') and path.endswith('"'):
-        path = path[1:-1]
+    path = raw.strip()
     parts = path.split("/")
     if len(parts) <= strip:
         raise PatchFileError(f"path {raw!r} has fewer than {strip + 1} components", file=name, line=line,
@@ -195,52 +427,3 @@ def _refuse_binary(raw_lines: list[bytes], name: str) -> None:
         if line.startswith((b"GIT binary patch", b"Binary files ")):
             raise PatchFileError("binary patches are not supported", file=name, line=i,
                                  hint="carry binary files outside the patch series")
-
-
-def _check_hunk_lengths(raw_lines: list[bytes], name: str) -> None:
-    """Count every hunk's lines against its @@ header.
-
-    unidiff notices a hunk that is too short but not one that is too long (it
-    silently drops the extra lines), and neither error says where. A hunk
-    edited by hand is the usual cause, so name its line.
-    """
-    i = 0
-    n = len(raw_lines)
-    while i < n:
-        m = HUNK_HEADER.match(raw_lines[i])
-        if not m:
-            i += 1
-            continue
-        at = i + 1
-        old_want = int(m.group(2)) if m.group(2) is not None else 1
-        new_want = int(m.group(4)) if m.group(4) is not None else 1
-        old = new = 0
-        i += 1
-        while i < n and (old < old_want or new < new_want):
-            line = raw_lines[i]
-            c = line[:1]
-            if c == b"\\":
-                pass
-            elif c == b" " or line in (b"\n", b"\r\n"):
-                old += 1
-                new += 1
-            elif c == b"-" and not line.startswith(b"--- "):
-                old += 1
-            elif c == b"+" and not line.startswith(b"+++ "):
-                new += 1
-            else:
-                break
-            i += 1
-        while i < n and raw_lines[i].startswith(b"\\"):
-            i += 1
-        if old != old_want or new != new_want:
-            raise PatchFileError(
-                f"malformed hunk: its header says -{old_want} +{new_want} lines but it has -{old} +{new}",
-                file=name, line=at, hint="regenerate the patch rather than editing hunks by hand")
-        if i < n:
-            nxt = raw_lines[i]
-            extra = nxt[:1] in (b"+", b"-", b" ") and not nxt.startswith((b"--- ", b"+++ ", b"-- \n", b"-- \r\n"))
-            if extra and not nxt.startswith(b"--\n"):
-                raise PatchFileError(
-                    f"malformed hunk: more lines than its header -{old_want} +{new_want} says",
-                    file=name, line=at, hint="regenerate the patch rather than editing hunks by hand")

@@ -15,8 +15,9 @@ import json
 from patchset import __version__
 from patchset.core.manifest import Manifest
 from patchset.core.series import APPLIES, ReleaseResult
+from patchset.sources.local import PROVENANCE_NAME
 
-PROVENANCE_PATH = "vllm/.patchset-provenance.json"
+PROVENANCE_PATH = f"vllm/{PROVENANCE_NAME}"
 SCHEMA = 1
 
 
@@ -24,13 +25,21 @@ def sha256(data: bytes | None) -> str | None:
     return hashlib.sha256(data).hexdigest() if data is not None else None
 
 
-def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "repo") -> dict:
+def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "repo",
+                modes: dict[str, int] | None = None) -> dict:
+    """The record of ``result``; ``modes`` (path -> st_mode written, default: the modes the patches set)
+    go into the file entries as git writes them ("100755")."""
+    if modes is None:  # only files the series rewrites: a mode-only change needs the caller's bytes
+        modes = {p: m for p, m in getattr(result, "modes", {}).items() if p in result.changed}
     files = {}
-    for path, content in sorted(result.changed.items()):
+    for path in sorted(set(result.changed) | set(modes)):
+        content = result.changed.get(path, result.files.get(path))
         files[path] = {"sha256": sha256(content), "pristine_sha256": sha256(result.pristine.get(path))}
+        if path in modes and content is not None:
+            files[path]["mode"] = f"{modes[path]:o}"
     patches = []
     for p in result.patches:
-        entry = {"id": p.id, "status": p.status}
+        entry: dict[str, object] = {"id": p.id, "status": p.status}
         if p.status == APPLIES:
             entry.update({"sha256": p.sha256, "patch": p.patch_file, "files": list(p.files)})
         elif p.evidence:
@@ -43,10 +52,24 @@ def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "rep
         "manifest": {"path": manifest.path.name, "sha256": manifest.sha256},
         "source": result.source,
         "layout": layout,
-        "applied_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "applied_at": _applied_at(),
         "patches": patches,
         "files": files,
     }
+
+
+def source_date_epoch() -> int | None:
+    """SOURCE_DATE_EPOCH when set (reproducible builds): the time to record instead of now."""
+    import os
+
+    value = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    return int(value) if value.isdigit() else None
+
+
+def _applied_at() -> str:
+    epoch = source_date_epoch()
+    when = dt.datetime.fromtimestamp(epoch, dt.timezone.utc) if epoch is not None else dt.datetime.now(dt.timezone.utc)
+    return when.replace(microsecond=0).isoformat()
 
 
 def dumps(record: dict) -> bytes:

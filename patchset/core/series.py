@@ -1,9 +1,15 @@
 """The ordered series for one release, evaluated hunk by hunk in memory.
 
 This is where the status words of a patch on a release are decided:
-``applies`` · ``upstream`` · ``not-targeted`` · ``failed`` · ``blocked``.
-Everything is cumulative: each patch sees the tree as the patches before it
-left it, which is what makes order dependencies visible.
+``applies`` · ``upstream`` · ``partly-upstream`` · ``not-targeted`` ·
+``failed`` · ``blocked``. Everything is cumulative: each patch sees the tree
+as the patches before it left it, which is what makes order dependencies
+visible.
+
+A path the tree does not have never passes silently: only ``tests/...`` files
+on a source without tests (a wheel, an installed package) are skipped, and
+reported as skipped. Any other missing file fails the patch, naming the path
+and the layout (``root``/``strip``) under which it would exist, if any.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ UPSTREAM = "upstream"
 NOT_TARGETED = "not-targeted"
 FAILED = "failed"
 BLOCKED = "blocked"
+PARTLY_UPSTREAM = "partly-upstream"  # some hunks are in the pristine release, the others are not: not ok
 EXCLUDED = "excluded"  # left out on purpose (negative controls), never shown by check
 GOOD = (APPLIES, UPSTREAM, NOT_TARGETED, EXCLUDED)
 
@@ -35,7 +42,7 @@ class PatchResult:
     sha256: str | None = None
     hunks: tuple[engine.HunkResult, ...] = ()
     skipped: tuple[str, ...] = ()  # files of the patch this source does not hold (tests/ in a wheel)
-    files: tuple[str, ...] = ()  # paths this patch changed
+    files: tuple[str, ...] = ()  # paths this patch changed (content or mode)
 
     def to_json(self) -> dict:
         out: dict = {"id": self.id, "status": self.status, "evidence": self.evidence or None,
@@ -58,6 +65,7 @@ class ReleaseResult:
     files: dict[str, bytes | None] = field(default_factory=dict)  # touched path -> content after the series
     pristine: dict[str, bytes | None] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    modes: dict[str, int] = field(default_factory=dict)  # path -> mode the series sets (e.g. 0o100755)
 
     @property
     def ok(self) -> bool:
@@ -88,22 +96,28 @@ def evaluate_release(manifest: Manifest, version: str, source: Source,
                 load_errors[p.id] = e
     paths = sorted({path for pf in loaded.values() for path in pf.touched}
                    | {probe.file for p in manifest.patches for probe in p.present})
-    pristine = {path: source.read(path) for path in paths if source.covers(path)}
+    pristine = {path: source.read(path) for path in paths if not _skippable(path, source)}
     tree = dict(pristine)
     results: list[PatchResult] = []
     warnings: list[str] = []
+    modes: dict[str, int] = {}
     by_id: dict[str, PatchResult] = {}
     for p in manifest.patches:
         r = _evaluate_one(p, version, source, pristine, tree, loaded.get(p.id), load_errors.get(p.id),
-                          by_id, exclude, warnings)
+                          by_id, exclude, warnings, modes)
         results.append(r)
         by_id[p.id] = r
-    return ReleaseResult(version, source.identity, results, tree, pristine, warnings)
+    return ReleaseResult(version, source.identity, results, tree, pristine, warnings, modes)
+
+
+def _skippable(path: str, source: Source) -> bool:
+    """Only upstream tests may be missing, and only from a source that holds no tests."""
+    return path.startswith("tests/") and not source.covers(path)
 
 
 def _evaluate_one(p: Patch, version: str, source: Source, pristine: dict, tree: dict, pf: PatchFile | None,
                   load_error: PatchsetError | None, by_id: dict[str, PatchResult], exclude: frozenset[str],
-                  warnings: list[str]) -> PatchResult:
+                  warnings: list[str], modes: dict[str, int]) -> PatchResult:
     targeted = p.targets(version)
     evidence = _upstream_evidence(p, source, pristine)
     if evidence:
@@ -122,39 +136,104 @@ def _evaluate_one(p: Patch, version: str, source: Source, pristine: dict, tree: 
         return PatchResult(p.id, FAILED, message=str(load_error))
     assert pf is not None
     base = PatchResult(p.id, FAILED, patch_file=pf.path, sha256=pf.sha256)
-    broken = [d for d in p.after if d in by_id and by_id[d].status in (FAILED, BLOCKED)]
+    broken = [d for d in p.after if d in by_id and by_id[d].status in (FAILED, BLOCKED, PARTLY_UPSTREAM)]
     if broken:
         base.status = BLOCKED
         base.message = "comes after " + ", ".join(f"{d} ({by_id[d].status})" for d in broken)
         return base
-    covered = [f for f in pf.files if all(source.covers(x) for x in f.touched)]
+    return _apply_one(p, version, source, pristine, tree, pf, base, warnings, modes)
+
+
+def _apply_one(p: Patch, version: str, source: Source, pristine: dict, tree: dict, pf: PatchFile,
+               base: PatchResult, warnings: list[str], modes: dict[str, int]) -> PatchResult:
+    covered = [f for f in pf.files if not all(_skippable(x, source) for x in f.touched)]
     base.skipped = tuple(sorted({f.path for f in pf.files if f not in covered}))
     if not covered:
-        base.status = APPLIES if base.skipped else FAILED
-        base.message = "nothing to apply in this tree" if base.skipped else "the patch changes no file"
+        base.status = APPLIES
+        base.message = f"nothing to apply in this tree: {source.identity} holds no tests/"
+        return base
+    missing = _missing_paths(covered, tree, source, p.strip, p.root)
+    if missing:
+        base.message = "; ".join(missing)
         return base
     sub = PatchFile(pf.path, pf.sha256, pf.header, tuple(covered))
     outcome = engine.apply_patch(tree, sub, max_fuzz=p.fuzz)
     where = {h.number: h.line for h in sub.hunks}
     base.hunks = tuple(replace(h, patch_line=where.get(h.number, 0)) for h in outcome.hunks)
-    if outcome.status == "already-applied" and not any(tree.get(x) != pristine.get(x) for x in sub.touched):
+    untouched = not any(tree.get(x) != pristine.get(x) for x in sub.touched)
+    if outcome.status == "already-applied" and untouched:
         base.status = UPSTREAM
         base.evidence = "reverse-apply: every hunk is already in the pristine tree (weak evidence: add a present probe)"
-        if targeted:
-            warnings.append(f"{p.id}: every hunk is already in {version}; if the fix is upstream there, "
-                            "narrow releases to retire the patch")
+        warnings.append(f"{p.id}: every hunk is already in {version}; if the fix is upstream there, "
+                        "narrow releases to retire the patch")
         return base
     if not outcome.ok:
-        base.message = outcome.message
-        return base
+        return _not_applying(base, outcome, version, untouched)
     tree.update(outcome.files)
+    for path, content in outcome.files.items():
+        if content is None:
+            modes.pop(path, None)
+    modes.update(outcome.modes)
     base.status = APPLIES
-    base.files = tuple(sorted(outcome.files))
+    base.files = tuple(sorted(set(outcome.files) | set(outcome.modes)))
     for probe in p.present:
         if source.covers(probe.file) and not probe.holds(tree.get(probe.file)):
             warnings.append(f"{p.id}: its present probe does not hold after applying it "
                             f"({probe.describe(tree.get(probe.file))}): the probe cannot detect the fix")
     return base
+
+
+def _not_applying(base: PatchResult, outcome: engine.PatchOutcome, version: str, untouched: bool) -> PatchResult:
+    """failed, or partly-upstream when some hunks are already in the pristine release."""
+    already = [h.number for h in outcome.hunks if h.status == engine.ALREADY]
+    if already and untouched:
+        rest = [h for h in outcome.hunks if h.status != engine.ALREADY]
+        base.status = PARTLY_UPSTREAM
+        failing = [h.number for h in rest if not h.applied]
+        what = f"{_hunks(failing)} failing" if failing else "the other hunks would apply"
+        base.message = f"{_hunks(already)} already in vLLM {version}, {what}: port the patch (drop what is upstream)"
+        return base
+    base.message = outcome.message
+    return base
+
+
+def _hunks(numbers: list[int]) -> str:
+    return ("hunk " if len(numbers) == 1 else "hunks ") + ", ".join(map(str, numbers))
+
+
+def _missing_paths(files: list, tree: dict, source: Source, strip: int, root: str) -> list[str]:
+    """Why files the patch needs are not in this tree, with the layout that would find them."""
+    out = []
+    for f in files:
+        need = f.old_path
+        if need is None:
+            top = f.path.split("/", 1)[0]
+            if not source.covers(f.path):
+                out.append(f"{f.path}: the patch creates it under {top}/, which is not in {source.identity}"
+                           + _layout_hint(f.path, source, strip, root))
+            continue
+        if tree.get(need) is not None or (f.new_path and tree.get(f.new_path) is not None):
+            continue
+        hint = _layout_hint(need, source, strip, root)
+        if hint or f.new_path is not None or not source.covers(need):  # a deletion may be done already
+            out.append(f"{need}: not in {source.identity}" + (hint or "; no other layout names a file there "
+                                                                "either (a typo, or a file removed upstream?)"))
+    return out
+
+
+def _layout_hint(path: str, source: Source, strip: int, root: str) -> str:
+    """Which other reading of a patch path names a file that this tree has."""
+    head, _, tail = path.partition("/")
+    options = [("" if root else "vllm/" + path, "the patch is in package layout: set root: vllm"),
+               (path[len(root) + 1:] if root and path.startswith(root + "/") else "",
+                f"the patch is in repository layout: drop root: {root}"),
+               (tail, f"its paths have one more leading component: strip: {strip + 1}"),
+               ("vllm/" + tail if tail and not root else "", f"package layout with one more leading component: "
+                f"root: vllm, strip: {strip + 1}")]
+    for candidate, why in options:
+        if candidate and candidate != path and source.read(candidate) is not None:
+            return f"; {candidate} exists: {why}"
+    return ""
 
 
 def _upstream_evidence(p: Patch, source: Source, pristine: dict) -> str:
@@ -172,7 +251,7 @@ def failure_summary(result: ReleaseResult, where: str = "") -> str:
     """One line naming each failed patch, its patch file and line, hunk and file."""
     parts = []
     for p in result.patches:
-        if p.status in (FAILED, BLOCKED):
+        if p.status in (FAILED, BLOCKED, PARTLY_UPSTREAM):
             bad = [h for h in p.hunks if not h.applied and h.status != engine.ALREADY]
             at = ""
             if bad:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from patchset.report.common import dump_json, github_annotation, markdown_table, render, table
 from patchset.verbs.audit import AuditReport, FixVerdict, ImageAudit
 
@@ -19,6 +21,14 @@ def _title(i: ImageAudit) -> str:
     return f"{i.image}: {what}, {prov} - {verdict}"
 
 
+def _bytecode(i: ImageAudit) -> str:
+    """One line on the cached bytecode of the touched modules (what Python runs, not the .py)."""
+    if not i.bytecode:
+        return ""
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in sorted(Counter(b["verdict"] for b in i.bytecode).items()))
+    return f"  bytecode of the touched modules: {len(i.bytecode)} .pyc ({counts})\n"
+
+
 def render_table(report: AuditReport) -> str:
     parts = []
     for i in report.images:
@@ -26,6 +36,7 @@ def render_table(report: AuditReport) -> str:
             parts.append(f"{i.image}: cannot audit: {i.error}\n")
             continue
         parts.append(render(table(_title(i), HEADERS, ((f.id, _status(f), f.evidence) for f in i.fixes))))
+        parts.append(_bytecode(i))
         parts += [f"  warning: {w}\n" for w in i.warnings]
     return "".join(parts)
 
@@ -42,13 +53,14 @@ def render_markdown(report: AuditReport) -> str:
             out.append(f"cannot audit: {i.error}\n\n")
             continue
         out.append(markdown_table(HEADERS, ((f.id, _status(f), f.evidence) for f in i.fixes)) + "\n")
+        out.append(_bytecode(i).strip() + "\n\n" if i.bytecode else "")
     return "".join(out)
 
 
 RENDERERS = {"table": render_table, "json": render_json, "markdown": render_markdown}
 
 
-def annotations(report: AuditReport) -> list[str]:
+def github_annotations(report: AuditReport) -> list[str]:
     lines = []
     for i in report.images:
         if i.error:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from patchset.core.engine import HunkResult
 from patchset.core.series import PatchResult
 from patchset.report.common import Case, dump_json, github_annotation, junit, markdown_table, render, table
+from patchset.report.deps import check_graph
 from patchset.verbs.check import CheckReport
 
 HEADERS = ("vLLM", "patch", "status", "detail")
@@ -63,7 +64,7 @@ def render_table(report: CheckReport) -> str:
     out = [render(table("patchset check", HEADERS, rows(report))).rstrip("\n")]
     for t in report.targets:
         for p in t.patches:
-            if p.status in ("failed", "blocked"):
+            if p.status in ("failed", "blocked", "partly-upstream"):
                 out.append(f"\n{t.vllm} {p.id}: {p.status}")
                 out.append(failure_text(p))
         for w in t.warnings:
@@ -82,10 +83,12 @@ def render_markdown(report: CheckReport) -> str:
     extra = []
     for t in report.targets:
         for p in t.patches:
-            if p.status in ("failed", "blocked"):
+            if p.status in ("failed", "blocked", "partly-upstream"):
                 extra.append(f"<details><summary>{t.vllm} {p.id}: {p.status}</summary>\n\n```\n"
                              f"{failure_text(p)}\n```\n</details>\n")
         extra += [f"- warning ({t.vllm}): {w}" for w in t.warnings]
+    graph = check_graph(report)
+    extra += [graph] if graph else []
     return head + body + ("\n" + "\n".join(extra) + "\n" if extra else "")
 
 
@@ -94,7 +97,7 @@ def render_junit(report: CheckReport) -> str:
     for t in report.targets:
         for p in t.patches:
             c = Case(suite=f"vllm-{t.vllm}", name=p.id, detail=detail(p))
-            if p.status in ("failed", "blocked"):
+            if p.status in ("failed", "blocked", "partly-upstream"):
                 c.failure = f"{p.status}: {p.message}"
                 c.detail = failure_text(p)
             elif p.status == "not-targeted":
@@ -103,11 +106,11 @@ def render_junit(report: CheckReport) -> str:
     return junit(cases, "patchset check")
 
 
-def annotations(report: CheckReport) -> list[str]:
+def github_annotations(report: CheckReport) -> list[str]:
     out = []
     for t in report.targets:
         for p in t.patches:
-            if p.status not in ("failed", "blocked"):
+            if p.status not in ("failed", "blocked", "partly-upstream"):
                 continue
             bad = [h for h in p.hunks if not h.applied and h.status != "already-applied"]
             line = bad[0].patch_line if bad else None

@@ -31,8 +31,12 @@ class Case:
 
 
 def junit(cases: Iterable[Case], name: str = "patchset") -> str:
-    cases = list(cases)
-    root = ET.Element("testsuites", name=name)
+    """JUnit XML that parses whatever the texts hold (a hunk line with a form feed, a test that printed ``\\x1b``)."""
+    from patchset.runners.junit import escape_illegal as x
+
+    cases = [Case(x(c.suite), x(c.name), c.failure and x(c.failure), c.skipped and x(c.skipped), x(c.detail))
+             for c in cases]
+    root = ET.Element("testsuites", name=x(name))
     suites: dict[str, list[Case]] = {}
     for c in cases:
         suites.setdefault(c.suite, []).append(c)

@@ -14,6 +14,7 @@ so two renderings of the same audit are byte-identical.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import uuid
 
@@ -27,10 +28,11 @@ from packageurl import PackageURL
 from patchset import __version__
 from patchset.core.manifest import Manifest
 from patchset.core.manifest import Patch as ManifestPatch
-from patchset.verbs.audit import CARRIED, ImageAudit
+from patchset.verbs.audit import CARRIED, SBOM_PATH, ImageAudit
 
 UPSTREAM_REPO = "vllm-project/vllm"
-SBOM_PATH = "/usr/share/patchset/sbom.cdx.json"  # where `build --sbom` puts it in an image
+FIX_PROPERTY = "patchset:fix:"
+__all__ = ["SBOM_PATH", "embedded_claims", "image_bom", "render"]
 
 
 def render(audit: ImageAudit, manifest: Manifest) -> str:
@@ -43,7 +45,7 @@ def image_bom(audit: ImageAudit, manifest: Manifest) -> Bom:
     bom.metadata.timestamp = _timestamp()
     bom.metadata.component = Component(
         name=audit.image, type=ComponentType.CONTAINER, bom_ref=f"image:{audit.image}",
-        version=audit.digest or None)
+        version=audit.digest or audit.id or None)
     bom.metadata.properties.add(Property(name="patchset:manifest", value=f"{manifest.path.name}@{manifest.sha256}"))
     bom.metadata.properties.add(Property(name="patchset:tool", value=f"patchset {__version__}"))
     if audit.vllm:
@@ -58,7 +60,7 @@ def _vllm_component(audit: ImageAudit, manifest: Manifest) -> Component:
     patches = []
     props = []
     for fix in audit.fixes:
-        props.append(Property(name=f"patchset:fix:{fix.id}", value=f"{fix.status}: {fix.evidence}"))
+        props.append(Property(name=f"{FIX_PROPERTY}{fix.id}", value=f"{fix.status}: {fix.evidence}"))
         if fix.status == CARRIED:
             patches.append(_patch(manifest.patch(fix.id), audit.vllm, manifest))
     return Component(
@@ -97,3 +99,24 @@ def _serial(audit: ImageAudit, manifest: Manifest) -> uuid.UUID:
     if os.environ.get("SOURCE_DATE_EPOCH"):
         return uuid.uuid5(uuid.NAMESPACE_URL, f"patchset:{audit.image}:{audit.digest}:{manifest.sha256}")
     return uuid.uuid4()
+
+
+def embedded_claims(raw: bytes) -> tuple[str | None, dict[str, str], int]:
+    """What an SBOM this module rendered claims: (vLLM version, {fix id: status}, patches in the pedigree).
+
+    Raises ValueError when it is not such a document.
+    """
+    doc = json.loads(raw)
+    if not isinstance(doc, dict) or doc.get("bomFormat") != "CycloneDX":
+        raise ValueError("not a CycloneDX JSON document")
+    vllm = next((c for c in doc.get("components") or [] if isinstance(c, dict) and c.get("name") == "vllm"), None)
+    if vllm is None:
+        raise ValueError("no vllm component")
+    claims = {}
+    for prop in vllm.get("properties") or []:
+        if not isinstance(prop, dict):
+            continue
+        name, value = str(prop.get("name", "")), str(prop.get("value", ""))
+        if name.startswith(FIX_PROPERTY):
+            claims[name[len(FIX_PROPERTY):]] = value.split(":", 1)[0]
+    return vllm.get("version"), claims, len((vllm.get("pedigree") or {}).get("patches") or [])

@@ -26,6 +26,9 @@ def _suite_rows(report: ProofReport):
         if s.not_run:
             yield [s.path, s.result, "not run (gpu: true)", s.not_run]
             continue
+        if s.run.crash:  # its outcomes cannot be read: no test-by-test judgement either
+            yield [s.path, s.result, s.run.summary(), "; ".join(filter(None, [s.run.crash, _baseline_note(s)]))]
+            continue
         if s.comparison is None:
             detail = ", ".join(s.run.failing[:10]) or "; ".join(f"{n}: {w}" for n, w in s.run.needs_gpu[:5])
             skips = sorted({r.message for r in s.run.results if r.outcome == "skipped"})
@@ -191,7 +194,7 @@ def render_junit(report: ProofReport) -> str:
 RENDERERS = {"table": render_table, "json": render_json, "markdown": render_markdown, "junit": render_junit}
 
 
-def annotations(report: ProofReport) -> list[str]:
+def github_annotations(report: ProofReport) -> list[str]:
     from patchset.report.common import github_annotation
 
     out = []

@@ -89,6 +89,7 @@ class RunOutcome:
     command: list[str] = field(default_factory=list)
     output: str = ""  # the tail of pytest's output
     junit: Path | None = None
+    report_problem: str | None = None  # why the JUnit report is missing or unreadable; None when it was read
 
 
 @runtime_checkable

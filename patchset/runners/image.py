@@ -42,7 +42,7 @@ from patchset import docker_engine
 from patchset.core.manifest import same_release
 from patchset.errors import PatchsetError
 from patchset.runners import PLUGIN_DIR, Progress, RunConfig, RunOutcome, junit_env, no_progress, pytest_args
-from patchset.runners.junit import parse_junit
+from patchset.runners.junit import read_junit
 from patchset.runners.offline import cpu_env, write_hf_home
 from patchset.runners.output import RunOutput
 
@@ -171,17 +171,7 @@ class ImageRunner:
         boot, out, hf = work / "boot", work / "out", work / "hf"
         for folder in (boot / "files", out, hf):
             folder.mkdir(parents=True, exist_ok=True)
-        files = config.package_files()
-        for rel, content in files.items():
-            if content is not None:
-                target = boot / "files" / _safe(rel)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(content)
-        (boot / "files.json").write_text(json.dumps({
-            "package": config.package,
-            "write": sorted(r for r, c in files.items() if c is not None),
-            "delete": sorted(r for r, c in files.items() if c is None)}))
-        (boot / "bootstrap.py").write_text(BOOTSTRAP)
+        _write_boot(boot, config)
         os.chmod(out, 0o777)  # whatever user the image runs as writes the results here
         if self.gpus:
             env = junit_env(skip_global_cleanup=False)
@@ -239,11 +229,12 @@ class ImageRunner:
         finally:
             if timer:
                 timer.cancel()
-            container.remove(force=True)
+            _remove(container)
         if killed.is_set():
             tail += f"\n[patchset: killed after {config.timeout:.0f} s]\n"
             code = -1
-        return RunOutcome(parse_junit(junit), code, time.monotonic() - t0, cmd, tail, junit)
+        results, problem = read_junit(junit)
+        return RunOutcome(results, code, time.monotonic() - t0, cmd, tail, junit, problem)
 
     @staticmethod
     def _follow(container, config: RunConfig, log: Path) -> str:
@@ -293,6 +284,30 @@ def pytest_for(python: str, progress: Progress = no_progress) -> Path:
         os.replace(partial, folder)
         done.write_text(" ".join(TEST_TOOLS) + "\n")
     return folder
+
+
+def _write_boot(boot: Path, config: RunConfig) -> None:
+    """What the bootstrap reads in the container: the configuration's files and which to delete."""
+    files = config.package_files()
+    for rel, content in files.items():
+        if content is not None:
+            target = boot / "files" / _safe(rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+    (boot / "files.json").write_text(json.dumps({
+        "package": config.package,
+        "write": sorted(r for r, c in files.items() if c is not None),
+        "delete": sorted(r for r, c in files.items() if c is None)}))
+    (boot / "bootstrap.py").write_text(BOOTSTRAP)
+
+
+def _remove(container) -> None:
+    """Remove a run's container; one already gone (or going) is what was wanted, not an error."""
+    try:
+        container.remove(force=True)
+    except docker.errors.APIError as e:
+        if e.status_code not in (404, 409):
+            raise
 
 
 def _kill(container, killed: threading.Event) -> None:

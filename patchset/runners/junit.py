@@ -1,7 +1,16 @@
-"""Reading pytest's JUnit XML back into results per node id."""
+"""Reading pytest's JUnit XML back into results per node id.
+
+A report is read as written; only when the parser refuses it (a pytest or a
+plugin that let a control character a test printed through unescaped, or a
+character reference XML 1.0 forbids, such as ``&#27;``) are the characters
+XML cannot hold replaced by pytest's own ``#xNN`` spelling and the report read
+again. A report that is missing or still unreadable gives no results and a
+problem, which the verdicts treat as a crashed run, never as test outcomes.
+"""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -12,12 +21,51 @@ DETAIL_CHARS = 4000
 _RANK = {PASSED: 0, SKIPPED: 1, ERROR: 2, FAILED: 3}
 
 
+#: What XML 1.0 cannot hold, raw (the Char production) ...
+_ILLEGAL_CHARS = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+#: ... or as a character reference (decimal or hex).
+_CHAR_REF = re.compile(r"&#(x[0-9a-fA-F]+|[0-9]+);")
+
+
 def parse_junit(path: Path) -> dict[str, NodeResult]:
     """Results by node id; a file that fails to collect appears as ``error`` under its path."""
+    return read_junit(path)[0]
+
+
+def read_junit(path: Path) -> tuple[dict[str, NodeResult], str | None]:
+    """(results by node id, None) or ({}, why the report cannot be used)."""
     try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError):
-        return {}
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}, f"pytest wrote no JUnit report ({path.name})"
+    except OSError as e:
+        return {}, f"cannot read the JUnit report {path}: {e.strerror}"
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError:
+        try:
+            root = ET.fromstring(xml_safe(data.decode("utf-8", "replace")).encode("utf-8"))
+        except ET.ParseError as e:
+            return {}, f"the JUnit report {path.name} is not well-formed XML ({e}): pytest was cut off writing it?"
+    return _results(root), None
+
+
+def xml_safe(text: str) -> str:
+    """``text`` with every character XML 1.0 cannot hold, raw or as a reference, spelled ``#xNN`` as pytest does."""
+    def ref(m: re.Match[str]) -> str:
+        code = int(m.group(1)[1:], 16) if m.group(1)[0] in "xX" else int(m.group(1))
+        legal = code <= 0x10FFFF and not _ILLEGAL_CHARS.match(chr(code))
+        return m.group(0) if legal else f"#x{code:02X}"
+
+    return escape_illegal(_CHAR_REF.sub(ref, text))
+
+
+def escape_illegal(text: str) -> str:
+    """``text`` with the raw characters XML 1.0 cannot hold (``\\x1b``, ``\\x00``) spelled ``#xNN``, as pytest does."""
+    return _ILLEGAL_CHARS.sub(lambda m: f"#x{ord(m.group(0)):02X}", text)
+
+
+def _results(root: ET.Element) -> dict[str, NodeResult]:
     out: dict[str, NodeResult] = {}
     for case in root.iter("testcase"):
         r = _case(case)
@@ -63,7 +111,7 @@ def _guess_nodeid(case: ET.Element) -> str:
         return name.replace(".", "/") + ".py"
     parts = classname.split(".")
     # classname is dotted module path, optionally followed by a class name (capitalised by convention)
-    cls = []
+    cls: list[str] = []
     while parts and parts[-1][:1].isupper():
         cls.insert(0, parts.pop())
     return "::".join(["/".join(parts) + ".py", *cls, name])

@@ -41,8 +41,8 @@ def make_overlay(installed: Path, dest: Path, files: Mapping[str, bytes | None])
         for name in [d for d in dirs if (Path(folder) / d).is_symlink()]:
             os.symlink(Path(folder) / name, top / rel / name)  # os.walk does not descend into these
             dirs.remove(name)
-    for rel, content in files.items():
-        target = top / _safe(rel)
+    for path, content in files.items():
+        target = top / _safe(path)
         target.unlink(missing_ok=True)
         _drop_bytecode(target)
         if content is not None:

@@ -44,7 +44,7 @@ from patchset.runners import (
     no_progress,
     pytest_args,
 )
-from patchset.runners.junit import parse_junit
+from patchset.runners.junit import read_junit
 from patchset.runners.offline import cpu_env, write_hf_home
 from patchset.runners.output import RunOutput
 from patchset.runners.overlay import make_overlay
@@ -159,10 +159,7 @@ class VenvBuilder:
             blob = self._step(timings, "wheel", f"downloading {wheel.filename}",
                               lambda: self.cache.blob(wheel.sha256, wheel.url, progress=_Percent(self.progress,
                                                                                                   wheel.filename)))
-            wheelhouse = tmp / ".wheelhouse"
-            wheelhouse.mkdir()
-            wheel_path = wheelhouse / wheel.filename
-            os.symlink(blob, wheel_path)  # pip wants the wheel's own file name
+            wheel_path = _wheelhouse(tmp, blob, wheel.filename)
             metadata = _wheel_metadata(blob)
             reqs, dropped, torch_pin = cpu_requirements(metadata)
             if not torch_pin:
@@ -183,12 +180,9 @@ class VenvBuilder:
             self._step(timings, "requirements",
                        f"installing {len(reqs)} CPU-runnable requirements + {' '.join(TEST_REQUIREMENTS)}",
                        lambda: self._check([*pip, "-c", str(constraints), *extra, *reqs, *TEST_REQUIREMENTS], tmp))
-            torch_info = self._capture([py, "-c", "import torch; print(torch.__version__, torch.version.cuda)"])
-            torch_version, cuda = (torch_info.split() + ["", ""])[:2]
-            if cuda not in ("None", ""):
-                raise VenvError(f"the venv got a CUDA build of torch ({torch_version}, CUDA {cuda})")
+            torch_version = self._cpu_torch(py)
             site = self._capture([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).strip()
-            shutil.rmtree(wheelhouse)
+            shutil.rmtree(wheel_path.parent)
             timings["total"] = round(time.monotonic() - started, 1)
             info = {"format": VENV_FORMAT, "project": project, "version": version, "wheel": wheel.filename,
                     "wheel_sha256": wheel.sha256, "torch": torch_version, "python": self.python,
@@ -201,6 +195,14 @@ class VenvBuilder:
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
+
+    def _cpu_torch(self, py: str) -> str:
+        """The venv's torch version; a CUDA build is refused (the venv runner is for the CPU)."""
+        torch_info = self._capture([py, "-c", "import torch; print(torch.__version__, torch.version.cuda)"])
+        torch_version, cuda = (torch_info.split() + ["", ""])[:2]
+        if cuda not in ("None", ""):
+            raise VenvError(f"the venv got a CUDA build of torch ({torch_version}, CUDA {cuda})")
+        return torch_version
 
     def _install_torch(self, pip: list[str], py: str, pin: str, extra: list[str], cwd: Path) -> None:
         # Ask pip what it would install before it downloads gigabytes of CUDA libraries.
@@ -277,7 +279,8 @@ class VenvRunner:
         code, output, duration = run_streaming(cmd, cwd=config.tree, env=env, timeout=config.timeout,
                                                log=work / "pytest.log", progress=config.progress,
                                                label=config.label)
-        return RunOutcome(parse_junit(junit), code, duration, cmd, output, junit)
+        results, problem = read_junit(junit)
+        return RunOutcome(results, code, duration, cmd, output, junit, problem)
 
 
 def run_streaming(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float | None, log: Path,
@@ -294,7 +297,7 @@ def run_streaming(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: fl
                                 stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
         deadline = t0 + timeout if timeout else None
         timer = None
-        if deadline:
+        if timeout:
             import threading
 
             timer = threading.Timer(timeout, _kill_group, args=(proc,))
@@ -321,6 +324,15 @@ def run_streaming(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: fl
 def _kill_group(proc: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _wheelhouse(tmp: Path, blob: Path, filename: str) -> Path:
+    """``tmp/.wheelhouse/FILENAME`` linked to the cached blob: pip wants the wheel's own file name."""
+    wheelhouse = tmp / ".wheelhouse"
+    wheelhouse.mkdir()
+    wheel_path = wheelhouse / filename
+    os.symlink(blob, wheel_path)
+    return wheel_path
 
 
 def _wheel_metadata(wheel: Path) -> str:

@@ -44,5 +44,5 @@ def open_source(spec: str, version: str, *, project: str = "vllm", tag: str = "v
     if kind == "dir" and arg:
         from patchset.sources.local import DirSource
 
-        return DirSource(arg.replace("{version}", version))
+        return DirSource.release(arg.replace("{version}", version), version, project)
     raise SourceError(f"unknown source {spec!r}", hint=f"use one of {SOURCE_KINDS}")

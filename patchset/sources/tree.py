@@ -6,10 +6,10 @@ them onto the folder whatever its layout.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from patchset.errors import SourceError
+from patchset.sources.local import is_source_tree, stated_version
 
 REPO = "repo"  # DIR/vllm/__init__.py: site-packages or an upstream checkout
 PACKAGE = "package"  # DIR/__init__.py and DIR is the vllm package itself (fork layout)
@@ -26,6 +26,13 @@ class TargetTree:
             raise SourceError(f"{root} holds no vllm package",
                               hint="give site-packages, an upstream source tree, or the vllm package folder")
         self.identity = f"dir:{self.root}"
+        # tests/ (or anything beside vllm/) is patched only in an upstream tree; in site-packages it is someone else's.
+        self.source_tree = self.layout == REPO and is_source_tree(self.root)
+
+    @property
+    def package(self) -> Path:
+        """The vllm package folder, where the provenance record and an apply's journal live."""
+        return self.root / "vllm" if self.layout == REPO else self.root
 
     def local(self, path: str) -> Path | None:
         """Where a repository-layout path lives in this tree, or None if the tree cannot hold it."""
@@ -38,7 +45,7 @@ class TargetTree:
     def covers(self, path: str) -> bool:
         if path.startswith("vllm/"):
             return True
-        return self.layout == REPO and (self.root / path.split("/", 1)[0]).is_dir()
+        return self.source_tree and (self.root / path.split("/", 1)[0]).is_dir()
 
     def read(self, path: str) -> bytes | None:
         f = self.local(path)
@@ -49,16 +56,6 @@ class TargetTree:
         except (FileNotFoundError, NotADirectoryError):
             return None
 
-    def version(self) -> str | None:
-        """The vLLM release this tree holds, from _version.py or the dist-info beside it."""
-        pkg = self.local("vllm/__init__.py").parent  # type: ignore[union-attr]
-        ver = pkg / "_version.py"
-        if ver.is_file():
-            m = re.search(r"""__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", ver.read_text())
-            if m:
-                return m.group(1)
-        for meta in sorted(pkg.parent.glob("vllm-*.dist-info/METADATA")):
-            m = re.search(r"^Version: (.+)$", meta.read_text(errors="replace"), re.M)
-            if m:
-                return m.group(1).strip()
-        return None
+    def version(self) -> tuple[str, str] | None:
+        """The vLLM release this tree says it holds and the file that says so (_version.py, dist-info, PKG-INFO)."""
+        return stated_version(self.package.parent)

@@ -15,7 +15,9 @@ Status of a fix in an image:
 ``stale``     the image carries another revision of the patch than the manifest's (the
               provenance names another sha256, or an older revision of the patch file in the
               manifest's git history is what the files hold);
-``tampered``  a file the patch wrote differs from what the provenance record says was written;
+``tampered``  a file the patch wrote differs from what the provenance record says was written, or
+              Python would run bytecode of a touched module that is not its source's code (an
+              accepted ``.pyc`` whose code differs, or one that differs from the record's sha256);
 ``unknown``   the files fit none of the above (neither pristine nor patched), or there is
               nothing to compare them with.
 
@@ -26,20 +28,32 @@ The audit fails (``ok`` false) when a fix the manifest targets for the image's r
 from __future__ import annotations
 
 import hashlib
+import json
+import posixpath
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import docker
+from docker.models.images import Image
 from packaging.version import InvalidVersion, Version
 
 from patchset import docker_engine
-from patchset.core import engine, provenance
+from patchset.core import bytecode, engine, provenance
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.patchfile import PatchFile, parse_patch
-from patchset.core.series import APPLIES, BLOCKED, FAILED, NOT_TARGETED, UPSTREAM, ReleaseResult, evaluate_release
+from patchset.core.series import (
+    APPLIES,
+    BLOCKED,
+    FAILED,
+    NOT_TARGETED,
+    UPSTREAM,
+    PatchResult,
+    ReleaseResult,
+    evaluate_release,
+)
 from patchset.errors import PatchsetError
-from patchset.sources import open_source
+from patchset.sources import Source, open_source
 
 CARRIED = "carried"
 MISSING = "missing"
@@ -48,6 +62,7 @@ TAMPERED = "tampered"
 UNKNOWN = "unknown"
 FAILING = (MISSING, STALE, TAMPERED)
 LABEL_PREFIX = "io.patchset.patch."  # written by `patchset build`
+SBOM_PATH = "/usr/share/patchset/sbom.cdx.json"  # written by `patchset build --sbom` (report/sbom.py renders it)
 STATUSES = (CARRIED, UPSTREAM, MISSING, STALE, TAMPERED, UNKNOWN)
 
 
@@ -57,38 +72,45 @@ class FixVerdict:
     status: str
     evidence: str
     targeted: bool
+    title: str = ""
+    origin: str = ""
+    upstream: dict = field(default_factory=dict)  # {"pr": int | None, "commit": str | None}, as the manifest says
+    sha256: str | None = None  # the patch revision the image carries (None when it carries none)
 
     @property
     def failing(self) -> bool:
         return self.targeted and self.status in FAILING
 
     def to_json(self) -> dict:
-        return {"id": self.id, "status": self.status, "evidence": self.evidence, "targeted": self.targeted}
+        return {"id": self.id, "title": self.title, "origin": self.origin, "upstream": self.upstream,
+                "status": self.status, "evidence": self.evidence, "targeted": self.targeted, "sha256": self.sha256}
 
 
 @dataclass
 class ImageAudit:
     image: str
     vllm: str | None = None
-    digest: str | None = None
+    digest: str | None = None  # the repository digest, when the image came from a registry
+    id: str | None = None  # the local image id (config digest)
     site: str | None = None
     provenance: dict | None = None  # the record's summary, when the image has one
     fixes: list[FixVerdict] = field(default_factory=list)
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    bytecode: list[dict] = field(default_factory=list)  # every .pyc of the touched modules, judged
 
     @property
     def ok(self) -> bool:
         return self.error is None and not any(f.failing for f in self.fixes)
 
     def to_json(self) -> dict:
-        out: dict = {"image": self.image, "vllm": self.vllm, "ok": self.ok, "digest": self.digest,
+        out: dict = {"image": self.image, "vllm": self.vllm, "ok": self.ok, "digest": self.digest, "id": self.id,
                      "site": self.site, "provenance": self.provenance,
-                     "fixes": [f.to_json() for f in self.fixes]}
+                     "fixes": [f.to_json() for f in self.fixes],
+                     "bytecode": [{k: b[k] for k in ("pyc", "tag", "level", "kind", "verdict")} for b in self.bytecode],
+                     "warnings": self.warnings}
         if self.error:
             out["error"] = self.error
-        if self.warnings:
-            out["warnings"] = self.warnings
         return out
 
 
@@ -119,7 +141,8 @@ def audit(manifest: Manifest, images: Sequence[str], *, source: str = "wheel", p
 
 
 def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, source: str = "wheel",
-                pull: bool = False) -> ImageAudit:
+                pull: bool = False, pristine: Source | None = None) -> ImageAudit:
+    """``pristine``, when given, is the release to compare with instead of the ``source`` spec's."""
     result = ImageAudit(ref, warnings=list(manifest.warnings))  # e.g. a .patch no patch names
     try:
         if pull:
@@ -129,7 +152,7 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
     except (docker_engine.ImageNotFound, docker.errors.APIError) as e:
         result.error = str(e) if isinstance(e, docker_engine.ImageNotFound) else f"{ref}: {e}"
         return result
-    result.digest = docker_engine.image_digest(image)
+    result.digest, result.id = repo_digest(image, ref), image.id
     with docker_engine.ImageFiles(client, image) as files:
         try:
             install = files.locate_vllm()
@@ -143,7 +166,7 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
         except InvalidVersion:
             version = install.version
         try:
-            pristine = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
+            pristine = pristine or open_source(source, version, project=manifest.pypi, tag=manifest.tag)
             expected = evaluate_release(manifest, version, pristine)
         except PatchsetError as e:
             result.error = f"no pristine vLLM {version} to compare with: {e}"
@@ -152,13 +175,105 @@ def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, so
         if record:
             paths |= {p for p in record.get("files", {}) if p.startswith("vllm/")}
         image_files = {p: files.read(install.path_of(p)) for p in sorted(paths)}
+        embedded_sbom = files.read(SBOM_PATH)
     if record and record.get("vllm") and record["vllm"] != version:
         result.warnings.append(f"the provenance record was written for vLLM {record['vllm']}, "
                                f"the image holds {install.version}")
-    judge = _Judge(manifest, version, expected, image_files, record)
+    if not _judge_bytecode(result, client, image, install, _modules(image_files, record)):
+        return result
+    judge = _Judge(manifest, version, expected, image_files, record, result.bytecode)
     result.fixes = [judge.verdict(p) for p in manifest.patches]
     result.warnings += _labels_disagree(image.labels or {}, result.fixes)
+    if embedded_sbom is not None:
+        result.warnings += _sbom_disagrees(embedded_sbom, install.version, result.fixes)
     return result
+
+
+def repo_digest(image: Image, ref: str) -> str | None:
+    """The digest the registry of ``ref`` gives the image (None for an image not pulled or pushed as ``ref``)."""
+    if "@" in ref:
+        return ref.split("@", 1)[1]
+    want = _familiar(docker_engine.split_reference(ref)[0])
+    for name, _, digest in (d.partition("@") for d in image.attrs.get("RepoDigests") or []):
+        if _familiar(name) == want:
+            return digest
+    return None
+
+
+def _familiar(repository: str) -> str:
+    """``docker.io/library/x`` and ``x`` name the same repository (the engine reports the short form)."""
+    for prefix in ("docker.io/", "index.docker.io/", "library/"):
+        repository = repository.removeprefix(prefix)
+    return repository
+
+
+class BytecodeUninspectable(RuntimeError):
+    """The image's Python could not judge the bytecode of the touched modules."""
+
+
+def _judge_bytecode(result: ImageAudit, client: docker.DockerClient, image: Image,
+                    install: docker_engine.VllmInstall, modules: list[str]) -> bool:
+    """Fill ``result.bytecode`` and its warnings; False, with ``result.error``, when there is no verdict."""
+    try:
+        result.bytecode = inspect_bytecode(client, image, install, modules)
+        unjudged = [f"{b['pyc']}: {b['why']}" for b in result.bytecode if b["verdict"] == bytecode.UNINSPECTED]
+        if unjudged:
+            raise BytecodeUninspectable("; ".join(unjudged))
+    except BytecodeUninspectable as e:
+        result.error = f"cannot tell which bytecode Python would run for the touched modules: {e}"
+        return False
+    result.warnings += [f"{b['pyc']}: {b['why']} (not a failure)" for b in result.bytecode
+                        if b["verdict"] in (bytecode.NO_INTERPRETER, bytecode.DORMANT)]
+    return True
+
+
+def _modules(image_files: dict[str, bytes | None], record: dict | None) -> list[str]:
+    """The touched modules present in the image, and those whose bytecode the record lists."""
+    modules = {p for p, content in image_files.items() if p.endswith(".py") and content is not None}
+    modules |= {_module_of(key) for key in ((record or {}).get("bytecode") or {})}
+    return sorted(m for m in modules if m)
+
+
+def _module_of(pyc: str) -> str:
+    """``vllm/a/__pycache__/m.cpython-311.opt-1.pyc`` -> ``vllm/a/m.py`` ("" outside a __pycache__)."""
+    folder, _, name = pyc.rpartition("/__pycache__/")
+    return f"{folder}/{name.split('.', 1)[0]}.py" if folder and name else ""
+
+
+def inspect_bytecode(client: docker.DockerClient, image: Image, install: docker_engine.VllmInstall,
+                     modules: list[str]) -> list[dict]:
+    """bytecode.inspect on these modules, run by the image's own Python in a throwaway container.
+
+    The container has no network and runs only patchset's bytecode module (sent through the
+    environment); it imports nothing from the image's packages. Paths come back in repository
+    layout (``vllm/...``) when they are under the image's site-packages.
+    """
+    if not modules:
+        return []
+    args = json.dumps({"sources": [install.path_of(m) for m in modules]})
+    container = client.containers.create(
+        image.id, entrypoint=[install.python_executable, "-B", "-c", bytecode.BOOT, "inspect", args],
+        environment={bytecode.SCRIPT_ENV: bytecode.script()}, network_disabled=True,
+        labels={"io.patchset.inspect": "1"})
+    try:
+        container.start()
+        status = container.wait(timeout=600)
+        out = container.logs(stdout=True, stderr=False).decode("utf-8", "replace").strip()
+        if status.get("StatusCode") != 0 or not out:
+            err = container.logs(stdout=False, stderr=True).decode("utf-8", "replace").strip()
+            raise BytecodeUninspectable(f"{install.python_executable} exited {status.get('StatusCode')}: "
+                                        f"{err[-500:]}")
+        findings = json.loads(out.splitlines()[-1])
+    except docker.errors.APIError as e:
+        raise BytecodeUninspectable(str(e.explanation or e)) from e
+    except (ValueError, OSError) as e:  # not one JSON line, or the engine timed out waiting
+        raise BytecodeUninspectable(f"{install.python_executable} gave no verdict: {e}") from e
+    finally:
+        container.remove(force=True)
+    site = install.site.rstrip("/") + "/"
+    for f in findings:
+        f["pyc"], f["source"] = (p[len(site):] if p.startswith(site) else p for p in (f["pyc"], f["source"]))
+    return findings
 
 
 def _labels_disagree(labels: dict[str, str], fixes: list[FixVerdict]) -> list[str]:
@@ -168,6 +283,29 @@ def _labels_disagree(labels: dict[str, str], fixes: list[FixVerdict]) -> list[st
         claimed = labels.get(f"{LABEL_PREFIX}{f.id}")
         if claimed and f.status != CARRIED:
             out.append(f"the image's label {LABEL_PREFIX}{f.id} claims the fix is carried; its files say {f.status}")
+    return out
+
+
+def _sbom_disagrees(raw: bytes, vllm: str, fixes: list[FixVerdict]) -> list[str]:
+    """Where the SBOM the image carries (``build --sbom``) claims other than its files show."""
+    from patchset.report.sbom import embedded_claims  # the document's shape is the renderer's to know
+
+    try:
+        version, claims, listed = embedded_claims(raw)
+    except ValueError as e:
+        return [f"the image's SBOM {SBOM_PATH} is unreadable: {e}"]
+    out = []
+    if version != vllm:
+        out.append(f"the image's SBOM {SBOM_PATH} describes vLLM {version}; the image holds {vllm}")
+    for f in fixes:
+        claimed = claims.get(f.id)
+        if claimed != f.status:
+            said = f"says {f.id} is {claimed}" if claimed else f"does not mention {f.id}"
+            out.append(f"the image's SBOM {SBOM_PATH} {said}; its files say {f.status}")
+    carried = sum(status == CARRIED for status in claims.values())
+    if listed != carried:
+        out.append(f"the image's SBOM {SBOM_PATH} lists {listed} patches in the vLLM pedigree but claims "
+                   f"{carried} fixes carried")
     return out
 
 
@@ -199,32 +337,44 @@ class _Judge:
     """Decides each fix's status from the expected series, the image's files and the record."""
 
     def __init__(self, manifest: Manifest, version: str, expected: ReleaseResult,
-                 image: dict[str, bytes | None], record: dict | None):
+                 image: dict[str, bytes | None], record: dict | None, pycs: list[dict] | None = None):
+        self.pycs = pycs or []
         self.manifest = manifest
         self.version = version
         self.expected = expected
         self.image = image
         self.record = record
         self.recorded = {p["id"]: p for p in (record or {}).get("patches", [])}
+        self.revision_found: str | None = None  # the sha256 of an older revision the files hold (stale)
         vllm_paths = [p for p in expected.files if p.startswith("vllm/")]
         self.series_equal = bool(vllm_paths) and all(image.get(p) == expected.files[p] for p in vllm_paths)
 
     def verdict(self, patch: Patch) -> FixVerdict:
         targeted = patch.targets(self.version)
+        self.revision_found = None
         status, evidence = self._decide(patch, targeted)
-        return FixVerdict(patch.id, status, evidence, targeted)
+        upstream = {"pr": patch.upstream_pr, "commit": patch.upstream_commit}
+        return FixVerdict(patch.id, status, evidence, targeted, title=patch.title, origin=patch.origin,
+                          upstream=upstream, sha256=self._carried_sha256(patch, status))
+
+    def _carried_sha256(self, patch: Patch, status: str) -> str | None:
+        """The sha256 of the patch revision the image carries: the record's, else the one its files show."""
+        entry = self.recorded.get(patch.id, {})
+        if status in (CARRIED, STALE, TAMPERED) and entry.get("status") == APPLIES and entry.get("sha256"):
+            return str(entry["sha256"])
+        if status == STALE:
+            return self.revision_found
+        current = self._load(patch) if status == CARRIED else None
+        return current.sha256 if current is not None else None
 
     def _decide(self, patch: Patch, targeted: bool) -> tuple[str, str]:
         r = self.expected.patch(patch.id)
         entry = self.recorded.get(patch.id, {})
         carried_per_record = entry.get("status") == APPLIES
 
-        tampered = self._tampered(entry.get("files") or []) if carried_per_record else []
+        tampered = self._tampered_evidence(patch, r, entry, carried_per_record)
         if tampered:
-            current = self._load(patch)
-            still = current is not None and _vllm_files(current) and self._hunks_present(current)
-            return TAMPERED, "; ".join(tampered) + ("; the patch's own hunks are still there" if still
-                                                    else "; the patch's own hunks are no longer all there")
+            return TAMPERED, tampered
         if r.status == UPSTREAM:
             return UPSTREAM, r.evidence
 
@@ -270,6 +420,18 @@ class _Judge:
 
     # --- evidence ----------------------------------------------------------------------------------
 
+    def _tampered_evidence(self, patch: Patch, r: PatchResult, entry: dict, carried_per_record: bool) -> str:
+        """Why the files or the bytecode Python runs are not what the patch wrote ("" when they are)."""
+        tampered = self._tampered(entry.get("files") or []) if carried_per_record else []
+        written = (entry.get("files") or []) if carried_per_record else r.files if r.status == APPLIES else []
+        tampered += self._bytecode_tampered(set(written))
+        if not tampered:
+            return ""
+        current = self._load(patch)
+        still = current is not None and _vllm_files(current) and self._hunks_present(current)
+        return "; ".join(tampered) + ("; the patch's own hunks are still there" if still
+                                      else "; the patch's own hunks are no longer all there")
+
     def _tampered(self, files: list[str]) -> list[str]:
         out = []
         recorded = (self.record or {}).get("files", {})
@@ -283,6 +445,18 @@ class _Judge:
                 what = "is gone" if found is None else f"has sha256 {found[:12]}"
                 out.append(f"{path} {what}; the provenance record (applied {applied_at}) says "
                            f"{(want or 'deleted')[:12]}")
+        return out
+
+    def _bytecode_tampered(self, modules: set[str]) -> list[str]:
+        """Bytecode Python would run for these modules that is not their source's code, or not the record's."""
+        out = [f"{b['pyc']} (optimisation level {b['level']}) runs instead of {posixpath.basename(b['source'])}: "
+               f"{b['why']}" for b in self.pycs if b["source"] in modules and b["verdict"] == bytecode.DIFFERS]
+        found = {b["pyc"]: b["sha256"] for b in self.pycs}
+        applied_at = (self.record or {}).get("applied_at", "?")
+        for pyc, want in sorted(((self.record or {}).get("bytecode") or {}).items()):
+            if _module_of(pyc) in modules and found.get(pyc) != want:
+                what = "is gone" if pyc not in found else f"has sha256 {found[pyc][:12]}"
+                out.append(f"{pyc} {what}; the provenance record (applied {applied_at}) says {want[:12]}")
         return out
 
     def _carried_evidence(self, present: bool, prefix: str) -> str:
@@ -313,6 +487,7 @@ class _Judge:
             except PatchsetError:
                 continue
             if _vllm_files(older) and self._hunks_present(older):
+                self.revision_found = rev.sha256
                 return f"the image's files hold an older revision of the patch: {rev.describe()}"
         return ""
 

@@ -3,8 +3,13 @@
 The series is applied on the host, by the same engine as ``check`` and ``apply``, to the files
 read out of the base image itself: what gets checked is exactly what gets shipped, and a hunk
 cannot land somewhere else inside the build than where ``check`` said it would. The image
-definition (``images/vllm-patched/Dockerfile``) then only copies the changed files and the
+definition (``images/vllm-patched/Dockerfile`` next to the manifest, else the one shipped in the
+package) then only copies the changed files and the
 provenance record onto the base and recompiles the touched modules with the image's Python.
+
+Under ``SOURCE_DATE_EPOCH`` every byte and label of the added layer is a function of the inputs
+(the record's ``applied_at``, file and folder mtimes, labels); the bytecode is hash-checked. The
+throwaway compile stage is removed by the id this build gave it, never by a prune.
 
 Refused, with nothing built, when the base does not hold the release asked for, already carries
 a series, or when the series does not apply to it.
@@ -12,9 +17,12 @@ a series, or when the series does not apply to it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import importlib.resources
 import io
 import os
+import re
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,10 +32,11 @@ import docker
 import docker.errors
 
 from patchset import docker_engine
-from patchset.core import provenance
+from patchset.core import bytecode, provenance
 from patchset.core.manifest import Manifest, same_release
 from patchset.core.series import APPLIES, ReleaseResult, evaluate_release, failure_summary, syntax_error
-from patchset.errors import PatchsetError
+from patchset.errors import Finding, PatchsetError
+from patchset.sources import http
 
 DOCKERFILE = Path("images") / "vllm-patched" / "Dockerfile"
 LABEL_NS = "io.patchset"
@@ -36,6 +45,10 @@ OCI = "org.opencontainers.image"
 
 class BuildError(PatchsetError):
     """The image was not built."""
+
+
+class SeriesFails(BuildError, Finding):
+    """The series does not apply to the base image's files: a finding (exit 1), nothing was built."""
 
 
 @dataclass
@@ -58,6 +71,8 @@ class BuildReport:
     labels: dict[str, str] = field(default_factory=dict)
     layers: list[Layer] = field(default_factory=list)  # what this build added on top of the base
     context_bytes: int = 0
+    removed_stages: list[str] = field(default_factory=list)  # the throwaway stages' image ids, removed
+    sbom: dict | None = None  # build --sbom: {"path": in the image, "file": on the host, "sha256": of both}
 
     @property
     def ok(self) -> bool:
@@ -75,7 +90,7 @@ class BuildReport:
             "written": self.written, "deleted": self.deleted, "labels": self.labels,
             "layers": [{"created_by": layer.created_by, "size": layer.size} for layer in self.layers],
             "added_bytes": self.added_bytes,
-        }
+        } | ({"sbom": self.sbom} if self.sbom else {})
 
 
 class ImageTree:
@@ -109,7 +124,9 @@ def default_tag(base: str) -> str:
 
 def build_image(manifest: Manifest, version: str, *, base: str | None = None, tag: str | None = None,
                 client: docker.DockerClient | None = None,
-                progress: Callable[[str], None] | None = None) -> BuildReport:
+                progress: Callable[[str], None] | None = None, nocache: bool = False,
+                sbom: Path | None = None) -> BuildReport:
+    """``sbom``: also audit the built image and embed its CycloneDX SBOM (and write it to that file)."""
     version = manifest.target(version).version
     base = base or default_base(manifest, version)
     tag = tag or default_tag(base)
@@ -123,6 +140,126 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     base_digest = docker_engine.image_digest(image)
     say(f"base {base} ({base_digest})\n")
 
+    for warning in manifest.warnings:  # e.g. a .patch no patch names: validate refuses it
+        say(f"warning: {warning}\n")
+    install, result, changed, modes = _series_on_base(client, image, base, manifest, version)
+    record = provenance.make_record(manifest, result, layout="repo")
+    record["image"] = {"base": base, "base_digest": base_digest, "site": install.site}
+    labels = image_labels(manifest, version, base, base_digest, result)
+    written = sorted(p for p, c in changed.items() if c is not None)
+    deleted = sorted(p for p, c in changed.items() if c is None)
+    mtime = build_time()
+    context = build_context(install, changed, modes, provenance.dumps(record), dockerfile_for(manifest), mtime)
+    say(f"series: {sum(p.status == APPLIES for p in result.patches)} patches apply; "
+        f"{len(written)} files to write, {len(deleted)} to delete; context {len(context)} bytes\n")
+
+    buildargs = {
+        "BASE": image.id,  # the exact bytes that were checked, whatever the tag points at later
+        "PYTHON": install.python_executable,
+        "SITE": install.site,
+        "TOUCHED": " ".join(p for p in sorted(changed) if p.endswith(".py")),
+        # In-image paths: the deleted modules and every bytecode file they may have left.
+        "DELETED": " ".join(_deleted_paths(install, deleted)),
+        "BASE_USER": (image.attrs.get("Config") or {}).get("User") or "root",
+        "MTIME": str(mtime),
+    }
+    image_id, stages = _run_build(client, context, tag, buildargs, labels, say, nocache=nocache)
+    built = client.images.get(image_id)
+    removed = _remove_stages(client, stages, keep={image.id, built.id}, say=say)
+    report = BuildReport(version, base, base_digest, tag, built.id, install.site, result, written, deleted,
+                         labels, _added_layers(image, built), len(context), removed)
+    if sbom is not None:
+        add_sbom(client, manifest, image, install, report, sbom, say=say, nocache=nocache)
+    return report
+
+
+SBOM_LABEL = f"{LABEL_NS}.sbom"
+SBOM_DOCKERFILE = b"""\
+# patchset build --sbom: the built image plus its CycloneDX SBOM, in one small layer of its own.
+ARG BASE
+FROM ${BASE}
+COPY sbom/ /
+"""
+
+
+def sbom_file_for(tag: str) -> Path:
+    """The default host copy of a build's SBOM: ``./<tag, / and : as _>.cdx.json``."""
+    return Path(re.sub(r"[/:@]", "_", tag) + ".cdx.json")
+
+
+def add_sbom(client: docker.DockerClient, manifest: Manifest, base, install: docker_engine.VllmInstall,
+             report: BuildReport, file: Path, *, say: Callable[[str], None], nocache: bool = False) -> None:
+    """Audit the built image, embed the SBOM derived from that audit at SBOM_PATH, and write it to ``file``.
+
+    The pristine release the audit compares with is the base image's own files (what the build
+    applied the series to); the SBOM goes into a layer of its own on top of the built image, so
+    nothing is built twice. The tag moves to the image with the SBOM; on any failure it is removed:
+    ``--sbom`` never leaves an image without one under the tag asked for.
+    """
+    from patchset.report import sbom as cyclonedx
+    from patchset.verbs.audit import audit_image
+
+    try:
+        with docker_engine.ImageFiles(client, base) as base_files:
+            audited = audit_image(client, manifest, report.image_id,
+                                  pristine=ImageTree(base_files, install, report.base))
+        if not audited.ok:
+            failing = audited.error or "; ".join(f"{f.id} is {f.status}" for f in audited.fixes if f.failing)
+            raise BuildError(f"{report.tag} fails its own audit: {failing}", hint="no SBOM was embedded")
+        # An image cannot name its own id or digest: the SBOM names it by the tag it is built as.
+        document = cyclonedx.render(dataclasses.replace(audited, image=report.tag, digest=None, id=None),
+                                    manifest).encode()
+        context = sbom_context(document, build_time())
+        image_id, _ = _run_build(client, context, report.tag, {"BASE": report.image_id},
+                                 {SBOM_LABEL: cyclonedx.SBOM_PATH}, say, nocache=nocache)
+    except BaseException:
+        try:
+            client.images.remove(report.tag)  # the tag names the image asked for, with its SBOM, or nothing
+        except docker.errors.APIError as e:  # the error that got us here is the one to report
+            say(f"patchset: could not remove {report.tag} after the failure: {e.explanation or e}\n")
+        raise
+    _write_atomically(file, document)
+    built = client.images.get(image_id)
+    report.image_id, report.labels[SBOM_LABEL] = built.id, cyclonedx.SBOM_PATH
+    report.layers = _added_layers(base, built)
+    report.sbom = {"path": cyclonedx.SBOM_PATH, "file": str(file), "sha256": provenance.sha256(document)}
+    say(f"SBOM: {cyclonedx.SBOM_PATH} in the image, and {file}\n")
+
+
+def sbom_context(document: bytes, mtime: int) -> bytes:
+    """Dockerfile + sbom/<SBOM_PATH>, every folder with the same mtime: the layer is a function of the SBOM."""
+    from patchset.report.sbom import SBOM_PATH
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        def add(name: str, data: bytes | None, mode: int) -> None:
+            info = tarfile.TarInfo(name)
+            info.mode, info.mtime = mode, mtime
+            if data is None:
+                info.type = tarfile.DIRTYPE
+            else:
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+
+        add("Dockerfile", SBOM_DOCKERFILE, 0o644)
+        parts = SBOM_PATH.strip("/").split("/")
+        for depth in range(1, len(parts)):
+            add("sbom/" + "/".join(parts[:depth]), None, 0o755)
+        add("sbom/" + "/".join(parts), document, 0o644)
+    return buf.getvalue()
+
+
+def _write_atomically(file: Path, data: bytes) -> None:
+    file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, file)
+
+
+def _series_on_base(client: docker.DockerClient, image, base: str, manifest: Manifest,
+                    version: str) -> tuple[docker_engine.VllmInstall, ReleaseResult, dict[str, bytes | None],
+                                           dict[str, int | None]]:
+    """The series evaluated on the base's own files: (install, result, changed files, their modes)."""
     with docker_engine.ImageFiles(client, image) as files:
         try:
             install = files.locate_vllm()
@@ -137,40 +274,15 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
                              hint="build from the pristine release image; patchset never stacks a series twice")
         tree = ImageTree(files, install, base)
         result = evaluate_release(manifest, version, tree)
-        for warning in manifest.warnings:  # e.g. a .patch no patch names: validate refuses it
-            say(f"warning: {warning}\n")
         if not result.ok:
-            raise BuildError(failure_summary(result, f" in {base}"),
+            raise SeriesFails(failure_summary(result, f" in {base}"),
                              hint="nothing was built; `patchset check` shows every hunk")
         changed = {path: content for path, content in result.changed.items() if tree.covers(path)}
         modes = {path: files.mode(install.path_of(path)) for path in changed}
     broken = syntax_error(result)
     if broken:
-        raise BuildError(broken[0], patch=broken[1], hint="nothing was built")
-
-    record = provenance.make_record(manifest, result, layout="repo")
-    record["image"] = {"base": base, "base_digest": base_digest, "site": install.site}
-    labels = image_labels(manifest, version, base, base_digest, result)
-    written = sorted(p for p, c in changed.items() if c is not None)
-    deleted = sorted(p for p, c in changed.items() if c is None)
-    context = build_context(install, changed, modes, provenance.dumps(record), dockerfile_for(manifest))
-    say(f"series: {sum(p.status == APPLIES for p in result.patches)} patches apply; "
-        f"{len(written)} files to write, {len(deleted)} to delete; context {len(context)} bytes\n")
-
-    buildargs = {
-        "BASE": image.id,  # the exact bytes that were checked, whatever the tag points at later
-        "PYTHON": install.python_executable,
-        "SITE": install.site,
-        "TOUCHED": " ".join(p for p in sorted(changed) if p.endswith(".py")),
-        # In-image paths: the deleted modules and every bytecode file they may have left.
-        "DELETED": " ".join(_deleted_paths(install, deleted)),
-        "BASE_USER": (image.attrs.get("Config") or {}).get("User") or "root",
-    }
-    image_id = _run_build(client, context, tag, buildargs, labels, say)
-    built = client.images.get(image_id)
-    report = BuildReport(version, base, base_digest, tag, built.id, install.site, result, written, deleted,
-                         labels, _added_layers(image, built), len(context))
-    return report
+        raise SeriesFails(broken[0], patch=broken[1], hint="nothing was built")
+    return install, result, changed, modes
 
 
 def _deleted_paths(install: docker_engine.VllmInstall, deleted: list[str]) -> list[str]:
@@ -184,11 +296,15 @@ def _deleted_paths(install: docker_engine.VllmInstall, deleted: list[str]) -> li
     return out
 
 
+def build_time() -> int:
+    """SOURCE_DATE_EPOCH (reproducible builds), else now: the labels' ``created`` and the layer's mtimes."""
+    epoch = provenance.source_date_epoch()
+    return epoch if epoch is not None else int(dt.datetime.now(dt.timezone.utc).timestamp())
+
+
 def image_labels(manifest: Manifest, version: str, base: str, base_digest: str,
                  result: ReleaseResult) -> dict[str, str]:
-    created = dt.datetime.now(dt.timezone.utc)
-    if os.environ.get("SOURCE_DATE_EPOCH", "").isdigit():  # reproducible builds
-        created = dt.datetime.fromtimestamp(int(os.environ["SOURCE_DATE_EPOCH"]), dt.timezone.utc)
+    created = dt.datetime.fromtimestamp(build_time(), dt.timezone.utc)
     labels = {
         f"{OCI}.title": f"vLLM {version} with the {manifest.path.name} series",
         f"{OCI}.version": version,
@@ -228,28 +344,31 @@ def _git_labels(where: Path) -> dict[str, str]:
     try:
         if repo.remotes:
             remote = repo.remotes["origin"] if "origin" in [r.name for r in repo.remotes] else repo.remotes[0]
-            out[f"{OCI}.source"] = remote.url
+            # A CI checkout's remote often holds a token (https://x-access-token:...@): never label it.
+            out[f"{OCI}.source"] = http.split_credentials(remote.url)[0]
     except (git.GitCommandError, IndexError, ValueError):
         pass
     return out
 
 
 def dockerfile_for(manifest: Manifest) -> bytes:
-    """The image definition: the fork's own copy next to its manifest, else patchset's."""
-    candidates = [manifest.base / DOCKERFILE, Path(__file__).resolve().parents[2] / DOCKERFILE]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate.read_bytes()
-    raise BuildError(f"no image definition found (looked for {', '.join(map(str, candidates))})")
+    """The image definition: the fork's own copy next to its manifest, else the one patchset ships."""
+    own = manifest.base / DOCKERFILE
+    if own.is_file():
+        return own.read_bytes()
+    shipped = importlib.resources.files("patchset").joinpath(*DOCKERFILE.parts)
+    if shipped.is_file():
+        return shipped.read_bytes()
+    raise BuildError(f"no image definition found (looked for {own} and {shipped} in the patchset package)",
+                     hint="reinstall patchset: its wheel ships the Dockerfile")
 
 
 def build_context(install: docker_engine.VllmInstall, changed: dict[str, bytes | None], modes: dict[str, int | None],
-                  record: bytes, dockerfile: bytes) -> bytes:
+                  record: bytes, dockerfile: bytes, mtime: int | None = None) -> bytes:
     """Dockerfile + layer/<in-image path> for each written file and the provenance record."""
     # The written files' mtime is the build's time (or SOURCE_DATE_EPOCH, for reproducible layers).
     # The recompiled bytecode is hash-checked, so no mtime can make it pass for other source bytes.
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
-    mtime = int(epoch) if epoch.isdigit() else int(dt.datetime.now(dt.timezone.utc).timestamp())
+    mtime = build_time() if mtime is None else mtime
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
         def add(name: str, data: bytes, mode: int = 0o644) -> None:
@@ -258,6 +377,7 @@ def build_context(install: docker_engine.VllmInstall, changed: dict[str, bytes |
             tar.addfile(info, io.BytesIO(data))
 
         add("Dockerfile", dockerfile)
+        add("patchset-bytecode.py", bytecode.script().encode())  # compiles and records the pycs in the image
         for path, content in sorted(changed.items()):
             if content is not None:
                 add("layer" + install.path_of(path), content, modes.get(path) or 0o644)
@@ -265,15 +385,38 @@ def build_context(install: docker_engine.VllmInstall, changed: dict[str, bytes |
     return buf.getvalue()
 
 
+_STEP_FROM = re.compile(r"^Step \d+/\d+ : FROM ", re.IGNORECASE)
+_STEP_IMAGE = re.compile(r"^ ---> ([0-9a-f]{12,64})$")
+
+
 def _run_build(client: docker.DockerClient, context: bytes, tag: str, buildargs: dict[str, str],
-               labels: dict[str, str], say: Callable[[str], None]) -> str:
+               labels: dict[str, str], say: Callable[[str], None], *, nocache: bool = False) -> tuple[str, list[str]]:
+    """(the image id, the ids of the stages before the last that this build made): the engine's own account.
+
+    A stage whose last step came from the build cache was made by another build (perhaps one still
+    running beside this one): it is not this build's to remove.
+    """
     image_id = None
+    stages: list[str] = []
+    last_step_image: str | None = None
+    cached = False
     try:
         stream = client.api.build(fileobj=io.BytesIO(context), custom_context=True, tag=tag, buildargs=buildargs,
-                                  labels=labels, rm=True, forcerm=True, pull=False, decode=True)
+                                  labels=labels, rm=True, forcerm=True, pull=False, decode=True, nocache=nocache)
         for chunk in stream:
             if "stream" in chunk:
                 say(chunk["stream"])
+                for line in chunk["stream"].splitlines():
+                    if _STEP_FROM.match(line) and last_step_image:
+                        if not cached:
+                            stages.append(last_step_image)  # a stage ended: its last step's image is its result
+                        last_step_image = None
+                    elif line.strip() == "---> Using cache":
+                        cached = True
+                    elif found := _STEP_IMAGE.match(line):
+                        last_step_image = found[1]
+                    elif line.startswith("Step "):
+                        cached = False
             if "error" in chunk:
                 raise BuildError(f"docker build failed: {chunk['error'].strip()}")
             aux = chunk.get("aux") or {}
@@ -283,7 +426,25 @@ def _run_build(client: docker.DockerClient, context: bytes, tag: str, buildargs:
         raise BuildError(f"docker build failed: {e.explanation or e}") from e
     if image_id is None:
         image_id = client.images.get(tag).id
-    return image_id
+    return image_id, stages
+
+
+def _remove_stages(client: docker.DockerClient, stages: list[str], *, keep: set[str],
+                   say: Callable[[str], None]) -> list[str]:
+    """Remove the throwaway stages this build made (by id; their untagged parents go with them)."""
+    removed = []
+    for short in stages:
+        try:
+            stage = client.images.get(short)
+            if stage.id in keep or stage.tags:
+                continue
+            client.images.remove(stage.id, noprune=False)
+            removed.append(stage.id)
+        except docker.errors.ImageNotFound:
+            continue
+        except docker.errors.APIError as e:  # e.g. another build uses it right now: it is not ours to force
+            say(f"patchset: left the compile stage {short}: {e.explanation or e}\n")
+    return removed
 
 
 def _added_layers(base, built) -> list[Layer]:

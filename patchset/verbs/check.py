@@ -38,6 +38,8 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
         if on_release:
             on_release(version)
         tree = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
-        results.append(evaluate_release(manifest, version, tree))
-        results[-1].warnings[:0] = manifest.warnings  # e.g. a .patch no patch names: validate refuses it
+        result = evaluate_release(manifest, version, tree)
+        # what a dir: tree could not prove about itself, and e.g. a .patch no patch names (validate refuses it)
+        result.warnings[:0] = [*getattr(tree, "warnings", []), *manifest.warnings]
+        results.append(result)
     return CheckReport(str(manifest.path), results)

@@ -24,6 +24,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from patchset.cache import Cache
@@ -37,8 +38,6 @@ BASELINE_FORMAT = 1
 FLAKY_RERUNS = 2
 #: Labels an image built by ``patchset build`` carries (OCI annotations).
 BASE_DIGEST_LABEL = "org.opencontainers.image.base.digest"
-#: pytest exit codes of a run whose results mean something (all passed, some failed, none collected).
-USABLE_EXIT = (0, 1, 5)
 
 
 @dataclass
@@ -106,8 +105,13 @@ def run_suite(job: SuiteJob, suite: Suite):
         job.progress(f"suite {suite.path}: needs-gpu, not run ({job.runner.needs_accelerator_reason})")
         return SuiteResult(suite.path, ConfigRun(_label(suite), (), (suite.path,), []), gpu=True,
                            not_run=job.runner.needs_accelerator_reason)
-    patched, exit_code, duration = _selected(job, suite, _label(suite), job.files, job.tree, selection(suite))
-    run = ConfigRun(_label(suite), (), (suite.path,), list(patched.values()), exit_code, duration)
+    accelerator = job.runner.needs_accelerator_reason is None
+    out = _selected(job, suite, _label(suite), job.files, job.tree, selection(suite))
+    patched = out.results
+    run = ConfigRun(_label(suite), (), (suite.path,), list(patched.values()), out.exit_code, out.duration, out.crash,
+                    accelerator)
+    if out.crash:  # nothing to judge: the suite fails, as any crashed run is no evidence
+        return SuiteResult(suite.path, run, None, None, gpu=suite.gpu)
     base = pristine_baseline(job, suite)
     if base.error:
         job.progress(f"suite {suite.path}: no pristine baseline ({base.error}): every failure counts")
@@ -115,7 +119,8 @@ def run_suite(job: SuiteJob, suite: Suite):
     reruns = _rerun(job, suite, bl.rerun_candidates(patched, base.runs))
     from patchset.verbs.test import gpu_reason
 
-    comparison = bl.classify(patched, base.runs, gpu_reason=gpu_reason, reruns=reruns, credit=job.credit)
+    comparison = bl.classify(patched, base.runs, gpu_reason=partial(gpu_reason, accelerator=accelerator),
+                             reruns=reruns, credit=job.credit)
     counts = ", ".join(f"{n} {c}" for c, n in comparison.counts().items())
     job.progress(f"suite {suite.path}: {counts or 'no tests'} (pristine baseline "
                  f"{'reused from the cache' if base.cached else 'run now and cached'}, key {base.key[:12]})")
@@ -139,16 +144,15 @@ def pristine_baseline(job: SuiteJob, suite: Suite) -> Baseline:
             return cached  # another job ran it while this one waited
         label = f"pristine {suite.path}"
         tree = job.pristine_tree()
-        first, code, secs = _selected(job, suite, label, job.pristine_files, tree, selection(suite))
-        if code not in USABLE_EXIT:
-            return Baseline(key, False, [first], f"the pristine run ended with pytest exit {code}", secs)
-        runs = [first]
-        failing = sorted(n for n, r in first.items() if r.outcome in (FAILED, ERROR))
+        first = _selected(job, suite, label, job.pristine_files, tree, selection(suite))
+        if first.crash:  # not cached: the next run tries again
+            return Baseline(key, False, [first.results], f"the pristine run crashed: {first.crash}", first.duration)
+        runs, secs = [first.results], first.duration
+        failing = sorted(n for n, r in first.results.items() if r.outcome in (FAILED, ERROR))
         if failing:  # a second look at what failed: a flaky pristine failure must not excuse a regression
-            again, code, more = _selected(job, suite, label + " (failures again)", job.pristine_files, tree,
-                                          tuple(failing))
-            runs.append({n: r for n, r in again.items() if n in first})
-            secs += more
+            again = _selected(job, suite, label + " (failures again)", job.pristine_files, tree, tuple(failing))
+            runs.append({n: r for n, r in again.results.items() if n in first.results})
+            secs += again.duration
         base = Baseline(key, False, runs, "", secs)
         job.cache.put_bytes(dump_baseline(base).encode(), *where)
         return base
@@ -222,26 +226,38 @@ def _rerun(job: SuiteJob, suite: Suite, candidates: list[str]) -> list[dict[str,
             break
         job.progress(f"suite {suite.path}: {len(candidates)} test(s) fail with the series and passed on the "
                      f"pristine release; running them again before a verdict ({i + 1} of {FLAKY_RERUNS})")
-        again, _, _ = _selected(job, suite, f"{_label(suite)} (again {i + 1})", job.files, job.tree,
-                                tuple(candidates))
+        again = _selected(job, suite, f"{_label(suite)} (again {i + 1})", job.files, job.tree,
+                          tuple(candidates)).results
         reruns.append(again)
         # one pass is enough to show the series does not always break it
         candidates = [n for n in candidates if n in again and again[n].outcome in (FAILED, ERROR)]
     return reruns
 
 
-def _selected(job: SuiteJob, suite: Suite, label: str, files: Mapping[str, bytes | None], tree: Path,
-              selectors: tuple[str, ...]) -> tuple[dict[str, NodeResult], int, float]:
-    """Run ``selectors`` in one configuration; the results of the tests they name, by node id."""
-    from patchset.verbs.test import _run, select
+@dataclass
+class _Ran:
+    results: dict[str, NodeResult]  # the tests the selectors name, by node id
+    exit_code: int
+    duration: float
+    crash: str | None  # why the run cannot be read as test outcomes (patchset.verbs.test.crash_reason)
 
-    config = RunConfig(label, job.package, files, tree, selectors, job.workdir / "runs" / _slug(label),
-                       suite.timeout or job.timeout, job.progress)
+
+def _selected(job: SuiteJob, suite: Suite, label: str, files: Mapping[str, bytes | None], tree: Path,
+              selectors: tuple[str, ...]) -> _Ran:
+    """Run ``selectors`` in one configuration; the results of the tests they name, by node id."""
+    from patchset.verbs.test import _run, crash_reason, select
+
+    timeout = suite.timeout or job.timeout
+    config = RunConfig(label, job.package, files, tree, selectors, job.workdir / "runs" / _slug(label), timeout,
+                       job.progress)
     outcome, not_found = _run(job.runner, config, job.progress)
     job.seconds[label] = round(outcome.duration, 1)
+    crash = crash_reason(outcome, selectors, not_found, timeout)
+    if crash:
+        job.progress(f"{label}: {crash}")
     wanted = [s for s in selectors if not s.startswith("--")]
-    return {r.nodeid: r for r in select(_unless_deselected(outcome, suite), wanted, not_found)}, \
-        outcome.exit_code, outcome.duration
+    results = {r.nodeid: r for r in select(_unless_deselected(outcome, suite), wanted, not_found)}
+    return _Ran(results, outcome.exit_code, outcome.duration, crash)
 
 
 def _unless_deselected(outcome: RunOutcome, suite: Suite) -> RunOutcome:

@@ -14,12 +14,17 @@ For a release V, every runner goes through the same steps, decided here:
 4. Configuration "without P", per patch P with tests: the package files as
    the series minus P (and minus every patch that comes ``after`` P) leaves
    them. Only P's tests run there: the negative control.
-5. Verdicts. ``proven``: some test passes with the fix and fails without it,
-   and none fails with it. ``not-discriminating``: they all pass without the
-   fix too (the test proves nothing). ``failing``: some fail with the fix.
-   ``unproven``: no tests, or none that ran. ``needs-gpu``: a test skipped or
-   errored for lack of an accelerator (with the reason it gave); never
-   counted as a pass.
+5. Verdicts, all from :func:`decide`. ``proven``: some test ran and passed
+   with the fix, and the same node ran and failed (an assertion or exception
+   inside the test) without it, and none fails with it. ``not-discriminating``:
+   they all pass without the fix too (the test proves nothing). ``failing``:
+   some fail with the fix. ``unproven``: no tests, or none that ran.
+   ``needs-gpu``: on a run that had no accelerator, a test skipped or errored
+   for lack of one (with the reason it gave); never counted as a pass. With
+   an accelerator a CUDA error is a failure like any other.
+   ``inconclusive``: a run crashed (timeout, pytest exit 2/3/4, killed, no
+   readable JUnit report) or, without the fix, the tests could not run at all
+   (collection or setup error, skipped, not collected): a crash is never proof.
 
 Runners (venv, image) only run pytest for a configuration; see
 :mod:`patchset.runners`.
@@ -29,15 +34,16 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from packaging.utils import canonicalize_name
 
 from patchset.core.manifest import Manifest, Patch
-from patchset.errors import PatchsetError
+from patchset.errors import Finding, PatchsetError
 from patchset.runners import (
     ERROR,
     FAILED,
@@ -57,7 +63,8 @@ NOT_DISCRIMINATING = "not-discriminating"
 FAILING = "failing"
 UNPROVEN = "unproven"
 NEEDS_GPU = "needs-gpu"
-VERDICTS = (PROVEN, NOT_DISCRIMINATING, FAILING, UNPROVEN, NEEDS_GPU)
+INCONCLUSIVE = "inconclusive"
+VERDICTS = (PROVEN, NOT_DISCRIMINATING, FAILING, UNPROVEN, NEEDS_GPU, INCONCLUSIVE)
 # Patches with nothing to prove on this release keep their status word from `check`.
 UPSTREAM = "upstream"
 NOT_TARGETED = "not-targeted"
@@ -77,14 +84,20 @@ _GPU_ERROR = re.compile(
     r"requires? (an? )?(gpu|cuda|accelerator)|no accelerator|torch\.accelerator\.\w+\(\) .*not available)",
     re.I)
 
-Evaluate = Callable[..., object]  # patchset.core.series.evaluate_release
+Evaluate = Callable[..., Any]  # patchset.core.series.evaluate_release
 if TYPE_CHECKING:
     from patchset.cache import Cache
     from patchset.verbs.suites import Baseline
 
 
-def gpu_reason(r: NodeResult) -> str | None:
-    """The reason a result says it needs an accelerator, or None."""
+def gpu_reason(r: NodeResult, accelerator: bool = False) -> str | None:
+    """The reason a result says it needs an accelerator, or None.
+
+    Always None on a run that had an accelerator: there a CUDA error is the
+    test's own failure, and a skip is upstream's choice, not a missing device.
+    """
+    if accelerator:
+        return None
     if r.outcome == SKIPPED and _GPU_SKIP.search(r.message):
         return r.message
     if r.outcome in (ERROR, FAILED):
@@ -104,17 +117,20 @@ class ConfigRun:
     results: list[NodeResult]
     exit_code: int = 0
     duration: float = 0.0
+    crash: str | None = None  # why the run cannot be read as test outcomes (timeout, pytest exit 2/3/4, no report)
+    accelerator: bool = False  # the run had an accelerator (GPU runner given --gpus)
 
     def count(self, outcome: str) -> int:
         return sum(1 for r in self.results if r.outcome == outcome)
 
     @property
     def failing(self) -> list[str]:
-        return [r.nodeid for r in self.results if r.outcome in (FAILED, ERROR) and not gpu_reason(r)]
+        return [r.nodeid for r in self.results
+                if r.outcome in (FAILED, ERROR) and not gpu_reason(r, self.accelerator)]
 
     @property
     def needs_gpu(self) -> list[tuple[str, str]]:
-        return [(r.nodeid, reason) for r in self.results if (reason := gpu_reason(r))]
+        return [(r.nodeid, reason) for r in self.results if (reason := gpu_reason(r, self.accelerator))]
 
     @property
     def needs_gpu_errors(self) -> list[str]:
@@ -129,6 +145,8 @@ class ConfigRun:
 
     def summary(self) -> str:
         parts = [f"{self.count(o)} {o}" for o in (PASSED, FAILED, ERROR, SKIPPED) if self.count(o)]
+        if self.crash:
+            parts.insert(0, f"crashed (pytest exit {self.exit_code})")
         if self.needs_gpu:
             parts.append(f"{len(self.needs_gpu)} need a GPU")
         return ", ".join(parts) or "nothing ran"
@@ -138,6 +156,7 @@ class ConfigRun:
             "config": self.label,
             "excluded": list(self.excluded),
             "selectors": list(self.selectors),
+            "exit_code": self.exit_code, "crash": self.crash,
             "passed": self.count(PASSED), "failed": self.count(FAILED), "error": self.count(ERROR),
             "skipped": self.count(SKIPPED),
             "failing": self.failing,
@@ -163,7 +182,7 @@ class PatchVerdict:
         return self.verdict == UNPROVEN and not self.tests  # nothing claimed, nothing to prove
 
     def to_json(self) -> dict:
-        return {"id": self.id, "verdict": self.verdict,
+        return {"id": self.id, "verdict": self.verdict, "reason": self.reason,
                 "without_fix": self.without_fix.to_json() if self.without_fix else None,
                 "with_fix": self.with_fix.to_json() if self.with_fix else None}
 
@@ -185,6 +204,8 @@ class SuiteResult:
     def ok(self) -> bool:
         if self.not_run:
             return True
+        if self.run.crash:
+            return False
         if self.comparison is not None:  # what the series broke, not what the runner cannot do
             return self.comparison.ok and self.run.count(PASSED) > 0
         return not self.run.failing and not self.run.needs_gpu_errors and self.run.count(PASSED) > 0
@@ -304,39 +325,87 @@ def select(outcome: RunOutcome, selectors: Sequence[str], not_found: dict[str, s
 
 
 def decide(patch_id: str, tests: Sequence[str], with_fix: ConfigRun | None,
-           without_fix: ConfigRun | None) -> PatchVerdict:
+           without_fix: ConfigRun | str | None) -> PatchVerdict:
+    """The one place verdicts come from: what the runs with and without the fix mean for ``patch_id``.
+
+    ``without_fix`` is the negative control's run, or why there could be none.
+    """
     tests = tuple(tests)
+    control = without_fix if isinstance(without_fix, ConfigRun) else None
+
+    def verdict(word: str, reason: str) -> PatchVerdict:
+        return PatchVerdict(patch_id, word, reason, tests, with_fix, control)
+
     if not tests:
-        return PatchVerdict(patch_id, UNPROVEN, "the manifest names no tests for it", tests, with_fix, without_fix)
+        return verdict(UNPROVEN, "the manifest names no tests for it")
     assert with_fix is not None
+    if with_fix.crash:
+        return verdict(INCONCLUSIVE, f"with the fix: {with_fix.crash}")
     failing = with_fix.failing
     if failing:
-        return PatchVerdict(patch_id, FAILING, f"{len(failing)} fail with the fix: " + ", ".join(failing),
-                            tests, with_fix, without_fix)
+        return verdict(FAILING, f"{len(failing)} fail with the fix: " + ", ".join(failing))
     gpu = with_fix.needs_gpu
     if gpu:
-        return PatchVerdict(patch_id, NEEDS_GPU, "; ".join(f"{n}: {why}" for n, why in gpu), tests, with_fix,
-                            without_fix)
+        return verdict(NEEDS_GPU, "; ".join(f"{n}: {why}" for n, why in gpu))
     passed = [r.nodeid for r in with_fix.results if r.outcome == PASSED]
     if not passed:
         reasons = sorted({r.message for r in with_fix.results if r.outcome == SKIPPED})
-        return PatchVerdict(patch_id, UNPROVEN, "none of its tests ran: skipped (" + "; ".join(reasons) + ")",
-                            tests, with_fix, without_fix)
-    if without_fix is None:
-        return PatchVerdict(patch_id, UNPROVEN, "no negative control was run", tests, with_fix, without_fix)
-    caught = [n for n in passed if without_fix.outcome_of(n) in (FAILED, ERROR)
-              and not any(m == n for m, _ in without_fix.needs_gpu)]
+        return verdict(UNPROVEN, "none of its tests ran: skipped (" + "; ".join(reasons) + ")")
+    if control is None:
+        return verdict(UNPROVEN, without_fix if isinstance(without_fix, str) else "no negative control was run")
+    return verdict(*_negative_verdict(passed, control))
+
+
+def _negative_verdict(passed: list[str], without_fix: ConfigRun) -> tuple[str, str]:
+    """What the negative control says about the tests that passed with the fix."""
+    if without_fix.crash:
+        return INCONCLUSIVE, f"without the fix: {without_fix.crash} (a crashed run is no proof)"
+    gpu_nodes = {n for n, _ in without_fix.needs_gpu}
+    outcome = {n: without_fix.outcome_of(n) for n in passed}
+    # Only a test that ran and failed inside the test proves the fix; an error is collection or setup.
+    caught = [n for n in passed if outcome[n] == FAILED and n not in gpu_nodes]
     if caught:
-        return PatchVerdict(patch_id, PROVEN,
-                            f"{len(caught)} of {len(passed)} fail without the fix and pass with it", tests,
-                            with_fix, without_fix)
-    gpu = without_fix.needs_gpu
-    if gpu:
-        return PatchVerdict(patch_id, NEEDS_GPU, "without the fix: " + "; ".join(f"{n}: {why}" for n, why in gpu),
-                            tests, with_fix, without_fix)
-    return PatchVerdict(patch_id, NOT_DISCRIMINATING,
-                        f"all {len(passed)} that pass with the fix also pass without it: they prove nothing",
-                        tests, with_fix, without_fix)
+        return PROVEN, f"{len(caught)} of {len(passed)} fail without the fix and pass with it"
+    if without_fix.needs_gpu:
+        return NEEDS_GPU, "without the fix: " + "; ".join(f"{n}: {why}" for n, why in without_fix.needs_gpu)
+    did_not_run = [n for n in passed if outcome[n] != PASSED]
+    if did_not_run:
+        n = did_not_run[0]
+        # pytest's message for a collection error is "collection failure": the exception line says why
+        why = next((_last_error_line(r.detail) or r.message for r in without_fix.results
+                    if r.nodeid == n or covers(r.nodeid, n)), "")
+        said = outcome[n] or "not collected"
+        return INCONCLUSIVE, (f"without the fix {len(did_not_run)} of {len(passed)} did not run "
+                              f"({n}: {said}{': ' + why if why else ''}); only a test that runs and fails "
+                              "without the fix proves it (import what the fix adds inside the test)")
+    return NOT_DISCRIMINATING, f"all {len(passed)} that pass with the fix also pass without it: they prove nothing"
+
+
+#: pytest's exit codes that mean the run did not end normally (0 passed, 1 some failed, 5 nothing collected).
+_EXIT_MEANING = {2: "interrupted (e.g. an error during collection)", 3: "internal error",
+                 4: "usage error, or a named test in a file that could not be collected"}
+
+
+def crash_reason(outcome: RunOutcome, selectors: Sequence[str], not_found: Mapping[str, str],
+                 timeout: float | None = None) -> str | None:
+    """Why a run cannot be read as test outcomes, or None when it can."""
+    code = outcome.exit_code
+    if code == 4 and not_found and set(not_found) >= set(selectors):
+        return None  # pytest refused only unknown node ids: each is reported as not collected
+    last = _crash_line(outcome.output)
+    if code == -1:
+        limit = f" after {timeout:.0f} s" if timeout else ""
+        return f"pytest timed out{limit} and was killed (exit -1): {last}"
+    if code in (0, 1, 5) and outcome.report_problem is None:
+        return None
+    if code < 0 or code > 128:
+        meaning = f" (killed by signal {-code if code < 0 else code - 128})"
+    elif code in (0, 1, 5):
+        meaning = ""
+    else:
+        meaning = f" ({_EXIT_MEANING.get(code, 'abnormal exit')})"
+    problem = f"; {outcome.report_problem}" if outcome.report_problem else ""
+    return f"pytest exit {code}{meaning}{problem}: {last}"
 
 
 # --- the verb ------------------------------------------------------------------------------------------
@@ -347,61 +416,36 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
           progress: Progress = no_progress, evaluate: Evaluate | None = None, cache: Cache | None = None,
           rebaseline: bool = False) -> ProofReport:
     """Run each selected patch's tests with and without it, and the suites, on ``version``."""
-    import time
-
     if evaluate is None:
-        from patchset.core.series import evaluate_release as evaluate
+        from patchset.core.series import evaluate_release
+
+        evaluate = evaluate_release
     version = manifest.target(version).version
     for pid in patch_ids:
         manifest.patch(pid)  # unknown ids are an error, not silently nothing
     selected = [p for p in manifest.patches if not patch_ids or p.id in patch_ids]
     t0 = time.monotonic()
-    seconds: dict[str, float] = {}
-
     progress(f"evaluating the series on vLLM {version} ...")
     full = evaluate(manifest, version, source)
     status = {r.id: r for r in full.patches}
     broken = [r for r in full.patches if r.status in ("failed", "blocked")]
     if broken:
-        raise PatchsetError(f"the series does not apply to vLLM {version}: "
-                            + ", ".join(f"{r.id} {r.status}" for r in broken),
-                            hint=f"run patchset check --vllm {version}")
+        raise Finding(f"the series does not apply to vLLM {version}: "
+                      + ", ".join(f"{r.id} {r.status}" for r in broken),
+                      hint=f"run patchset check --vllm {version}")
     package = import_name(manifest.pypi)
     package_paths = sorted(p for p in full.files if p.startswith(package + "/"))
-    full_files = {p: full.files[p] for p in package_paths}
-
     progress("preparing the test tree (upstream tests/ + the series' test hunks) ...")
     tree = prepare_test_tree(pristine_tests_root(source), full.files, workdir / "tree")
-
     environment = runner.prepare(manifest.pypi, version, progress)
-    seconds["prepare"] = round(time.monotonic() - t0, 1)
+    session = _Session(manifest, version, source, evaluate, full, package_paths, tree, runner, workdir, timeout,
+                       progress, {"prepare": round(time.monotonic() - t0, 1)})
 
     testable = [p for p in selected if status[p.id].status == "applies" and p.tests]
-    wanted = [t for p in testable for t in p.tests]
-    verdicts: dict[str, PatchVerdict] = {}
+    verdicts, _ = session.prove(testable, [])
     suite_results: list[SuiteResult] = []
-    if wanted:
-        series_run, not_found = _run(runner, RunConfig(
-            SERIES, package, full_files, tree, minimal_selectors(wanted), workdir / "runs" / SERIES,
-            timeout, progress), progress)
-        seconds[SERIES] = round(series_run.duration, 1)
-        for p in testable:
-            with_fix = ConfigRun(SERIES, (), p.tests, select(series_run, p.tests, not_found), series_run.exit_code,
-                                 series_run.duration)
-            without_fix = _negative_control(manifest, version, source, evaluate, p, full, package_paths, tree,
-                                            runner, workdir, timeout, progress, seconds)
-            if isinstance(without_fix, str):
-                verdicts[p.id] = PatchVerdict(p.id, UNPROVEN, without_fix, p.tests, with_fix, None)
-            else:
-                verdicts[p.id] = decide(p.id, p.tests, with_fix, without_fix)
-            why_no_gpu = getattr(runner, "needs_accelerator_reason", None)
-            if verdicts[p.id].verdict == NEEDS_GPU and why_no_gpu:
-                verdicts[p.id].reason += f" ({why_no_gpu})"
-            progress(f"{p.id}: {verdicts[p.id].verdict} ({verdicts[p.id].reason})")
-
     if suites and manifest.suites:
-        suite_results = _suites(manifest, version, runner, source, full, package_paths, tree, workdir, timeout,
-                                progress, cache, rebaseline, seconds)
+        suite_results = _suites(session, cache, rebaseline)
     out: list[PatchVerdict] = []
     for p in selected:
         st = status[p.id].status
@@ -411,43 +455,98 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
             out.append(PatchVerdict(p.id, st, status[p.id].evidence or st, p.tests))
         else:
             out.append(decide(p.id, p.tests, None, None))
-    seconds["total"] = round(time.monotonic() - t0, 1)
-    return ProofReport(version, runner.name, environment, out, suite_results, list(full.warnings), seconds)
+    session.seconds["total"] = round(time.monotonic() - t0, 1)
+    return ProofReport(version, runner.name, environment, out, suite_results, list(full.warnings), session.seconds)
 
 
-def _suites(manifest: Manifest, version: str, runner: Runner, source, full, package_paths: list[str], tree: Path,
-            workdir: Path, timeout: float | None, progress: Progress, cache: Cache | None, rebaseline: bool,
-            seconds: dict) -> list[SuiteResult]:
-    """The manifest's suites, each judged against the pristine release (patchset.verbs.suites)."""
+@dataclass
+class _Ran:
+    """One pytest run of a configuration, before it is split into the node ids each verdict needs."""
+
+    outcome: RunOutcome
+    not_found: dict[str, str]
+    crash: str | None
+    accelerator: bool
+
+    def view(self, label: str, excluded: tuple[str, ...], selectors: Sequence[str]) -> ConfigRun:
+        return ConfigRun(label, excluded, tuple(selectors), select(self.outcome, selectors, self.not_found),
+                         self.outcome.exit_code, self.outcome.duration, self.crash, self.accelerator)
+
+
+@dataclass
+class _Session:
+    """What every configuration of one ``prove`` shares."""
+
+    manifest: Manifest
+    version: str
+    source: object
+    evaluate: Evaluate
+    full: Any  # patchset.core.series.ReleaseResult of the whole series
+    package_paths: list[str]
+    tree: Path
+    runner: Runner
+    workdir: Path
+    timeout: float | None
+    progress: Progress
+    seconds: dict[str, float]
+
+    def prove(self, testable: list[Patch], suite_paths: list[str]) -> tuple[dict[str, PatchVerdict],
+                                                                           list[SuiteResult]]:
+        wanted = [t for p in testable for t in p.tests] + suite_paths
+        if not wanted:
+            return {}, []
+        series = self.run(SERIES, {p: self.full.files[p] for p in self.package_paths}, wanted)
+        suites = [SuiteResult(path, series.view(SERIES, (), (path,))) for path in suite_paths]
+        verdicts: dict[str, PatchVerdict] = {}
+        why_no_gpu = getattr(self.runner, "needs_accelerator_reason", None)
+        for p in testable:
+            with_fix = series.view(SERIES, (), p.tests)
+            v = decide(p.id, p.tests, with_fix, self.negative_control(p))
+            if v.verdict == NEEDS_GPU and why_no_gpu:
+                v.reason += f" ({why_no_gpu})"
+            verdicts[p.id] = v
+            self.progress(f"{p.id}: {v.verdict} ({v.reason})")
+        return verdicts, suites
+
+    def run(self, label: str, files: dict[str, bytes | None], selectors: Sequence[str]) -> _Ran:
+        config = RunConfig(label, import_name(self.manifest.pypi), files, self.tree, minimal_selectors(selectors),
+                           self.workdir / "runs" / _slug(label), self.timeout, self.progress)
+        outcome, not_found = _run(self.runner, config, self.progress)
+        self.seconds[label] = round(outcome.duration, 1)
+        crash = crash_reason(outcome, config.selectors, not_found, self.timeout)
+        if crash:
+            self.progress(f"{label}: {crash}")
+        return _Ran(outcome, not_found, crash, getattr(self.runner, "needs_accelerator_reason", "") is None)
+
+    def negative_control(self, p: Patch) -> ConfigRun | str:
+        """``p``'s tests on the series minus ``p`` and its dependants, or why that configuration does not exist."""
+        excluded = tuple(x.id for x in self.manifest.patches
+                         if x.id == p.id or x.id in self.manifest.dependants(p.id))
+        label = f"without {p.id}"
+        self.progress(f"{label}: evaluating the series minus {', '.join(excluded)} ...")
+        ev = self.evaluate(self.manifest, self.version, self.source, exclude=frozenset(excluded))
+        broken = [r for r in ev.patches if r.status in ("failed", "blocked")]
+        if broken:
+            return (f"without {p.id} the rest of the series does not apply ("
+                    + ", ".join(f"{r.id} {r.status}" for r in broken)
+                    + f"): declare after: [{p.id}] on them")
+        # Files only the excluded patches touch are absent from this evaluation: they are pristine here.
+        files = {path: ev.files[path] if path in ev.files else self.full.pristine.get(path)
+                 for path in self.package_paths}
+        return self.run(label, files, p.tests).view(label, excluded, p.tests)
+
+
+def _suites(session: _Session, cache: Cache | None, rebaseline: bool) -> list[SuiteResult]:
+    """The manifest's suites, each in a run of its own, judged against the pristine release (verbs.suites)."""
     from patchset.cache import Cache
     from patchset.verbs.suites import SuiteJob, run_suite
 
-    job = SuiteJob(runner, manifest.pypi, version, import_name(manifest.pypi),
-                   {p: full.files[p] for p in package_paths}, {p: full.pristine.get(p) for p in package_paths},
-                   tree, pristine_tests_root(source), workdir, timeout, progress,
-                   {p.id: p.tests for p in manifest.patches}, cache or Cache(), rebaseline, seconds)
-    return [run_suite(job, s) for s in manifest.suites]
-
-
-def _negative_control(manifest: Manifest, version: str, source, evaluate: Evaluate, p: Patch, full,
-                      package_paths: list[str], tree: Path, runner: Runner, workdir: Path,
-                      timeout: float | None, progress: Progress, seconds: dict) -> ConfigRun | str:
-    excluded = tuple(x.id for x in manifest.patches if x.id == p.id or x.id in manifest.dependants(p.id))
-    label = f"without {p.id}"
-    progress(f"{label}: evaluating the series minus {', '.join(excluded)} ...")
-    ev = evaluate(manifest, version, source, exclude=frozenset(excluded))
-    broken = [r for r in ev.patches if r.status in ("failed", "blocked")]
-    if broken:
-        return (f"without {p.id} the rest of the series does not apply ("
-                + ", ".join(f"{r.id} {r.status}" for r in broken)
-                + f"): declare after: [{p.id}] on them")
-    # Files only the excluded patches touch are absent from this evaluation: they are pristine here.
-    files = {path: ev.files[path] if path in ev.files else full.pristine.get(path) for path in package_paths}
-    run, not_found = _run(runner, RunConfig(label, import_name(manifest.pypi), files, tree,
-                                            minimal_selectors(p.tests), workdir / "runs" / _slug(label),
-                                            timeout, progress), progress)
-    seconds[label] = round(run.duration, 1)
-    return ConfigRun(label, excluded, p.tests, select(run, p.tests, not_found), run.exit_code, run.duration)
+    s, paths = session, session.package_paths
+    job = SuiteJob(s.runner, s.manifest.pypi, s.version, import_name(s.manifest.pypi),
+                   {p: s.full.files[p] for p in paths}, {p: s.full.pristine.get(p) for p in paths},
+                   s.tree, pristine_tests_root(s.source), s.workdir, s.timeout, s.progress,
+                   {p.id: p.tests for p in s.manifest.patches}, cache or Cache(), rebaseline, s.seconds)
+    return [run_suite(job, suite) for suite in s.manifest.suites]
 
 
 _NOT_FOUND = re.compile(r"ERROR: (?:file or directory )?not found: (.+?)\s*$", re.M)
@@ -487,6 +586,12 @@ def _slug(text: str) -> str:
 def _last_output_line(text: str) -> str:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return lines[-1][:300] if lines else "no output"
+
+
+def _crash_line(text: str) -> str:
+    """The line that says why pytest died: faulthandler's, else the last one."""
+    fatal = re.search(r"^Fatal Python error: .*$", text, re.M)
+    return fatal.group(0)[:300] if fatal else _last_output_line(text)
 
 
 def _last_error_line(text: str) -> str:

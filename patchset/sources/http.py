@@ -1,0 +1,116 @@
+"""HTTP to the package index and its file hosts: credentials, CA bundle, retries, no secrets shown.
+
+Private indexes take credentials the way pip does: ``user:token@`` in the index URL (sent to that
+host only, also for file URLs the index serves from the same host) or a netrc entry for the host.
+The CA bundle is pip's (``PIP_CERT``, then ``REQUESTS_CA_BUNDLE``, then pip's ``cert`` setting).
+Every message that may hold a URL goes through :func:`redact`, so a token never reaches a log.
+
+Connection failures and 429/5xx answers are retried a bounded number of times with backoff
+(urllib3's ``Retry``); what is retried beyond that (a body cut short) is up to the caller.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from functools import cache
+
+import requests
+import requests.adapters
+from urllib3.util.retry import Retry
+
+from patchset.errors import SourceError
+
+#: Bounded retries of one request; the wheel reader uses the same number for bodies cut short.
+RETRIES = 3
+#: Seconds: 0.2, 0.4, 0.8 between attempts.
+BACKOFF = 0.2
+TIMEOUT = 120
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s'\"]+@")
+_secrets: set[str] = set()
+
+
+def redact(text: str) -> str:
+    """``text`` with every ``user:password@`` of a URL and every known secret replaced by ``***``."""
+    text = _USERINFO.sub("***@", text)
+    for secret in sorted(_secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """(the URL without ``user:password@``, the credentials it held, or None)."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    user, password = urllib.parse.unquote(user), urllib.parse.unquote(password)
+    for secret in (password, userinfo, urllib.parse.quote(password, safe="")):
+        if len(secret) >= 3:  # never redact single letters all over a message
+            _secrets.add(secret)
+    return urllib.parse.urlunsplit(parts._replace(netloc=hostport)), (user, password)
+
+
+def host_of(url: str) -> str:
+    return urllib.parse.urlsplit(url).netloc.rpartition("@")[2].lower()
+
+
+def ca_bundle() -> str | bool:
+    """The CA bundle pip would use, else the system's (True)."""
+    import os
+
+    from patchset.sources import index
+
+    for var in ("PIP_CERT", "REQUESTS_CA_BUNDLE"):
+        if os.environ.get(var):
+            return os.environ[var]
+    return index.pip_setting("cert") or True
+
+
+@cache
+def session() -> requests.Session:
+    retry = Retry(total=RETRIES, connect=RETRIES, read=RETRIES, status=RETRIES, backoff_factor=BACKOFF,
+                  status_forcelist=(429, 500, 502, 503, 504), allowed_methods=frozenset({"GET"}),
+                  raise_on_status=False, respect_retry_after_header=True)
+    s = requests.Session()  # trust_env: netrc (NETRC or ~/.netrc) and proxies, as pip honours them
+    adapter = requests.adapters.HTTPAdapter(max_retries=retry)
+    s.mount("http://", adapter)
+    s.mount("https://", adapter)
+    return s
+
+
+def get(url: str, *, headers: dict[str, str] | None = None, stream: bool = False,
+        credentials: tuple[str, str] | None = None) -> requests.Response:
+    """GET ``url``; credentials from the URL, else ``credentials`` (the index's, same host), else netrc.
+
+    Raises :class:`requests.RequestException` (with secrets in it: pass it through :func:`describe`).
+    """
+    from patchset.sources import index
+
+    public, own = split_credentials(url)
+    auth = own or credentials or index.credentials_for(public)  # None: requests falls back to netrc
+    return session().get(public, headers=headers, stream=stream, timeout=TIMEOUT, auth=auth,
+                         verify=ca_bundle(), allow_redirects=True)
+
+
+def describe(error: BaseException) -> str:
+    """A one-line, secret-free account of a failed request."""
+    if isinstance(error, requests.HTTPError) and error.response is not None:
+        return f"HTTP {error.response.status_code} {error.response.reason}"
+    return redact(str(error))
+
+
+def check(resp: requests.Response, what: str) -> None:
+    """Raise a SourceError naming ``what`` when the answer is not a success."""
+    if resp.status_code < 400:
+        return
+    hint = None
+    if resp.status_code in (401, 403):
+        hint = "the index wants credentials: put user:token@ in the index URL or the host in ~/.netrc"
+    raise SourceError(f"{redact(what)}: HTTP {resp.status_code} {resp.reason}", hint=hint)
+
+
+def error(what: str, exc: BaseException, hint: str | None = None) -> SourceError:
+    return SourceError(f"{redact(what)}: {describe(exc)}", hint=hint)

@@ -1,0 +1,554 @@
+"""`patchset import`: adopt a series a fork already carries, in whatever shape it has.
+
+Sources: a quilt ``series`` file, a directory of patches (its ``series`` file
+if it has one, else file-name order), ``git format-patch`` files or an mbox,
+and ``git:PATH@REV`` (upstream commits from a local clone, as projects that
+cherry-pick by hash carry them). Each patch becomes ``recipes/<id>/<file>``
+and one manifest entry; the layout of each patch is found by trying both
+layouts against the first target's pristine tree, and the ``after:`` lists
+are what ``patchset deps`` infers. Everything is built and validated in a
+scratch directory first: on any error nothing is written.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import email.utils
+import gzip
+import re
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from patchset.core.manifest import DEFAULT_MANIFEST, PATCH_SUFFIXES, load_manifest
+from patchset.core.patchfile import PatchFile, parse_dep3, parse_patch
+from patchset.core.series import ReleaseResult, evaluate_release
+from patchset.errors import PatchFileError, PatchsetError
+from patchset.sources import Source, open_source
+from patchset.verbs.check import CheckReport
+from patchset.verbs.deps import Edge, infer_edges
+from patchset.verbs.validate import validate
+
+LAYOUTS = {"auto": ("", "vllm"), "repo": ("",), "package": ("vllm",)}
+MBOX_FROM = re.compile(rb"^From \S+ +\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4}\s*$")
+GIT_FROM = re.compile(rb"^From ([0-9a-f]{40}) ")
+PR_REFS = (re.compile(r"vllm-project/vllm#(\d+)"), re.compile(r"vllm-project/vllm/pull/(\d+)"),
+           re.compile(r"/pull/(\d+)"))
+SUBJECT_PR = re.compile(r"\(#(\d+)\)\s*$")  # upstream vLLM's squash-merge subjects end in "(#54288)"
+CHERRY = re.compile(r"cherry[- ]picked from commit ([0-9a-f]{7,40})")
+COMMIT_URL = re.compile(r"vllm-project/vllm/commit/([0-9a-f]{7,40})")
+PATCH_NAME = re.compile(r"\.(patch|diff)(\.gz)?$")
+
+
+class SeriesImportError(PatchsetError):
+    """The series to import cannot be read or written."""
+
+
+@dataclass
+class Entry:
+    """One patch as the source gives it."""
+
+    name: str  # its file name (or mail subject), for the id
+    where: str  # SOURCE[:LINE], for messages
+    data: bytes = b""  # the patch file's bytes (gunzipped)
+    strip: int | None = None  # quilt's per-line -pN
+    mail: dict[str, str] = field(default_factory=dict)  # author, subject, date, body of a format-patch mail
+    commit: str | None = None  # the upstream commit (git: sources)
+    disabled: bool = False  # a '#'-ed out line of a quilt series
+
+
+@dataclass
+class Planned:
+    """One patch as it will be written."""
+
+    id: str
+    file: str  # recipes/<id>/<name>, relative to the manifest
+    content: bytes
+    strip: int
+    root: str
+    title: str
+    origin: str
+    pr: int | None = None
+    commit: str | None = None
+    after: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "patch": self.file, "layout": {"strip": self.strip, "root": self.root},
+                "origin": self.origin, "upstream": {"pr": self.pr, "commit": self.commit}, "after": self.after}
+
+
+@dataclass
+class ImportResult:
+    manifest: Path
+    dry_run: bool
+    text: str  # the manifest
+    patches: list[Planned]
+    disabled: list[str]
+    notes: list[str]
+    edges: list[Edge]
+    check: CheckReport
+    written: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.check.ok
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "manifest": str(self.manifest), "dry_run": self.dry_run, "written": self.written,
+                "notes": self.notes, "disabled": self.disabled, "patches": [p.to_json() for p in self.patches],
+                "edges": [e.to_json() for e in self.edges], "check": self.check.to_json()}
+
+
+def import_series(sources: Sequence[str], into: str | Path = ".", targets: Sequence[str] = (),
+                  layout: str = "auto", *, dry_run: bool = False, force: bool = False,
+                  source: str = "pypi") -> ImportResult:
+    """Read the series, write the manifest and recipes (unless ``dry_run``), and check it on ``targets``."""
+    versions = _versions(targets)
+    if layout not in LAYOUTS:
+        raise SeriesImportError(f"unknown layout {layout!r}", hint="use auto, repo or package")
+    into = Path(into)
+    manifest_path = into / DEFAULT_MANIFEST
+    if manifest_path.exists() and not force:
+        raise SeriesImportError(f"{manifest_path} exists", hint="pass --force to replace it, or --into another folder")
+    entries, notes = read_sources(sources)
+    trees = {v: open_source(source, v) for v in versions}
+    plans = plan(entries, trees[versions[0]], layout, notes)
+    _refuse_clobber(into, plans, force)
+    disabled = [f"{e.where}: {e.name}" for e in entries if e.disabled]
+    with tempfile.TemporaryDirectory(prefix="patchset-import-") as scratch:
+        stage = Path(scratch)
+        text = _stage(stage, entries, plans, versions, sources)
+        edges = _infer(stage, trees)
+        if edges:
+            _set_after(plans, edges)
+            text = _stage(stage, entries, plans, versions, sources)
+        checked = validate(stage / DEFAULT_MANIFEST)
+        if not checked.ok:  # what import wrote must load: a problem here is import's own
+            raise SeriesImportError(f"the manifest it would write is not valid: {checked.errors[0]}",
+                                    hint="nothing was written; please report this")
+        manifest = load_manifest(stage / DEFAULT_MANIFEST)
+        report = CheckReport(str(manifest_path), [evaluate_release(manifest, v, t) for v, t in trees.items()])
+        result = ImportResult(manifest_path, dry_run, text, plans, disabled, notes, edges, report)
+        if not dry_run:
+            result.written = _install(stage, into, [p.file for p in plans] + [DEFAULT_MANIFEST])
+    return result
+
+
+def _versions(targets: Sequence[str]) -> list[str]:
+    if not targets:
+        raise SeriesImportError("no target release", hint="name the pinned vLLM release(s): --target 0.29.0")
+    for v in targets:
+        try:
+            Version(v)
+        except InvalidVersion:
+            raise SeriesImportError(f"target {v!r} is not a PEP 440 version", hint="e.g. --target 0.29.0") from None
+    return list(dict.fromkeys(targets))
+
+
+# -- reading the sources ---------------------------------------------------------------------------------
+
+
+def read_sources(specs: Sequence[str]) -> tuple[list[Entry], list[str]]:
+    entries: list[Entry] = []
+    notes: list[str] = []
+    for spec in specs:
+        if spec.startswith("git:"):
+            entries += read_git(spec)
+            continue
+        path = Path(spec)
+        if path.is_dir():
+            found, note = read_dir(path)
+            entries += found
+            notes += [note] if note else []
+        elif path.is_file():
+            entries += read_series(path) if _is_series(path) else read_file(path, str(path))
+        else:
+            raise SeriesImportError(f"{spec}: no such file or directory",
+                               hint="a series file, a folder of patches, an mbox, or git:PATH@REV")
+    if not [e for e in entries if not e.disabled]:
+        raise SeriesImportError("no patch found in " + ", ".join(specs))
+    return entries, notes
+
+
+def _is_series(path: Path) -> bool:
+    if path.name == "series":
+        return True
+    if PATCH_NAME.search(path.name) or path.suffix in (".mbox", ".eml", ".gz"):
+        return False
+    head = path.read_bytes()[:1 << 20]
+    return not re.search(rb"^(@@ |diff |--- )", head, re.M) and not MBOX_FROM.match(head.split(b"\n", 1)[0])
+
+
+def read_series(path: Path) -> list[Entry]:
+    """A quilt series: one patch a line, ``-pN`` options, ``#`` comments and disabled entries."""
+    out: list[Entry] = []
+    base = path.parent
+    for n, raw in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        line = raw.strip()
+        where = f"{path}:{n}"
+        if line.startswith("#"):
+            name = line[1:].strip().split(" ", 1)[0]
+            if name and PATCH_NAME.search(name) and (base / name).is_file():
+                out.append(Entry(name, where, disabled=True))
+            continue
+        line = re.split(r"\s+#", line, maxsplit=1)[0].strip()
+        if not line:
+            continue
+        name, *opts = line.split()
+        strip = None
+        for opt in opts:
+            m = re.fullmatch(r"-p(\d+)", opt)
+            if not m:
+                raise SeriesImportError(f"option {opt!r} is not supported", file=str(path), line=n,
+                                   hint="only -pN: apply reversed patches reversed before importing them")
+            strip = int(m.group(1))
+        if not (base / name).is_file():
+            raise SeriesImportError(f"names {name}, which does not exist in {base}", file=str(path), line=n)
+        for e in read_file(base / name, where):
+            e.strip = strip
+            out.append(e)
+    return out
+
+
+def read_dir(path: Path) -> tuple[list[Entry], str]:
+    if (path / "series").is_file():
+        return read_series(path / "series"), ""
+    files = sorted(f for f in path.iterdir() if f.is_file() and PATCH_NAME.search(f.name))
+    if not files:
+        raise SeriesImportError(f"{path} holds no series file and no *.patch, *.diff or *.patch.gz")
+    entries = [e for f in files for e in read_file(f, str(f))]
+    return entries, (f"{path} has no series file: its patches were taken in file-name order, which is a guess; "
+                     "the after: entries written are what the hunks need")
+
+
+def read_file(path: Path, where: str) -> list[Entry]:
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            raise SeriesImportError(f"cannot gunzip: {e}", file=str(path)) from e
+    name = path.name[:-3] if path.suffix == ".gz" else path.name
+    if MBOX_FROM.match(data.split(b"\n", 1)[0]):
+        return read_mails(data, name, where)
+    return [Entry(name, where, data)]
+
+
+def read_mails(data: bytes, name: str, where: str) -> list[Entry]:
+    """``git format-patch`` output: one mail per patch, or several in one mbox."""
+    lines = data.splitlines(keepends=True)
+    starts = [i for i, ln in enumerate(lines) if MBOX_FROM.match(ln)] + [len(lines)]
+    out = []
+    for k, (a, b) in enumerate(zip(starts, starts[1:], strict=False)):
+        msg = b"".join(lines[a:b])
+        if msg.endswith(b"\n\n"):  # the blank line before the next From_ line is the mbox's, not the diff's
+            msg = msg[:-1]
+        mail = _mail(msg, f"{where} (mail {k + 1})")
+        label = name if len(starts) == 2 and PATCH_NAME.search(name) else mail["subject"]
+        m = GIT_FROM.match(lines[a])
+        out.append(Entry(label, f"{where}" + (f" (mail {k + 1})" if len(starts) > 2 else ""), msg, mail=mail,
+                         commit=m.group(1).decode() if m else None))
+    return out
+
+
+def _mail(msg: bytes, where: str) -> dict[str, str]:
+    parsed = email.message_from_bytes(msg, policy=email.policy.default)
+    cte = str(parsed.get("Content-Transfer-Encoding", "")).lower()
+    if cte in ("base64", "quoted-printable"):
+        raise SeriesImportError(f"{where}: the mail is {cte}-encoded", hint="re-create it with git format-patch")
+    subject = re.sub(r"^(\[[^\]]*PATCH[^\]]*\]\s*)+", "", " ".join(str(parsed.get("Subject", "")).split()))
+    date = ""
+    if parsed.get("Date"):
+        try:
+            date = email.utils.parsedate_to_datetime(str(parsed["Date"])).date().isoformat()
+        except (TypeError, ValueError):
+            date = ""
+    head, _, body = msg.partition(b"\n\n")
+    message = re.split(rb"^---\s*$", body, maxsplit=1, flags=re.M)[0].decode("utf-8", "replace").strip()
+    return {"author": str(parsed.get("From", "")), "subject": subject, "date": date, "body": message}
+
+
+def read_git(spec: str) -> list[Entry]:
+    """``git:PATH@REV``: REV a commit or a range ``A..B``, from a local clone, oldest first."""
+    import git  # GitPython: the only way this project runs git
+
+    path, sep, rev = spec[4:].rpartition("@")
+    if not sep or not path or not rev:
+        raise SeriesImportError(f"{spec}: expected git:PATH@COMMIT or git:PATH@A..B")
+    try:
+        repo = git.Repo(path)
+        args = ["--stdout", "--no-signature", rev] if ".." in rev else ["--stdout", "--no-signature", "-1", rev]
+        data = repo.git.format_patch(*args, stdout_as_string=False)
+    except (git.GitError, OSError) as e:
+        raise SeriesImportError(f"{spec}: git cannot give the commit: {str(e).strip().splitlines()[-1]}") from e
+    if not data.strip():
+        raise SeriesImportError(f"{spec}: no commit in that range")
+    return read_mails(data + (b"" if data.endswith(b"\n") else b"\n"), rev, spec)
+
+
+# -- planning ----------------------------------------------------------------------------------------------
+
+
+def plan(entries: list[Entry], tree: Source, layout: str, notes: list[str]) -> list[Planned]:
+    """Ids, file contents, metadata and layout for every enabled entry (``notes`` gains what looks odd)."""
+    out: list[Planned] = []
+    taken: set[str] = set()
+    created: set[str] = set()
+    for e in entries:
+        if e.disabled:
+            continue
+        pid = _unique(_slug(e.name), taken)
+        content, text = _content(e)
+        strip, root, pf = _layout(e, content, tree, layout, created)
+        made = {f.new_path for f in pf.files if f.old_path is None and f.new_path}
+        notes += [f"{e.where} creates {x}: a leftover of a patch tool? (kept; drop that section if so)"
+                  for x in sorted(made) if x.endswith((".orig", ".rej"))]
+        created |= made
+        pr, commit = _refs(text, e)
+        out.append(Planned(pid, f"recipes/{pid}/{_file_name(e.name, pid)}", content, strip, root,
+                           _title(e, text, pid), "backport" if pr or commit else "fork", pr, commit))
+    return out
+
+
+def _slug(name: str) -> str:
+    base = PATCH_NAME.sub("", name).lower()
+    base = re.sub(r"[^a-z0-9._-]+", "-", base).strip("-._")
+    trimmed = re.sub(r"^\d{1,4}[-_.]+", "", base)
+    return (trimmed or base or "patch")[:60].strip("-._") or "patch"
+
+
+def _unique(pid: str, taken: set[str]) -> str:
+    n, out = 1, pid
+    while out in taken:
+        n += 1
+        out = f"{pid}-{n}"
+    taken.add(out)
+    return out
+
+
+def _file_name(name: str, pid: str) -> str:
+    base = name[:-3] if name.endswith(".gz") else name
+    if not base.endswith(PATCH_SUFFIXES) or "/" in base:
+        return pid + ".patch"
+    return base
+
+
+def _diff_start(data: bytes) -> int:
+    """Where the diff begins: everything before it is the preamble."""
+    lines = data.splitlines(keepends=True)
+    pos = 0
+    for i, ln in enumerate(lines):
+        if ln.startswith((b"diff ", b"Index: ")) or (ln.startswith(b"--- ") and i + 1 < len(lines)
+                                                        and lines[i + 1].startswith(b"+++ ")):
+            return pos
+        pos += len(ln)
+    return -1
+
+
+def _content(e: Entry) -> tuple[bytes, str]:
+    """The recipe's bytes, and the text its metadata is read from (preamble or mail)."""
+    at = _diff_start(e.data)
+    if at < 0:
+        raise PatchFileError("contains no diff", file=e.where, hint="expected '--- a/...' and '+++ b/...' lines")
+    if e.mail:
+        m = e.mail
+        text = m["subject"] + "\n\n" + m["body"]
+        fields = [("Author", m["author"]), ("Last-Update", m["date"])]
+        return _dep3(text, fields, e) + e.data[at:], text
+    preamble = e.data[:at].decode("utf-8", "replace")
+    if {"Description", "Subject"} & set(parse_dep3(preamble)):
+        return e.data, preamble  # a DEP-3 header already: byte for byte
+    return _dep3(preamble, [], e) + e.data[at:], preamble
+
+
+def _dep3(text: str, fields: list[tuple[str, str]], e: Entry) -> bytes:
+    """A DEP-3 header whose Description keeps the free-form preamble, line for line."""
+    lines = [ln.rstrip() for ln in text.strip().splitlines()]
+    while lines and not lines[0]:
+        lines.pop(0)
+    first = lines[0] if lines else _slug(e.name)
+    body = [" " + ln if ln else " ." for ln in lines[1:]]
+    pr, commit = _refs(text, e)
+    origin = f"upstream, commit:{commit}" if commit else f"backport, vllm-project/vllm#{pr}" if pr else ""
+    head = [f"Description: {first}"] + body
+    head += [f"Origin: {origin}"] if origin else []
+    head += [f"{k}: {v}" for k, v in fields if v]
+    return ("\n".join(head) + "\n---\n").encode()
+
+
+def _refs(text: str, e: Entry) -> tuple[int | None, str | None]:
+    """The upstream PR and commit a patch's text names."""
+    pr = None
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    m = SUBJECT_PR.search(first) if e.mail else None
+    for rx in PR_REFS:
+        m = m or rx.search(text)
+    if m:
+        pr = int(m.group(1))
+    c = CHERRY.search(text) or COMMIT_URL.search(text)
+    commit = c.group(1) if c else e.commit if e.where.startswith("git:") else None
+    return pr, commit
+
+
+def _title(e: Entry, text: str, pid: str) -> str:
+    if e.mail and e.mail["subject"]:
+        return e.mail["subject"][:120]
+    fields = parse_dep3(text)
+    for key in ("Subject", "Description"):
+        if fields.get(key):
+            return fields[key].splitlines()[0][:120]
+    for ln in text.splitlines():
+        ln = ln.strip().lstrip("#").strip()
+        if ln and not ln.startswith(("From ", "Index:")):
+            return ln[:120]
+    return pid
+
+
+def _layout(e: Entry, content: bytes, tree: Source, layout: str, created: set[str]) -> tuple[int, str, PatchFile]:
+    """The (strip, root) under which every file the patch edits exists in the pristine tree."""
+    tried: list[tuple[int, str, PatchFile]] = []
+    errors: list[PatchsetError] = []
+    for strip in [e.strip] if e.strip is not None else [1, 0]:
+        for root in LAYOUTS[layout]:
+            try:
+                pf = parse_patch(content, name=e.where, strip=strip, root=root)
+            except PatchFileError as err:
+                errors.append(err)
+                continue
+            if _fits(pf, tree, created):
+                return strip, root, pf
+            tried.append((strip, root, pf))
+    if not tried:
+        raise errors[0]
+    return tried[0]  # no layout fits: check will say which file is missing
+
+
+def _fits(pf: PatchFile, tree: Source, created: set[str]) -> bool:
+    for f in pf.files:
+        path = f.old_path or f.new_path or ""
+        if not tree.covers(path):
+            return False
+        if f.old_path is not None and f.old_path not in created and _read(tree, f.old_path) is None:
+            return False
+    return True
+
+
+def _read(tree: Source, path: str) -> bytes | None:
+    try:
+        return tree.read(path)
+    except OSError:  # a folder where the patch expects a file
+        return None
+
+
+# -- writing -----------------------------------------------------------------------------------------------
+
+
+def _refuse_clobber(into: Path, plans: list[Planned], force: bool) -> None:
+    ours = {(into / p.file).resolve() for p in plans}
+    for p in plans:
+        if (into / p.file).exists() and not force:
+            raise SeriesImportError(f"{into / p.file} exists", hint="pass --force to replace it")
+    folder = into / "recipes"
+    if folder.is_dir():
+        others = [f for f in sorted(folder.rglob("*")) if f.suffix in PATCH_SUFFIXES and f.resolve() not in ours]
+        if others:
+            raise SeriesImportError(f"{others[0]} is a patch the imported series does not name "
+                               f"({len(others)} such files under {folder})",
+                               hint="move them away or import into another folder (--into)")
+
+
+def _stage(stage: Path, entries: list[Entry], plans: list[Planned], versions: list[str],
+           sources: Sequence[str]) -> str:
+    for p in plans:
+        f = stage / p.file
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(p.content)
+    text = manifest_text(entries, plans, versions, sources)
+    (stage / DEFAULT_MANIFEST).write_text(text, encoding="utf-8")
+    return text
+
+
+def _infer(stage: Path, trees: dict[str, Source]) -> list[Edge]:
+    """The union over the targets of what each patch needs."""
+    manifest = load_manifest(stage / DEFAULT_MANIFEST)
+    edges: dict[tuple[str, str], Edge] = {}
+    for version, tree in trees.items():
+        result: ReleaseResult = evaluate_release(manifest, version, tree)
+        for e in infer_edges(manifest, result):
+            edges.setdefault((e.patch, e.needs), e)
+    order = {p.id: i for i, p in enumerate(manifest.patches)}
+    return sorted(edges.values(), key=lambda e: (order[e.patch], order[e.needs]))
+
+
+def _set_after(plans: list[Planned], edges: list[Edge]) -> None:
+    by_id = {p.id: p for p in plans}
+    for e in edges:
+        by_id[e.patch].after.append(e.needs)
+
+
+def _install(stage: Path, into: Path, files: list[str]) -> list[str]:
+    """Copy the staged files into place, the manifest last; on failure take back what was written."""
+    written: list[Path] = []
+    made: list[Path] = []
+    try:
+        for rel in files:
+            dest = into / rel
+            for d in reversed(dest.parents):
+                if not d.exists():
+                    d.mkdir()
+                    made.append(d)
+            shutil.copyfile(stage / rel, dest)
+            written.append(dest)
+    except OSError as e:
+        for f in written:
+            f.unlink(missing_ok=True)
+        for d in reversed(made):
+            shutil.rmtree(d, ignore_errors=True)
+        raise SeriesImportError(f"cannot write {into}: {e.strerror}", hint="nothing was written") from e
+    return [str(f) for f in written]
+
+
+def q(text: str) -> str:
+    """A YAML double-quoted scalar (JSON's string syntax is a subset of it)."""
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
+
+
+def manifest_text(entries: list[Entry], plans: list[Planned], versions: list[str], sources: Sequence[str]) -> str:
+    layout = Counter((p.strip, p.root) for p in plans).most_common(1)[0][0]
+    out = [f"# Imported by `patchset import` from {', '.join(sources)}.",
+           "# The list order under patches: is the series order; after: lists are what the hunks need",
+           "# (patchset deps shows why). Review titles and origins, then add tests: and present: probes.",
+           "schema: 1", "upstream:", "  pypi: vllm", '  tag: "v{version}"',
+           f"layout: {{strip: {layout[0]}, root: {q(layout[1])}}}", "targets:"]
+    out += [f"  {q(v)}: {{}}" for v in versions]
+    out.append("patches:")
+    todo = iter(plans)
+    for e in entries:
+        if e.disabled:
+            out.append(f"  # disabled in {e.where}: {e.name}")
+            continue
+        out += _entry_text(next(todo), layout)
+    return "\n".join(out) + "\n"
+
+
+def _entry_text(p: Planned, layout: tuple[int, str]) -> list[str]:
+    out = [f"  - id: {p.id}", f"    title: {q(p.title)}", f"    origin: {p.origin}"]
+    up = [f"pr: {p.pr}"] * (p.pr is not None) + [f"commit: {p.commit}"] * (p.commit is not None)
+    if up:
+        out.append(f"    upstream: {{{', '.join(up)}}}")
+    out.append(f"    patch: {q(p.file)}")
+    if p.strip != layout[0]:
+        out.append(f"    strip: {p.strip}")
+    if p.root != layout[1]:
+        out.append(f"    root: {q(p.root)}")
+    if p.after:
+        out.append(f"    after: [{', '.join(p.after)}]")
+    return out

@@ -1,0 +1,281 @@
+"""`patchset next`: how the series fares on a release newer than every target.
+
+The series is evaluated on V exactly as ``check`` would evaluate a target
+(same engine, same cumulative order), through an in-memory manifest in
+which every patch targets V with the file it has for the newest target it
+covers. Nothing on disk changes. For every hunk that no longer lands, the
+upstream edit that broke it is shown: the diff of the two pristine releases
+restricted to the lines the hunk stands on.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from patchset.core import engine, series
+from patchset.core.manifest import Manifest, Patch, PatchChoice
+from patchset.core.patchfile import Hunk
+from patchset.errors import ManifestError, SourceError
+from patchset.sources import Source, index, open_source
+
+CARRIES = "carries"
+UPSTREAM = "upstream"
+PARTLY = "partly-upstream"
+NEEDS_PORT = "needs-port"
+BLOCKED = "blocked"
+GOOD = (CARRIES, UPSTREAM)
+
+
+@dataclass(frozen=True)
+class UpstreamChange:
+    file: str
+    hunk: int
+    diff: str  # "" when upstream left these lines alone (an earlier patch of the series moved them)
+    line: int | None = None  # where the hunk's lines start in the release it was made for
+    moved_to: int | None = None  # where those lines start in V, when they moved
+    summary: str = ""
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "hunk": self.hunk, "diff": self.diff, "line": self.line,
+                "moved_to": self.moved_to, "summary": self.summary}
+
+
+@dataclass
+class NextPatch:
+    id: str
+    status: str
+    from_release: str | None
+    result: series.PatchResult
+    already: tuple[int, ...] = ()  # hunks upstream already has
+    upstream_change: list[UpstreamChange] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        out = self.result.to_json()
+        out.update(status=self.status, **{"from": self.from_release})
+        if self.already:
+            out["already_upstream"] = list(self.already)
+        out["upstream_change"] = [c.to_json() for c in self.upstream_change]
+        return out
+
+
+@dataclass
+class NextReport:
+    vllm: str | None  # None: the index has nothing newer than the targets
+    newer: list[str]
+    source: str
+    patches: list[NextPatch]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(p.status in GOOD for p in self.patches)
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "vllm": self.vllm, "newer": self.newer, "source": self.source,
+                "patches": [p.to_json() for p in self.patches], "warnings": self.warnings}
+
+
+def released_versions(project: str, pre: bool = False) -> list[Version]:
+    """Every release of ``project`` the package index offers a file for, oldest first."""
+    found: set[Version] = set()
+    want = canonicalize_name(project)
+    for f in index.project_files(project):
+        try:
+            if f.filename.endswith(".whl"):
+                name, ver = parse_wheel_filename(f.filename)[:2]
+            elif f.filename.endswith((".tar.gz", ".zip")):
+                name, ver = parse_sdist_filename(f.filename)
+            else:
+                continue
+        except (ValueError, InvalidVersion):
+            continue  # odd file names are the index's business, not a reason to stop
+        if name == want and (pre or not (ver.is_prerelease or ver.is_devrelease)):
+            found.add(ver)
+    return sorted(found)
+
+
+def newer_releases(manifest: Manifest, pre: bool = False, released: Sequence[str] | None = None) -> list[str]:
+    newest = max(Version(t.version) for t in manifest.targets)
+    versions = released_versions(manifest.pypi, pre) if released is None else sorted(
+        v for v in map(Version, released) if pre or not (v.is_prerelease or v.is_devrelease))
+    return [str(v) for v in versions if v > newest]
+
+
+def newest_covered_target(manifest: Manifest, p: Patch) -> str | None:
+    """The release ``p`` was last made for: the newest target its releases include."""
+    covered = [t.version for t in manifest.targets if p.targets(t.version)]
+    return max(covered, key=Version) if covered else None
+
+
+def as_target(manifest: Manifest, version: str, from_release: str | None = None) -> Manifest:
+    """The manifest with every patch targeting ``version``, in memory only.
+
+    Each patch uses its file for ``version`` if it has one (ported already), else its file
+    for ``from_release`` or the newest target it covers. Patches that cover no target
+    keep their ranges: there is nothing to carry.
+    """
+    only = SpecifierSet(f"=={version}")
+    out = []
+    for p in manifest.patches:
+        choice = p.choice_for(version)
+        if choice is None:
+            u = from_release or newest_covered_target(manifest, p)
+            choice = p.choice_for(u) if u else None
+        if choice is None:
+            out.append(p)
+            continue
+        out.append(replace(p, releases=only, choices=(PatchChoice(only, choice.path, choice.line),)))
+    return replace(manifest, patches=tuple(out))
+
+
+def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = False, source: str = "pypi",
+                 on_release: Callable[[str], None] | None = None,
+                 released: Sequence[str] | None = None) -> NextReport:
+    """Evaluate the series on ``version`` (default: the newest release after the targets).
+
+    ``released`` lists the releases that exist; by default the package index says.
+    """
+    newer = newer_releases(manifest, pre, released)
+    if version is None:
+        if not newer:  # up to date: nothing to evaluate, and nothing wrong
+            return NextReport(None, [], "", [])
+        version = newer[-1]
+    if on_release:
+        on_release(version)
+    trees = Trees(manifest, source)
+    result = series.evaluate_release(as_target(manifest, version), version, trees.get(version))
+    patches = [_classify(manifest, p, result.patch(p.id), version, trees) for p in manifest.patches]
+    broken = series.syntax_error(result)
+    if broken:  # it applies, but what it makes of V's file is not Python any more
+        message, culprits = broken
+        last = (culprits or "").split(", ")[-1]  # the patch that left the file as it is
+        for np in patches:
+            if np.status == CARRIES and np.id == last:
+                np.status = NEEDS_PORT
+                np.result.message = message
+    # The in-memory ranges (==V) would make every upstream patch warn "narrow releases": its status says it.
+    upstream = tuple(p.id + " " for p in patches if p.status == UPSTREAM) + tuple(
+        p.id + ":" for p in patches if p.status == UPSTREAM)
+    warnings = [w for w in result.warnings if not w.startswith(upstream)] if upstream else list(result.warnings)
+    return NextReport(version, newer, result.source, patches, warnings)
+
+
+class Trees:
+    """Pristine trees by release, opened once."""
+
+    def __init__(self, manifest: Manifest, source: str) -> None:
+        self.manifest = manifest
+        self.source = source
+        self.opened: dict[str, Source] = {}
+
+    def get(self, version: str) -> Source:
+        if version not in self.opened:
+            self.opened[version] = open_source(self.source, version, project=self.manifest.pypi,
+                                               tag=self.manifest.tag)
+        return self.opened[version]
+
+
+def _classify(manifest: Manifest, p: Patch, r: series.PatchResult, version: str, trees: Trees) -> NextPatch:
+    u = newest_covered_target(manifest, p)
+    already = tuple(h.number for h in r.hunks if h.status == engine.ALREADY)
+    if r.status == series.UPSTREAM:
+        return NextPatch(p.id, UPSTREAM, u, r)
+    if r.status == series.BLOCKED:
+        return NextPatch(p.id, BLOCKED, u, r)
+    if r.status == series.NOT_TARGETED:  # covers no target and has no file for V: nothing to carry
+        return NextPatch(p.id, r.status, u, r)
+    placed = all(h.status in (engine.EXACT, engine.OFFSET) for h in r.hunks)
+    if r.status == series.APPLIES and placed:
+        return NextPatch(p.id, CARRIES, u, r)
+    status = PARTLY if already else NEEDS_PORT
+    broken = [h for h in r.hunks if h.status in (engine.FAILED, engine.FUZZ)]
+    changes = upstream_changes(p, u, version, broken, trees.get, manifest) if u and broken else []
+    return NextPatch(p.id, status, u, r, already, changes)
+
+
+def upstream_changes(p: Patch, old: str, new: str, broken: Sequence[engine.HunkResult],
+                     tree: Callable[[str], Source], manifest: Manifest) -> list[UpstreamChange]:
+    """For each broken hunk, what upstream changed between ``old`` and ``new`` on the lines it stands on."""
+    try:
+        pf = p.load(old, manifest.base)
+    except (ManifestError, SourceError):
+        return []
+    hunks = {h.number: (f.path, h) for f in pf.files for h in f.hunks}
+    out = []
+    for b in broken:
+        path, hunk = hunks.get(b.number, (b.file, None))
+        if hunk is None:
+            continue
+        out.append(window_change(path, hunk, old, new, tree(old).read(path), tree(new).read(path)))
+    return out
+
+
+def window_change(path: str, hunk: Hunk, old: str, new: str, before: bytes | None,
+                  after: bytes | None) -> UpstreamChange:
+    """The diff of two releases' copies of ``path``, restricted to the lines ``hunk`` stands on."""
+    if before is None or after is None:
+        what = f"vllm {new} removed {path}" if after is None else f"vllm {old} has no {path}"
+        return UpstreamChange(path, hunk.number, "", summary=what)
+    a, b = _lines(before), _lines(after)
+    lo, hi = _locate(a, hunk)
+    ops = _opcodes(before, after)
+    touched = [op for op in ops if op[0] != "equal" and op[1] <= hi and op[2] >= lo]
+    start_b = _map_line(ops, lo)
+    moved = start_b if start_b is not None and start_b != lo else None
+    if not touched:
+        where = f"; the lines moved from {lo + 1} to {moved + 1}" if moved is not None else ""
+        return UpstreamChange(path, hunk.number, "", lo + 1, None if moved is None else moved + 1,
+                              f"upstream did not change lines {lo + 1}-{hi} between {old} and {new}{where}: "
+                              "an earlier patch of the series changed them")
+    a0, a1 = min(lo, touched[0][1]), max(hi, touched[-1][2])
+    b0 = min(_map_line(ops, a0) or touched[0][3], touched[0][3])
+    b1 = max(b0, touched[-1][4], (_map_line(ops, a1) or 0))
+    body = _render(a[a0:a1], b[b0:b1], a0, b0, f"{path} (vllm {old})", f"{path} (vllm {new})")
+    summary = f"upstream changed {sum(op[2] - op[1] for op in touched)} of these lines, " \
+              f"added {sum(op[4] - op[3] for op in touched)}"
+    if moved is not None:
+        summary += f"; the hunk's lines moved from {lo + 1} to {moved + 1}"
+    return UpstreamChange(path, hunk.number, body, lo + 1, None if moved is None else moved + 1, summary)
+
+
+def _lines(data: bytes) -> list[str]:
+    return data.decode("utf-8", errors="surrogateescape").splitlines()
+
+
+@cache
+def _opcodes(before: bytes, after: bytes) -> Sequence[tuple[str, int, int, int, int]]:
+    return difflib.SequenceMatcher(None, _lines(before), _lines(after), autojunk=False).get_opcodes()
+
+
+def _locate(a: list[str], hunk: Hunk) -> tuple[int, int]:
+    """Where the hunk's old lines stand in ``a``: found by content, else by its header."""
+    old = [ln.text for ln in hunk.old]
+    stated = max(0, hunk.source_start - 1)
+    hits = [i for i in range(0, max(0, len(a) - len(old)) + 1) if a[i:i + len(old)] == old] if old else []
+    start = min(hits, key=lambda i: abs(i - stated)) if hits else min(stated, len(a))
+    return start, min(len(a), start + max(1, len(old)))
+
+
+def _map_line(ops: Sequence[tuple[str, int, int, int, int]], i: int) -> int | None:
+    for tag, i1, i2, j1, _j2 in ops:
+        if tag == "equal" and i1 <= i < i2:
+            return j1 + (i - i1)
+    return None
+
+
+def _render(a: list[str], b: list[str], a0: int, b0: int, name_a: str, name_b: str) -> str:
+    out = [f"--- {name_a}", f"+++ {name_b}", f"@@ -{a0 + 1},{len(a)} +{b0 + 1},{len(b)} @@"]
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out += [" " + x for x in a[i1:i2]]
+            continue
+        out += ["-" + x for x in a[i1:i2]]
+        out += ["+" + x for x in b[j1:j2]]
+    return "\n".join(out) + "\n"

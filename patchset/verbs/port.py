@@ -1,0 +1,499 @@
+"""`patchset port`: carry the series to release V, patch by patch, by 3-way merge where needed.
+
+For each patch, in series order, on V with the earlier patches already
+carried or ported (cumulative, like every other verb):
+
+* ``carried``: it applies as it is (exact or offset): its releases widen to V;
+* ``retired``: upstream has it in V: its releases stop before V, the evidence
+  goes into a comment on the entry;
+* ``ported``: a 3-way merge succeeds (base: U's pristine files with the
+  earlier patches; theirs: base plus this patch; ours: V's pristine files with
+  the earlier ports) and every merged Python file compiles: a new patch file
+  ``recipes/ID/vllm-V.patch`` is written with the old DEP-3 header;
+* ``conflict``: the merge conflicts or does not compile: V's files with diff3
+  markers go to ``WORKDIR/ID/`` with a README; dependants are ``blocked``.
+
+Nothing is written until every patch is decided; then new patch files and the
+manifest are written together, and a failure midway removes what was written.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from patchset.core import engine, merge
+from patchset.core.manifest import Manifest, Patch, load_manifest
+from patchset.core.manifest_edit import ManifestEditor
+from patchset.core.patchfile import PatchFile, parse_patch, read_patch
+from patchset.errors import PatchsetError
+from patchset.sources import Source
+from patchset.verbs.next import Trees, newest_covered_target, window_change
+
+CARRIED = "carried"
+RETIRED = "retired"
+PORTED = "ported"
+CONFLICT = "conflict"
+BLOCKED = "blocked"
+GOOD = (CARRIED, RETIRED, PORTED)
+WORKSPACE_META = ".patchset-port.json"
+DEFAULT_WORKDIR = ".patchset/port"
+
+
+@dataclass
+class Conflict:
+    file: str
+    line: int  # of the <<<<<<< marker in the workspace file; 0 when the file does not compile
+    message: str
+    upstream: str = ""  # the upstream change on those lines (a small diff)
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "line": self.line, "message": self.message, "upstream_change": self.upstream}
+
+
+@dataclass
+class PortedPatch:
+    id: str
+    result: str
+    from_release: str | None
+    patch: str | None = None  # the patch file that serves V afterwards (new for ported)
+    evidence: str = ""
+    message: str = ""
+    workspace: str | None = None
+    conflicts: list[Conflict] = field(default_factory=list)
+    files: tuple[str, ...] = ()  # files the patch changes on V
+    text: str | None = None  # the new patch file's content (ported)
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "result": self.result, "from": self.from_release, "patch": self.patch,
+                "workspace": self.workspace, "conflicts": [c.to_json() for c in self.conflicts],
+                "evidence": self.evidence or None, "message": self.message or None, "files": list(self.files)}
+
+
+@dataclass
+class PortReport:
+    to: str
+    manifest: str
+    patches: list[PortedPatch]
+    manifest_diff: str = ""
+    written: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(p.result in GOOD for p in self.patches)
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "to": self.to, "manifest": self.manifest, "dry_run": self.dry_run,
+                "patches": [p.to_json() for p in self.patches], "manifest_diff": self.manifest_diff,
+                "written": self.written, "next": f"patchset test --vllm {self.to}", "seconds": round(self.seconds, 2)}
+
+
+@dataclass
+class Walk:
+    """The state of V as the walk goes: the tree with the earlier patches carried or ported."""
+
+    to: str
+    ours: dict[str, bytes | None]
+    pristine: dict[str, bytes | None]
+    bases: dict[str, dict[str, dict[str, bytes | None]]]  # U -> patch id -> tree of U before that patch
+    sources: dict[str, Source]
+    from_option: str | None = None  # --from, as given
+    results: dict[str, PortedPatch] = field(default_factory=dict)
+    # patch id -> (V's tree before it, its merged files with markers, U): what its workspace holds
+    workspaces: dict[str, tuple[dict[str, bytes | None], dict[str, bytes | None], str]] = \
+        field(default_factory=dict)
+
+
+def port(manifest: Manifest, to: str, *, from_release: str | None = None, only: Sequence[str] = (),
+         workdir: str | Path | None = None, dry_run: bool = False, source: str = "pypi",
+         on_patch: Callable[[str], None] | None = None, on_plan: Callable[[str], None] | None = None) -> PortReport:
+    """Port the series to ``to``; write the new patch files, the manifest and the workspaces unless dry_run.
+
+    ``on_plan`` sees the manifest's diff before anything is written.
+    """
+    start = time.monotonic()
+    for pid in only:
+        manifest.patch(pid)  # unknown ids are bad input, before any work
+    walk = prepare(manifest, to, from_release, source)
+    work = Path(workdir) if workdir else manifest.base / DEFAULT_WORKDIR
+    report = PortReport(to, str(manifest.path), [], dry_run=dry_run)
+    for p in manifest.patches:
+        if walk_from(manifest, p, from_release) is None:
+            continue
+        if on_patch:
+            on_patch(p.id)
+        r = step(manifest, walk, p, from_release)
+        if only and p.id not in only:
+            continue  # it still shapes V for the patches after it; it is not reported or rewritten
+        if r.result == CONFLICT:
+            r.workspace = str(work / p.id)
+        report.patches.append(r)
+    editor = plan_manifest(manifest, report, walk)
+    report.manifest_diff = editor.diff()
+    if on_plan:
+        on_plan(report.manifest_diff)
+    if not dry_run:
+        report.written = write(manifest, report, editor, walk, work)
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def walk_from(manifest: Manifest, p: Patch, from_release: str | None) -> str | None:
+    """The release ``p`` is ported from: --from, else the newest target it covers."""
+    if from_release is not None:
+        return from_release if p.choice_for(from_release) is not None else None
+    return newest_covered_target(manifest, p)
+
+
+def prepare(manifest: Manifest, to: str, from_release: str | None, source: str) -> Walk:
+    """Read the pristine files every patch touches, on V and on each release patches come from."""
+    trees = Trees(manifest, source)
+    froms = sorted({u for p in manifest.patches if (u := walk_from(manifest, p, from_release))})
+    paths: set[str] = {probe.file for p in manifest.patches for probe in p.present}
+    for p in manifest.patches:
+        for c in p.choices:
+            paths.update(_load(p, c.path, manifest).touched)
+    target = trees.get(to)
+    pristine = {x: target.read(x) for x in sorted(paths) if target.covers(x)}
+    walk = Walk(to, dict(pristine), pristine, {}, {v: trees.get(v) for v in froms} | {to: target}, from_release)
+    for u in froms:
+        walk.bases[u] = _bases(manifest, u, trees.get(u), sorted(paths), from_release)
+    return walk
+
+
+def _load(p: Patch, path: Path, manifest: Manifest) -> PatchFile:
+    rel = os.path.relpath(path, manifest.base)
+    return read_patch(path, strip=p.strip, root=p.root, display=rel)
+
+
+def _bases(manifest: Manifest, u: str, src: Source, paths: list[str],
+           from_release: str | None) -> dict[str, dict[str, bytes | None]]:
+    """U's tree before each patch, the earlier patches applied as ``check`` would on U."""
+    tree = {x: src.read(x) for x in paths if src.covers(x)}
+    out: dict[str, dict[str, bytes | None]] = {}
+    for p in manifest.patches:
+        out[p.id] = dict(tree)
+        if p.choice_for(u) is None or not (p.targets(u) or walk_from(manifest, p, from_release) == u):
+            continue  # not part of U's series
+        if p.present and all(src.covers(x.file) and x.holds(tree.get(x.file)) for x in p.present):
+            continue  # upstream on U: U's own files already carry it
+        pf = covered(p.load(u, manifest.base), src)
+        outcome = engine.apply_patch(tree, pf, max_fuzz=p.fuzz)
+        if outcome.ok:
+            tree.update(outcome.files)
+    return out
+
+
+def covered(pf: PatchFile, src: Source) -> PatchFile:
+    files = tuple(f for f in pf.files if all(src.covers(x) for x in f.touched))
+    return PatchFile(pf.path, pf.sha256, pf.header, files)
+
+
+def step(manifest: Manifest, walk: Walk, p: Patch, from_release: str | None) -> PortedPatch:
+    """Decide one patch on V and move ``walk.ours`` past it."""
+    u = walk_from(manifest, p, from_release)
+    assert u is not None
+    r = _decide(manifest, walk, p, u)
+    walk.results[p.id] = r
+    return r
+
+
+def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
+    broken = [d for d in p.after if d in walk.results and walk.results[d].result in (CONFLICT, BLOCKED)]
+    if broken:
+        return PortedPatch(p.id, BLOCKED, u, message="comes after " + ", ".join(
+            f"{d} ({walk.results[d].result})" for d in broken))
+    target = walk.sources[walk.to]
+    evidence = _upstream_evidence(p, target, walk.pristine)
+    if evidence:
+        return PortedPatch(p.id, RETIRED, u, evidence=evidence)
+    own = p.choice_for(walk.to) or p.choice_for(u)
+    assert own is not None
+    pf = covered(_load(p, own.path, manifest), target)
+    outcome = engine.apply_patch(walk.ours, pf, max_fuzz=0)
+    rel = os.path.relpath(own.path, manifest.base)
+    placed = outcome.ok and all(h.status in (engine.EXACT, engine.OFFSET) for h in outcome.hunks)
+    if placed and not compile_errors(outcome.files):
+        walk.ours.update(outcome.files)
+        return PortedPatch(p.id, CARRIED, u, patch=rel, files=tuple(sorted(outcome.files)))
+    if outcome.status == "already-applied" and all(walk.ours.get(x) == walk.pristine.get(x) for x in pf.touched):
+        return PortedPatch(p.id, RETIRED, u, evidence="reverse-apply: every hunk is already in "
+                           f"vllm {walk.to} (weak evidence: add a present probe)")
+    return _merge(manifest, walk, p, u)
+
+
+def _upstream_evidence(p: Patch, src: Source, pristine: dict[str, bytes | None]) -> str:
+    if p.present and all(src.covers(x.file) and x.holds(pristine.get(x.file)) for x in p.present):
+        return "probe: " + "; ".join(x.describe(pristine.get(x.file)) for x in p.present)
+    contains = getattr(src, "contains_commit", None)
+    if contains and p.upstream_commit and contains(p.upstream_commit):
+        return f"ancestry: upstream commit {p.upstream_commit} is an ancestor of {getattr(src, 'tag', '')}"
+    return ""
+
+
+def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
+    target = walk.sources[walk.to]
+    pf = covered(p.load(u, manifest.base), walk.sources[u])
+    base = walk.bases[u][p.id]
+    theirs_out = engine.apply_patch(base, pf, max_fuzz=p.fuzz)
+    if not theirs_out.ok:
+        return PortedPatch(p.id, CONFLICT, u, message=f"it does not apply to vllm {u} itself "
+                           f"({theirs_out.message}): fix it there first (patchset check --vllm {u})")
+    labels = (f"vllm {walk.to}", f"vllm {u}", f"{p.id} on {u}")
+    merged: dict[str, bytes | None] = {}
+    conflicts: list[Conflict] = []
+    for path in sorted(theirs_out.files):
+        if not target.covers(path):
+            continue
+        content, found = _merge_file(path, base.get(path), theirs_out.files[path], walk.ours.get(path), labels)
+        merged[path] = content
+        conflicts += found
+    conflicts += compile_errors(merged) if not conflicts else []
+    changed = {k: v for k, v in merged.items() if v != walk.ours.get(k)}
+    if conflicts:
+        _explain(conflicts, p, u, walk, pf)
+        r = PortedPatch(p.id, CONFLICT, u, conflicts=conflicts, files=tuple(sorted(merged)),
+                        message=f"{len(conflicts)} conflict(s); resolve them in the workspace, then run "
+                                f"patchset refresh {p.id} --vllm {walk.to}")
+        walk.workspaces[p.id] = (dict(walk.ours), merged, u)
+        return r
+    if not changed:
+        return PortedPatch(p.id, RETIRED, u, evidence=f"3-way merge: vllm {walk.to} already has every change")
+    text = regenerate(p, manifest, u, walk.to, walk.ours, changed, how="3-way merge")
+    verify(text, p, walk.ours, changed)
+    walk.ours.update(changed)
+    rel = new_patch_path(manifest, p, walk.to)
+    return PortedPatch(p.id, PORTED, u, patch=rel, files=tuple(sorted(changed)), text=text)
+
+
+def _merge_file(path: str, base: bytes | None, theirs: bytes | None, ours: bytes | None,
+                labels: tuple[str, str, str]) -> tuple[bytes | None, list[Conflict]]:
+    if theirs is None:  # the patch deletes the file
+        if ours == base or ours is None:
+            return None, []
+        return ours, [Conflict(path, 0, f"the patch deletes {path} but {labels[0]} changed it")]
+    if ours is None:
+        if base is None:
+            return theirs, []
+        return None, [Conflict(path, 0, f"{labels[0]} has no {path} (removed or moved upstream)")]
+    m = merge.merge3(ours, base or b"", theirs, labels)
+    if m.clean:
+        return m.content, []
+    starts = [n for n in merge.marker_lines(m.content) if m.content.splitlines()[n - 1].startswith(b"<<<<<<<")]
+    return m.content, [Conflict(path, n, "conflict") for n in starts]
+
+
+def compile_errors(files: dict[str, bytes | None]) -> list[Conflict]:
+    """A clean merge of a Python file that does not compile is a conflict too."""
+    out = []
+    for path, content in files.items():
+        if content is None or not path.endswith(".py"):
+            continue
+        try:
+            compile(content, path, "exec", dont_inherit=True)
+        except SyntaxError as e:
+            out.append(Conflict(path, e.lineno or 0, f"merged cleanly but does not compile: {e.msg}"))
+    return out
+
+
+def _explain(conflicts: list[Conflict], p: Patch, u: str, walk: Walk, pf: PatchFile) -> None:
+    """Attach to each conflict the upstream change (U → V) on the hunk nearest to it."""
+    old_src = walk.sources[u]
+    for c in conflicts:
+        hunks = [h for f in pf.files if f.path == c.file for h in f.hunks]
+        if not hunks:
+            continue
+        best = min(hunks, key=lambda h: abs(h.source_start - c.line))
+        change = window_change(c.file, best, u, walk.to, old_src.read(c.file), walk.pristine.get(c.file))
+        c.upstream = change.diff or change.summary
+
+
+def new_patch_path(manifest: Manifest, p: Patch, version: str) -> str:
+    """recipes/ID/vllm-V.patch, beside the patch file it replaces."""
+    folder = p.choices[-1].path.parent if p.choices else manifest.base / manifest.recipes / p.id
+    return os.path.relpath(folder / f"vllm-{version}.patch", manifest.base)
+
+
+def regenerate(p: Patch, manifest: Manifest, u: str, to: str, before: dict[str, bytes | None],
+               after: dict[str, bytes | None], how: str) -> str:
+    """The patch file turning ``before`` into ``after``, under the old patch's DEP-3 header."""
+    body = merge.render_diff({k: before.get(k) for k in after}, after, strip=p.strip, root=p.root)
+    choice = p.choice_for(u) or p.choices[-1]
+    old = choice.path.read_text(encoding="utf-8", errors="surrogateescape")
+    return header_of(old, f"Ported: from vLLM {u} to {to} by {how} (patchset)") + body
+
+
+def verify(text: str, p: Patch, before: dict[str, bytes | None], after: dict[str, bytes | None]) -> None:
+    """The patch we write must turn ``before`` into ``after`` with every hunk exact, or we write nothing."""
+    pf = parse_patch(text.encode("utf-8", errors="surrogateescape"), name="(regenerated)", strip=p.strip,
+                     root=p.root)
+    outcome = engine.apply_patch(before, pf)
+    if not outcome.ok or any(h.status != engine.EXACT for h in outcome.hunks) \
+            or any(outcome.files.get(k) != v for k, v in after.items()):
+        raise PatchsetError(f"patch {p.id}: the regenerated patch does not reproduce the merged files "
+                            f"({outcome.message or 'content differs'}): this is a bug in patchset")
+
+
+DIFF_START = re.compile(r"^(diff --git |Index: |--- (?!$))", re.M)
+
+
+def header_of(patch_text: str, note: str | None = None, today: datetime.date | None = None) -> str:
+    """The DEP-3 header of a patch file, Last-Update bumped and ``note`` added before it."""
+    m = DIFF_START.search(patch_text)
+    head = patch_text[:m.start()] if m else ""
+    day = (today or datetime.date.today()).isoformat()
+    lines = head.splitlines(keepends=True)
+    out: list[str] = []
+    noted = note is None
+    for line in lines:
+        if line.startswith("Ported: ") and note is not None:
+            continue  # one line says where this file came from: the latest port
+        if line.startswith("Last-Update:"):
+            if not noted:
+                out.append(note + "\n")  # type: ignore[operator]
+                noted = True
+            out.append(f"Last-Update: {day}\n")
+            continue
+        out.append(line)
+    if not noted:
+        sep = next((i for i, ln in enumerate(out) if ln.strip() == "---"), len(out))
+        out[sep:sep] = [note + "\n", f"Last-Update: {day}\n"]  # type: ignore[operator]
+    return "".join(out)
+
+
+def plan_manifest(manifest: Manifest, report: PortReport, walk: Walk) -> ManifestEditor:
+    """The manifest as it will be after this port: only decided patches change."""
+    editor = ManifestEditor(manifest.path)
+    for r in report.patches:
+        if r.result == CARRIED:
+            assert r.from_release is not None
+            editor.carry(r.id, report.to, r.from_release)
+        elif r.result == RETIRED:
+            editor.retire(r.id, report.to, r.evidence)
+        elif r.result == PORTED:
+            assert r.patch is not None
+            editor.add_patch_file(r.id, report.to, r.patch)
+            editor.include(r.id, report.to)
+    if report.ok and len(report.patches) == len([p for p in manifest.patches if p.id in walk.results]):
+        editor.add_target(report.to)  # only a finished series makes V a target that check holds to
+    return editor
+
+
+def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: Walk, work: Path) -> list[str]:
+    """New patch files, the manifest and the workspaces; on any failure, none of the first two."""
+    created: list[Path] = []
+    written: list[str] = []
+    # Workspaces first: they live outside the manifest and recipes, and a refused one stops the port
+    # before anything the series is made of has changed.
+    conflicts = [r for r in report.patches if r.result == CONFLICT and r.workspace and r.id in walk.workspaces]
+    for r in conflicts:
+        _check_workspace(Path(r.workspace or ""), walk.workspaces[r.id][1])
+    for r in conflicts:
+        written += write_workspace(Path(r.workspace or ""), r, walk, report.to)
+    try:
+        for r in report.patches:
+            if r.result == PORTED and r.text is not None and r.patch:
+                dest = manifest.base / r.patch
+                if dest.exists() and dest.read_text(encoding="utf-8", errors="surrogateescape") != r.text:
+                    raise PatchsetError(f"{r.patch} exists and differs from the port",
+                                        hint="move it away or delete it, then port again")
+                if not dest.exists():
+                    atomic_write(dest, r.text.encode("utf-8", errors="surrogateescape"))
+                    created.append(dest)
+                written.append(r.patch)
+        text = editor.text()
+        if text != editor.original:
+            check_manifest(manifest.path, text)
+            atomic_write(manifest.path, text.encode("utf-8"))
+            written.append(os.path.relpath(manifest.path, manifest.base))
+    except BaseException:
+        for f in created:
+            f.unlink(missing_ok=True)
+        raise
+    return written
+
+
+def _check_workspace(folder: Path, merged: dict[str, bytes | None]) -> None:
+    """Never overwrite a conflict the maintainer may be resolving."""
+    for path, content in merged.items():
+        f = folder / path
+        if f.is_file() and f.read_bytes() != content:
+            raise PatchsetError(f"{f} differs from what this port would write there (resolved by hand?)",
+                                hint=f"run patchset refresh {folder.name} first, or delete {folder} to start over")
+
+
+def check_manifest(path: Path, text: str) -> None:
+    """The rewritten manifest must load: a port never leaves an invalid series behind."""
+    fd, tmp = tempfile.mkstemp(prefix=".port-", suffix=".yaml", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        load_manifest(tmp)
+    finally:
+        os.unlink(tmp)
+
+
+def atomic_write(dest: Path, data: bytes) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if dest.exists():
+            os.chmod(tmp, dest.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_workspace(folder: Path, r: PortedPatch, walk: Walk, to: str) -> list[str]:
+    """V's files with the earlier ports and this patch's merge (markers included), a README and metadata."""
+    _, merged, u = walk.workspaces[r.id]
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for path, content in sorted(merged.items()):
+        f = folder / path
+        if content is None:
+            f.unlink(missing_ok=True)
+            continue
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(content)
+        out.append(str(f))
+    meta = {"id": r.id, "from": u, "from_option": walk.from_option, "to": to, "files": sorted(merged)}
+    (folder / WORKSPACE_META).write_text(json.dumps(meta, indent=2) + "\n")
+    (folder / "README.md").write_text(workspace_readme(r, to, folder))
+    return out + [str(folder / "README.md")]
+
+
+def workspace_readme(r: PortedPatch, to: str, folder: Path) -> str:
+    lines = [f"# {r.id}: port from vLLM {r.from_release} to {to} conflicts", "",
+             f"This folder holds vLLM {to}'s files with the earlier patches of the series applied and "
+             f"this patch merged into them. Conflicts are marked diff3-style: `<<<<<<< vllm {to}` "
+             f"(what {to} has), `||||||| vllm {r.from_release}` (what the patch was written against), "
+             f"`>>>>>>> {r.id} on {r.from_release}` (what the patch made of it).", "",
+             "## Conflicts", ""]
+    for c in r.conflicts:
+        where = f"{c.file}:{c.line}" if c.line else c.file
+        lines.append(f"- `{where}`: {c.message}")
+        if c.upstream:
+            lines += ["", "  What upstream changed there:", "", "  ```diff"]
+            lines += ["  " + x for x in c.upstream.rstrip("\n").splitlines()]
+            lines += ["  ```", ""]
+    lines += ["", "## Then", "",
+              "Edit the files until no marker is left and every Python file compiles, then run:", "",
+              f"    patchset refresh {r.id} --vllm {to} --workdir {folder.parent}", "",
+              f"and `patchset port --to {to}` again to carry the patches after it. "
+              f"A port is proven by its tests, not by merging: `patchset test --vllm {to}`.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,291 @@
+"""bytecode: which cached .pyc the interpreter loads for a source, and whether its code is the source's.
+
+Every verdict is checked against the interpreter itself: ``SourceFileLoader.get_code`` says which
+code Python really runs for the module.
+"""
+
+from __future__ import annotations
+
+import importlib._bootstrap_external as bootstrap
+import importlib.machinery
+import importlib.util
+import json
+import marshal
+import os
+import py_compile
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import udiff, write_manifest, write_patch
+
+from patchset.core import bytecode, provenance
+from patchset.core.manifest import load_manifest
+from patchset.errors import PatchsetError
+from patchset.verbs.apply import apply_series
+
+PRISTINE = b"def watermark(req):\n    return req.num_tokens\n"
+PATCHED = b"def watermark(req):\n    return max(req.num_prompt_tokens, req.num_tokens - 1)\n"
+TAG = sys.implementation.cache_tag
+
+
+def module(tmp_path: Path, content: bytes = PATCHED, name: str = "scheduler") -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_bytes(content)
+    return path
+
+
+def pyc_path(source: Path, level: int = 0, tag: str = TAG) -> Path:
+    suffix = f".opt-{level}" if level else ""
+    return source.parent / "__pycache__" / f"{source.stem}.{tag}{suffix}.pyc"
+
+
+def write_pyc(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def code_of(source: bytes, level: int = 0):
+    return compile(source, "anywhere.py", "exec", dont_inherit=True, optimize=level)
+
+
+def hash_pyc(code_source: bytes, hash_of: bytes, checked: bool = True) -> bytes:
+    return bytes(bootstrap._code_to_hash_pyc(code_of(code_source), importlib.util.source_hash(hash_of), checked))
+
+
+def timestamp_pyc(code_source: bytes, mtime: int, size: int) -> bytes:
+    return bytes(bootstrap._code_to_timestamp_pyc(code_of(code_source), mtime, size))
+
+
+def loaded_code(source: Path):
+    """The code object Python really runs for the module at level 0."""
+    return importlib.machinery.SourceFileLoader(source.stem, str(source)).get_code(source.stem)
+
+
+def verdicts(source: Path) -> dict[str, str]:
+    return {Path(f.pyc).name: f.verdict for f in bytecode.inspect([str(source)])}
+
+
+# --- headers, names, acceptance --------------------------------------------------------------------
+
+
+def test_the_header_says_which_kind_of_pyc_it_is():
+    ts = bytecode.parse_header(timestamp_pyc(PRISTINE, 1234, 56))
+    assert (ts.kind, ts.mtime, ts.size) == (bytecode.TIMESTAMP, 1234, 56)
+    checked = bytecode.parse_header(hash_pyc(PRISTINE, PATCHED))
+    assert (checked.kind, checked.source_hash) == (bytecode.CHECKED_HASH, importlib.util.source_hash(PATCHED))
+    assert bytecode.parse_header(hash_pyc(PRISTINE, PATCHED, checked=False)).kind == bytecode.UNCHECKED_HASH
+    with pytest.raises(ValueError, match="flags"):
+        bytecode.parse_header(importlib.util.MAGIC_NUMBER + (4).to_bytes(4, "little") + bytes(8))
+    with pytest.raises(ValueError, match="shorter"):
+        bytecode.parse_header(b"\x00" * 15)
+
+
+def test_the_file_name_gives_tag_and_optimisation_level():
+    assert bytecode.cache_name("scheduler.cpython-311.pyc", "scheduler") == ("cpython-311", 0)
+    assert bytecode.cache_name("scheduler.cpython-311.opt-2.pyc", "scheduler") == ("cpython-311", 2)
+    assert bytecode.cache_name("scheduler.cpython-311.opt-3.pyc", "scheduler") == ("cpython-311", None)
+    assert bytecode.cache_name("scheduler_x.cpython-311.pyc", "scheduler") is None
+    assert bytecode.cache_name("scheduler.py", "scheduler") is None
+
+
+def test_acceptance_follows_each_kind_of_pyc():
+    magic = importlib.util.MAGIC_NUMBER
+    size = len(PATCHED)
+
+    def status(data: bytes, mtime: float = 1000.7, mode: str = "default") -> str:
+        return bytecode.acceptance(bytecode.parse_header(data), PATCHED, mtime, size, check_hash_based=mode)[0]
+
+    assert status(timestamp_pyc(PRISTINE, 1000, size)) == bytecode.ACCEPTED
+    assert status(timestamp_pyc(PRISTINE, 1001, size)) == bytecode.IGNORED
+    assert status(timestamp_pyc(PRISTINE, 1000, size + 1)) == bytecode.IGNORED
+    assert status(hash_pyc(PRISTINE, PATCHED)) == bytecode.ACCEPTED
+    assert status(hash_pyc(PRISTINE, PRISTINE)) == bytecode.DORMANT
+    assert status(hash_pyc(PRISTINE, PRISTINE), mode="never") == bytecode.ACCEPTED
+    assert status(hash_pyc(PRISTINE, PRISTINE, checked=False)) == bytecode.ACCEPTED
+    assert status(hash_pyc(PRISTINE, PRISTINE, checked=False), mode="always") == bytecode.IGNORED
+    other_magic = b"\x00\x00" + magic[2:]
+    assert status(other_magic + hash_pyc(PRISTINE, PATCHED)[4:]) == bytecode.IGNORED
+
+
+def test_same_code_ignores_where_it_was_compiled_but_not_what_it_does():
+    # co_filename differs (an installer compiles elsewhere); every flag, including __future__ ones, counts.
+    data = bytes(bootstrap._code_to_hash_pyc(compile(PATCHED, "/build/x.py", "exec", dont_inherit=True),
+                                             b"\0" * 8, True))
+    assert bytecode.same_code(data, PATCHED, "/site/x.py", 0) == (True, "")
+    same, why = bytecode.same_code(hash_pyc(PRISTINE, PATCHED), PATCHED, "/site/x.py", 0)
+    assert not same and "<module>.watermark" in why
+    same, why = bytecode.same_code(data[:16] + b"garbage", PATCHED, "/site/x.py", 0)
+    assert not same and "importing the module fails" in why
+    # -O strips asserts: the level-1 code of a source with an assert is not its level-0 code.
+    with_assert = b"def f(x):\n    assert x\n    return x\n"
+    level0 = bytes(bootstrap._code_to_hash_pyc(code_of(with_assert, 0), b"\0" * 8, True))
+    assert bytecode.same_code(level0, with_assert, "x.py", 0)[0]
+    assert not bytecode.same_code(level0, with_assert, "x.py", 1)[0]
+
+
+# --- what the interpreter loads for a module ---------------------------------------------------------
+
+
+def test_old_code_under_the_new_sources_hash_is_found_and_is_what_python_runs(tmp_path):
+    source = module(tmp_path)
+    write_pyc(pyc_path(source), hash_pyc(PRISTINE, PATCHED))
+    assert loaded_code(source) == code_of(PRISTINE)  # the interpreter really runs the old code
+    (finding,) = bytecode.inspect([str(source)])
+    assert (finding.verdict, finding.kind, finding.level, finding.tag) == (bytecode.DIFFERS, "checked-hash", 0, TAG)
+    assert "watermark" in finding.why
+
+
+def test_a_stale_timestamp_pyc_runs_only_when_mtime_and_size_match(tmp_path):
+    source = module(tmp_path)
+    st = source.stat()
+    pyc = write_pyc(pyc_path(source), timestamp_pyc(PRISTINE, int(st.st_mtime), st.st_size))
+    assert loaded_code(source) == code_of(PRISTINE)
+    assert verdicts(source) == {pyc.name: bytecode.DIFFERS}
+
+    write_pyc(pyc, timestamp_pyc(PRISTINE, int(st.st_mtime) - 1, st.st_size))
+    assert loaded_code(source) == code_of(PATCHED)
+    assert verdicts(source) == {pyc.name: bytecode.IGNORED}
+
+
+def test_bytecode_compiled_from_the_source_matches_at_every_level(tmp_path):
+    source = module(tmp_path, b'"""doc"""\nassert True\n' + PATCHED)
+    for level in bytecode.LEVELS:
+        py_compile.compile(str(source), cfile=str(pyc_path(source, level)), optimize=level,
+                           invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH, doraise=True)
+    found = bytecode.inspect([str(source)])
+    assert sorted(f.level for f in found) == [0, 1, 2]
+    assert {f.verdict for f in found} == {bytecode.MATCHES}
+    # The level decides what the source is compared with: level-0 code under the -OO name differs.
+    write_pyc(pyc_path(source, 2), pyc_path(source, 0).read_bytes())
+    assert verdicts(source)[pyc_path(source, 2).name] == bytecode.DIFFERS
+
+
+def test_a_pyc_no_python_here_loads_is_named_not_judged(tmp_path):
+    source = module(tmp_path)
+    foreign = write_pyc(pyc_path(source, tag="cpython-299"), hash_pyc(PRISTINE, PATCHED))
+    (finding,) = bytecode.inspect([str(source)])
+    assert finding.pyc == str(foreign) and finding.verdict == bytecode.NO_INTERPRETER
+    assert "cpython-299" in finding.why
+
+
+def test_another_interpreter_judges_its_own_pycs_from_the_shipped_text(tmp_path):
+    """What happens for a second Python in an image: this file's text runs in that interpreter."""
+    source = module(tmp_path)
+    pyc = write_pyc(pyc_path(source), hash_pyc(PRISTINE, PATCHED))
+    (finding,) = bytecode._judged_elsewhere(sys.executable, TAG, [(str(pyc), str(source), 0)])
+    assert finding.verdict == bytecode.DIFFERS and finding.python.startswith(sys.implementation.name)
+    assert TAG in bytecode.interpreters()
+
+
+def test_the_shipped_text_runs_with_python_c_and_prints_one_json_line(tmp_path):
+    source = module(tmp_path)
+    write_pyc(pyc_path(source), hash_pyc(PRISTINE, PATCHED))
+    done = subprocess.run([sys.executable, "-B", "-c", bytecode.BOOT, "inspect",
+                           json.dumps({"sources": [str(source)]})],
+                          env={**os.environ, bytecode.SCRIPT_ENV: bytecode.script()}, capture_output=True,
+                          check=True, cwd=tmp_path)
+    (row,) = json.loads(done.stdout)
+    assert row["verdict"] == bytecode.DIFFERS and row["pyc"] == str(pyc_path(source))
+
+
+# --- build's compile stage ----------------------------------------------------------------------------
+
+
+def test_compile_stage_writes_checked_pycs_and_records_their_sha256(tmp_path):
+    layer, site = tmp_path / "layer", "/usr/lib/python3/dist-packages"
+    staged = layer / site.lstrip("/") / "vllm" / "core" / "sched.py"
+    staged.parent.mkdir(parents=True)
+    staged.write_bytes(PATCHED)
+    record_file = layer / site.lstrip("/") / bytecode.RECORD_PATH
+    record_file.write_bytes(provenance.dumps({"schema": 1, "files": {}}))
+    script = tmp_path / "patchset-bytecode.py"  # as the Dockerfile runs it
+    script.write_text(bytecode.script())
+    subprocess.run([sys.executable, str(script), "compile", str(layer), site, "vllm/core/sched.py vllm/x.txt"],
+                   check=True, capture_output=True)
+    record = provenance.loads(record_file.read_bytes())
+    names = [f"vllm/core/__pycache__/sched.{TAG}{suffix}.pyc" for suffix in ("", ".opt-1", ".opt-2")]
+    assert sorted(record["bytecode"]) == sorted(names)
+    for name in names:
+        data = (layer / site.lstrip("/") / name).read_bytes()
+        assert record["bytecode"][name] == bytecode._sha256(str(layer / site.lstrip("/") / name))
+        assert bytecode.parse_header(data).kind == bytecode.CHECKED_HASH
+        assert marshal.loads(data[16:]).co_filename == f"{site}/vllm/core/sched.py"
+    assert record_file.read_bytes() == provenance.dumps(record)  # the layout provenance writes
+
+
+def test_the_record_path_is_provenances():
+    assert bytecode.RECORD_PATH == provenance.PROVENANCE_PATH
+
+
+# --- apply: a tree whose old bytecode would still run is never reported applied ------------------------
+
+MOD = "vllm/core/sched.py"
+OLD = "".join(f"x{i} = {i}\n" for i in range(1, 21))
+NEW = OLD.replace("x10 = 10\n", "x10 = 10 - 1\n")
+
+
+def tree_and_manifest(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "tree"
+    (root / "vllm" / "core").mkdir(parents=True)
+    (root / "vllm" / "__init__.py").write_text("")
+    (root / "vllm" / "core" / "__init__.py").write_text("")
+    (root / MOD).write_text(OLD)
+    write_patch(tmp_path, "recipes/fix/fix.patch", udiff(MOD, OLD, NEW))
+    manifest = write_manifest(tmp_path, """
+        schema: 1
+        targets: {"0.29.0": {}}
+        patches:
+          - id: fix
+            releases: "==0.29.0"
+            patch: recipes/fix/fix.patch
+        """)
+    return root, manifest
+
+
+def test_apply_records_the_bytecode_it_writes(tmp_path):
+    root, manifest = tree_and_manifest(tmp_path)
+    report = apply_series(load_manifest(manifest), "0.29.0", root)
+    record = provenance.loads(Path(report.record).read_bytes())
+    name = f"vllm/core/__pycache__/sched.{TAG}.pyc"
+    assert record["bytecode"] == {name: bytecode._sha256(str(root / name))}
+    assert verdicts(root / MOD) == {Path(name).name: bytecode.MATCHES}
+
+
+def test_apply_leaves_no_old_bytecode_that_would_still_run(tmp_path, monkeypatch):
+    """An unchecked-hash pyc of the old code under PYTHONPYCACHEPREFIX survives the stale-pyc sweep."""
+    root, manifest = tree_and_manifest(tmp_path)
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache-prefix"))
+    source = root / MOD
+    prefixed = Path(importlib.util.cache_from_source(str(source)))
+    write_pyc(prefixed, hash_pyc(OLD.encode(), OLD.encode(), checked=False))
+    assert loaded_code(source) == code_of(OLD.encode())
+
+    apply_series(load_manifest(manifest), "0.29.0", root, compile_bytecode=False)
+    assert source.read_text() == NEW
+    assert loaded_code(source) == code_of(NEW.encode())  # what Python runs is the patched code
+    assert not prefixed.exists()
+
+
+def test_line_numbers_and_jump_encoding_are_not_code_but_an_operator_is():
+    """Patch releases of one Python differ in line tables and jump threading, never in what runs."""
+    source = b"def f(xs):\n    for x in xs:\n        if x < 2:\n            continue\n        return x\n"
+    moved = compile(source, "x.py", "exec", dont_inherit=True).replace(co_firstlineno=7)
+    data = bytes(bootstrap._code_to_hash_pyc(moved, b"\0" * 8, True))
+    same, why = bytecode.same_code(data, source, "x.py", 0)
+    assert same and "jump encoding and line table" in why
+    other = bytes(bootstrap._code_to_hash_pyc(code_of(source.replace(b"x < 2", b"x <= 2")), b"\0" * 8, True))
+    same, why = bytecode.same_code(other, source, "x.py", 0)
+    assert not same and "<module>.f" in why
+
+
+def test_an_applied_tree_whose_old_bytecode_came_back_is_not_reported_applied(tmp_path):
+    root, manifest = tree_and_manifest(tmp_path)
+    apply_series(load_manifest(manifest), "0.29.0", root)
+    source = root / MOD
+    pyc = write_pyc(pyc_path(source), hash_pyc(OLD.encode(), NEW.encode()))  # e.g. a later layer's cache
+    assert loaded_code(source) == code_of(OLD.encode())
+    with pytest.raises(PatchsetError, match=f"Python would run {pyc}"):
+        apply_series(load_manifest(manifest), "0.29.0", root)

@@ -1,0 +1,105 @@
+"""Round-trip edits of patches.yaml: only what port changes may change."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from patchset.core.manifest import load_manifest
+from patchset.core.manifest_edit import ManifestEditor, narrowed, widened
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def repo_copy(tmp_path: Path) -> Path:
+    shutil.copy(REPO / "patches.yaml", tmp_path / "patches.yaml")
+    shutil.copytree(REPO / "recipes", tmp_path / "recipes")
+    return tmp_path / "patches.yaml"
+
+
+def test_no_edit_gives_back_the_file_byte_for_byte(repo_copy):
+    e = ManifestEditor(repo_copy)
+    assert e.text() == repo_copy.read_text()
+    assert e.diff() == ""
+
+
+@pytest.mark.parametrize(("spec", "version", "want"), [
+    (">=0.28.0,<0.30.0", "0.29.0", ">=0.28.0,<0.30.0"),
+    (">=0.28.0,<0.29", "0.29.0", ">=0.28.0,<=0.29.0"),
+    ("<0.29", "0.29.0", "<=0.29.0"),
+    (">=0.28.0", "0.33.0", ">=0.28.0"),
+    (">=0.28.0,!=0.29.0", "0.29.0", ">=0.28.0"),
+])
+def test_widened_changes_as_little_as_possible(spec, version, want):
+    assert widened(spec, version) == want
+
+
+@pytest.mark.parametrize(("spec", "version", "want"), [
+    (">=0.28.0,<0.30.0", "0.29.0", ">=0.28.0,<0.29.0"),
+    (">=0.28.0,<0.30.0", "0.33.0", ">=0.28.0,<0.30.0"),
+    (">=0.28.0", "0.33.0", ">=0.28.0,<0.33.0"),
+])
+def test_narrowed_stops_before_the_release(spec, version, want):
+    assert narrowed(spec, version) == want
+
+
+def test_a_new_patch_file_keeps_the_comment_after_the_mapping(repo_copy):
+    e = ManifestEditor(repo_copy)
+    e.add_patch_file("offload-mtp-eagle-serve", "0.29.5", "recipes/offload-mtp-eagle-serve/vllm-0.29.5.patch")
+    text = e.text()
+    assert ('      ">=0.29,<0.29.5": recipes/offload-mtp-eagle-serve/vllm-0.29.patch\n'
+            '      ">=0.29.5,<0.30": recipes/offload-mtp-eagle-serve/vllm-0.29.5.patch\n'
+            '    # Upstream wrote 52771 on a tree that already had 54288') in text
+    changed = [ln[0] for ln in e.diff().splitlines()[2:] if ln[:1] in "+-"]
+    assert sorted(changed) == ["+", "+", "-"]  # one range narrowed, one file added, nothing else
+
+
+def test_a_single_patch_path_becomes_a_mapping_split_at_the_release(repo_copy):
+    e = ManifestEditor(repo_copy)
+    e.add_patch_file("offload-finished-watermark", "0.29.0", "recipes/offload-finished-watermark/vllm-0.29.0.patch")
+    assert ('    patch:\n      "<0.29.0": recipes/offload-finished-watermark/fix.patch\n'
+            '      ">=0.29.0": recipes/offload-finished-watermark/vllm-0.29.0.patch\n') in e.text()
+
+
+def test_carry_widens_the_range_of_the_file_that_served_the_old_release(repo_copy):
+    e = ManifestEditor(repo_copy)
+    e.carry("offload-recurrent-load-boundary", "0.31.0", "0.29.0")
+    text = e.text()
+    assert '      ">=0.29,<=0.31.0": recipes/offload-recurrent-load-boundary/vllm-0.29.patch\n' in text
+    assert '    releases: ">=0.28.0,<=0.31.0"\n' in text
+
+
+def test_retire_records_the_evidence_once(repo_copy):
+    e = ManifestEditor(repo_copy)
+    for _ in range(2):
+        e.retire("offload-recurrent-load-boundary", "0.29.0", "probe: scheduler.py:1405 contains 'for i'")
+    text = e.text()
+    assert text.count("# retired for 0.29.0: upstream there (probe: scheduler.py:1405 contains 'for i')\n") == 1
+    assert '    releases: ">=0.28.0,<0.29.0"\n' in text
+
+
+def test_add_target_copies_the_newest_targets_settings_in_order(repo_copy):
+    e = ManifestEditor(repo_copy)
+    e.add_target("0.31.0")
+    e.add_target("0.29.0")  # there already: nothing
+    assert ('  "0.30.0": {image: "vllm/vllm-openai:v0.30.0"}\n'
+            '  "0.31.0": {image: "vllm/vllm-openai:v0.31.0"}\nsuites:') in e.text()
+
+
+def test_the_edited_manifest_loads(repo_copy):
+    new = repo_copy.parent / "recipes/offload-mtp-eagle-serve/vllm-0.29.5.patch"
+    shutil.copy(repo_copy.parent / "recipes/offload-mtp-eagle-serve/vllm-0.29.patch", new)
+    e = ManifestEditor(repo_copy)
+    e.add_patch_file("offload-mtp-eagle-serve", "0.29.5", "recipes/offload-mtp-eagle-serve/vllm-0.29.5.patch")
+    e.include("offload-mtp-eagle-serve", "0.29.5")
+    e.add_target("0.29.5")
+    for pid in ("offload-finished-watermark", "offload-recurrent-load-boundary"):
+        e.retire(pid, "0.29.5", "probe")
+    repo_copy.write_text(e.text())
+    m = load_manifest(repo_copy)
+    assert m.patch("offload-mtp-eagle-serve").choice_for("0.29.5").path == new.resolve()
+    assert [t.version for t in m.targets] == ["0.28.0", "0.29.0", "0.29.5", "0.30.0"]
+    assert not m.patch("offload-finished-watermark").targets("0.29.5")

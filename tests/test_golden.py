@@ -1,0 +1,85 @@
+"""Golden JSON: every verb's ``--format json`` on this repository, kept byte-stable across refactors.
+
+A refactor must not change what scripts read. Each case runs the real CLI in a subprocess (the way
+CI calls it) on this repository's manifest and real releases, drops only what varies from run to run
+(timings, the index's list of newer releases), and compares with ``tests/golden/<name>.json``.
+``PATCHSET_UPDATE_GOLDEN=1`` rewrites the files after an intended change; review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["conftest_docker"]
+
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN = Path(__file__).with_name("golden")
+VOLATILE = {"seconds", "duration", "newer"}
+
+CASES = {
+    "validate": ["validate"],
+    "check": ["check"],
+    "check-0.29.0-wheel": ["check", "--vllm", "0.29.0", "--source", "wheel"],
+    "targets": ["targets"],
+    "deps": ["deps"],
+    "next-0.33.0": ["next", "--vllm", "0.33.0"],
+    "port-0.33.0-dry-run": ["port", "--to", "0.33.0", "--dry-run"],
+    "bad-input": ["check", "--vllm", "nonsense"],
+}
+
+
+def stable(doc: object) -> object:
+    if isinstance(doc, dict):
+        return {k: stable(v) for k, v in doc.items() if k not in VOLATILE}
+    if isinstance(doc, list):
+        return [stable(v) for v in doc]
+    return doc
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_json_output_is_unchanged(name):
+    run = subprocess.run([sys.executable, "-m", "patchset", *CASES[name], "--format", "json"], cwd=REPO,
+                         capture_output=True, text=True, timeout=600)
+    doc = json.loads(run.stdout)  # exactly one document, whatever the exit code
+    got = json.dumps({"exit": run.returncode, "output": stable(doc)}, indent=2, sort_keys=True) + "\n"
+    path = GOLDEN / f"{name}.json"
+    if os.environ.get("PATCHSET_UPDATE_GOLDEN") == "1":
+        path.write_text(got)
+    assert path.is_file(), f"no golden file {path}: run with PATCHSET_UPDATE_GOLDEN=1 once and review it"
+    assert got == path.read_text(), f"{name}: --format json changed (PATCHSET_UPDATE_GOLDEN=1 to accept)"
+
+
+IMAGE_VOLATILE = VOLATILE | {"id", "digest", "base_digest", "image", "applied_at", "created"}
+
+
+def image_stable(doc: object) -> object:
+    if isinstance(doc, dict):
+        return {k: image_stable(v) for k, v in doc.items() if k not in IMAGE_VOLATILE}
+    if isinstance(doc, list):
+        return [image_stable(v) for v in doc]
+    return doc
+
+
+def golden_cli(name: str, argv: list[str]) -> None:
+    run = subprocess.run([sys.executable, "-m", "patchset", *argv, "--format", "json"], cwd=REPO,
+                         capture_output=True, text=True, timeout=900)
+    doc = json.loads(run.stdout)
+    got = json.dumps({"exit": run.returncode, "output": image_stable(doc)}, indent=2, sort_keys=True) + "\n"
+    path = GOLDEN / f"{name}.json"
+    if os.environ.get("PATCHSET_UPDATE_GOLDEN") == "1":
+        path.write_text(got)
+    assert path.is_file(), f"no golden file {path}: run with PATCHSET_UPDATE_GOLDEN=1 once and review it"
+    assert got == path.read_text(), f"{name}: --format json changed (PATCHSET_UPDATE_GOLDEN=1 to accept)"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_audit_json_is_unchanged(built, standin, pristine_source):
+    golden_cli("audit", ["audit", built.tag, standin, "--source", pristine_source])

@@ -1,0 +1,104 @@
+"""The journal on its own: the lock, and the cases recovery must refuse rather than guess."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from patchset import journal
+from patchset.journal import JournalError
+
+
+def tree(tmp_path):
+    pkg = tmp_path / "vllm"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("a = 1\n")
+    (pkg / "b.py").write_text("b = 1\n")
+    return tmp_path, pkg
+
+
+def interrupted(root, pkg, content=b"a = 2\n"):
+    """A journal staged completely, as a kill just before the first rename leaves it."""
+    plan, new, old = journal.plan(root, pkg, "vllm/.rec", [("vllm/a.py", "vllm/a.py", content, None),
+                                                          ("vllm/b.py", "vllm/b.py", b"b = 2\n", None)])
+    plan.record_sha256 = str(journal.sha256(b"{}"))
+    plan.dir.mkdir()
+    journal.begin(plan, new, old, b"{}")
+    return plan
+
+
+def test_a_second_apply_on_the_same_tree_waits_its_turn(tmp_path):
+    _, pkg = tree(tmp_path)
+    with journal.locked(pkg), pytest.raises(JournalError, match="another patchset apply is running"), \
+            journal.locked(pkg):
+        pass
+    with journal.locked(pkg):  # released
+        pass
+
+
+def pyc_name(module: str) -> str:
+    return importlib.util.cache_from_source(f"{module}.py").rsplit("/", 1)[-1]
+
+
+def test_recovery_rolls_forward_a_complete_staging(tmp_path):
+    root, pkg = tree(tmp_path)
+    interrupted(root, pkg)
+    assert journal.recover(root, pkg) == "finished the interrupted apply (2 files)"
+    assert (pkg / "a.py").read_text() == "a = 2\n"
+    sealed = json.loads((pkg / ".rec").read_bytes())  # the record gains the bytecode the commit left
+    assert list(sealed["bytecode"]) == ["vllm/__pycache__/" + pyc_name(m) for m in "ab"]
+    assert sorted(p.name for p in pkg.iterdir()) == [".rec", "__pycache__", "a.py", "b.py"]
+
+
+def test_recovery_rolls_back_when_a_staged_file_is_damaged(tmp_path):
+    root, pkg = tree(tmp_path)
+    plan = interrupted(root, pkg)
+    plan.staged(plan.entries[1]).write_text("b = 2 torn")
+    assert journal.recover(root, pkg).startswith("rolled back")
+    assert (pkg / "a.py").read_text() == "a = 1\n" and (pkg / "b.py").read_text() == "b = 1\n"
+    assert sorted(p.name for p in pkg.iterdir()) == ["a.py", "b.py"]
+
+
+def test_a_file_changed_by_someone_else_meanwhile_is_refused_not_overwritten(tmp_path):
+    root, pkg = tree(tmp_path)
+    interrupted(root, pkg)
+    (pkg / "a.py").write_text("a = 'edited by hand'\n")
+    with pytest.raises(JournalError, match="vllm/a.py changed while an apply was interrupted"):
+        journal.recover(root, pkg)
+    assert (pkg / "a.py").read_text() == "a = 'edited by hand'\n"
+    assert (pkg / ".patchset-journal").is_dir()  # kept: it holds the pristine bytes
+
+
+def test_a_journal_folder_without_a_journal_is_just_removed(tmp_path):
+    root, pkg = tree(tmp_path)
+    (pkg / ".patchset-journal").mkdir()
+    (pkg / ".patchset-journal" / ".patchset-tmp-journal.json").write_text("{")
+    assert "had changed nothing" in journal.recover(root, pkg)
+    assert not (pkg / ".patchset-journal").exists()
+
+
+def test_an_empty_file_is_a_file_with_a_mode(tmp_path):
+    root, pkg = tree(tmp_path)
+    (pkg / "__init__.py").write_text("")
+    plan, new, old = journal.plan(root, pkg, "vllm/.rec", [("vllm/__init__.py", "vllm/__init__.py", b"x = 1\n", None)])
+    assert plan.entries[0].old_mode == 0o100644 and plan.entries[0].new_mode == 0o100644
+    plan.record_sha256 = str(journal.sha256(b"{}"))
+    plan.dir.mkdir()
+    journal.begin(plan, new, old, b"{}")
+    assert journal.recover(root, pkg).startswith("finished")
+    assert (pkg / "__init__.py").read_text() == "x = 1\n"
+
+
+def test_the_journal_says_where_every_file_waits(tmp_path):
+    import json
+
+    root, pkg = tree(tmp_path)
+    interrupted(root, pkg)
+    body = json.loads((pkg / ".patchset-journal" / "journal.json").read_text())
+    a = body["entries"][0]
+    assert a["path"] == "vllm/a.py" and a["staged"] == "vllm/.patchset-tmp-a.py"
+    assert a["backup"] == f"vllm/.patchset-journal/old/{a['old_sha256']}"
+    assert (root / a["staged"]).read_text() == "a = 2\n" and (root / a["backup"]).read_text() == "a = 1\n"
+    assert a["old_mode"] == a["new_mode"] == 0o100644

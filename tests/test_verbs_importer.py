@@ -1,0 +1,380 @@
+"""`patchset import` of a fork's series built from real vLLM 0.29.0 files, against real GNU patch."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import git
+import jsonschema
+import pytest
+from helpers import load_yaml, udiff
+
+from patchset.cache import Cache
+from patchset.cli import main
+from patchset.core.manifest import load_manifest
+from patchset.core.schema import manifest_schema
+from patchset.errors import PatchsetError
+from patchset.sources.sdist import SdistSource
+from patchset.verbs.importer import import_series, read_series
+from patchset.verbs.validate import validate
+
+VERSION = "0.29.0"
+N_PATCHES = 40
+
+
+@pytest.fixture(scope="module")
+def pristine() -> Path:
+    return Path(SdistSource("vllm", VERSION, Cache()).root)
+
+
+def candidates(root: Path) -> list[str]:
+    """Package-relative paths of real 0.29.0 modules, a spread across the tree."""
+    files = [p for p in sorted((root / "vllm").rglob("*.py")) if 3000 < p.stat().st_size < 60000
+             and p.name != "__init__.py"]
+    step = len(files) // (N_PATCHES + 5)
+    return [str(p.relative_to(root / "vllm")) for p in files[::step]]
+
+
+def insert_after(text: str, at: int, new: str) -> str:
+    lines = text.splitlines(keepends=True)
+    indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())] if lines[at].strip() else ""
+    return "".join(lines[: at + 1]) + f"{indent}{new}\n" + "".join(lines[at + 1:])
+
+
+def middle(text: str) -> int:
+    """A line near the middle with distinct neighbours, so a hunk's context is unique."""
+    lines = text.splitlines()
+    i = len(lines) // 2
+    while i < len(lines) - 4 and (not lines[i].strip() or lines.count(lines[i]) > 1):
+        i += 1
+    return i
+
+
+def mail(sha: str, subject: str, body: str, diff: str) -> str:
+    return (f"From {sha} Mon Sep 17 00:00:00 2001\nFrom: Ada Fork <ada@example.org>\n"
+            f"Date: Tue, 3 Nov 2026 10:11:12 +0100\nSubject: [PATCH] {subject}\n\n{body}\n---\n"
+            f" some/file.py | 1 +\n 1 file changed, 1 insertion(+)\n\n{diff}-- \n2.43.0\n\n")
+
+
+class Fork:
+    """A quilt series in package-relative layout, as a fork that runs `patch -p1 -d site-packages/vllm` keeps it."""
+
+    def __init__(self, root: Path, where: Path) -> None:
+        self.root, self.dir = root, where
+        self.dir.mkdir(parents=True)
+        self.series: list[str] = ["# the fork's series for vLLM 0.29.0, applied in this order", ""]
+        self.files: list[str] = []  # patch files in series order
+        self.state: dict[str, str] = {}  # package-relative path -> text after the patches so far
+
+    def text(self, rel: str) -> str:
+        if rel not in self.state:
+            self.state[rel] = (self.root / "vllm" / rel).read_text()
+        return self.state[rel]
+
+    def add(self, name: str, rel: str, after: str, preamble: str, *, line: str = "", gz: bool = False,
+            keep: bool = True) -> None:
+        diff = udiff(rel, self.text(rel), after)
+        data = (preamble + diff).encode()
+        path = self.dir / (name + ".gz" if gz else name)
+        path.write_bytes(gzip.compress(data) if gz else data)
+        self.series.append(path.name + line)
+        self.files.append(path.name)
+        if keep:
+            self.state[rel] = after
+
+    def write_series(self) -> Path:
+        out = self.dir / "series"
+        out.write_text("\n".join(self.series) + "\n")
+        return out
+
+
+def build_fork(root: Path, where: Path) -> Fork:
+    fork = Fork(root, where)
+    paths = candidates(root)
+    for n, rel in enumerate(paths[:N_PATCHES - 6], 1):
+        text = fork.text(rel)
+        pre = f"Fork tweak {n} for {rel}.\n\nSee vllm-project/vllm#{52000 + n} for the upstream discussion.\n\n"
+        fork.add(f"{n:04d}-tweak-{n}.patch", rel, insert_after(text, middle(text), f"# fork tweak {n}"), pre,
+                 gz=(n == 3), line=" -p1" if n == 4 else "")
+    # A patch that edits the line patch 1 added, and one whose context is that line: order matters.
+    rel1 = paths[0]
+    t = fork.text(rel1)
+    fork.add("0101-amend-tweak-1.patch", rel1, t.replace("# fork tweak 1\n", "# fork tweak 1, amended\n"),
+             "Amend tweak 1 (it was too terse).\n\n")
+    t = fork.text(rel1)
+    i = t.splitlines().index(next(ln for ln in t.splitlines() if ln.endswith("# fork tweak 1, amended")))
+    fork.add("0102-next-to-tweak-1.patch", rel1, insert_after(t, i, "# stands on the amended tweak"),
+             "A note that lives next to tweak 1.\n")
+    # The same file as patch 2, far from its hunk: independent of it.
+    rel2 = paths[1]
+    t = fork.text(rel2)
+    fork.add("0103-top-of-file-2.patch", rel2, insert_after(t, 3, "# near the top"),
+             "Touches the same file as tweak 2, elsewhere.\n\n")
+    # Written against pristine 0.29.0, below tweak 5's line: GNU patch and patchset both place it 1 line down.
+    rel5 = paths[4]
+    pristine5 = (root / "vllm" / rel5).read_text()
+    late = len(pristine5.splitlines()) - 8
+    diff = udiff(rel5, pristine5, insert_after(pristine5, late, "# written on the pristine file"))
+    (fork.dir / "0107-offset.patch").write_text("Made on a clean tree.\n\n" + diff)
+    fork.series.append("0107-offset.patch")
+    fork.files.append("0107-offset.patch")
+    t = fork.text(rel5)
+    fork.state[rel5] = insert_after(t, late + 1, "# written on the pristine file")
+    # A git format-patch mail, as `git format-patch` writes it.
+    rel3 = paths[N_PATCHES - 5]
+    t = fork.text(rel3)
+    diff = udiff(rel3, t, insert_after(t, middle(t), "# from a mail"))
+    (fork.dir / "0104-from-a-mail.patch").write_text(
+        mail("5" * 40, "[Bugfix] Carry the mail fix (#54321)", "Backported for the fork.\n\nMore words.", diff))
+    fork.series.append("0104-from-a-mail.patch")
+    fork.files.append("0104-from-a-mail.patch")
+    fork.state[rel3] = insert_after(t, middle(t), "# from a mail")
+    # One that GNU patch would only place with fuzz: refused by -F0 and by patchset alike.
+    rel4 = paths[N_PATCHES - 4]
+    t = fork.text(rel4)
+    at = middle(t)
+    stale = t.splitlines(keepends=True)
+    stale[at - 1] = "# a context line 0.29.0 does not have\n"
+    diff = udiff(rel4, "".join(stale), insert_after("".join(stale), at, "# never lands"))
+    (fork.dir / "0105-stale-context.patch").write_text("Written against an older tree.\n\n" + diff)
+    fork.series.append("0105-stale-context.patch")
+    fork.files.append("0105-stale-context.patch")
+    (fork.dir / "0106-disabled.patch").write_text("Off for now.\n\n" + udiff(rel4, t, t + "# off\n"))
+    fork.series += ["# 0106-disabled.patch", "", "# end of the series"]
+    return fork
+
+
+def gnu_patch(root: Path, fork: Fork, work: Path) -> tuple[list[bool], dict[str, bytes]]:
+    """Apply the series in order with real `patch -p1 -F0 -d site-packages/vllm`; a failed patch leaves no trace."""
+    site = work / "vllm"
+    for rel in fork.state:
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(root / "vllm" / rel, site / rel)
+    ok = []
+    for name in fork.files:
+        data = (fork.dir / name).read_bytes()
+        if name.endswith(".gz"):
+            data = gzip.decompress(data)
+        cmd = ["patch", "-p1", "-F0", "--batch", "--no-backup-if-mismatch", "-d", str(site)]
+        dry = subprocess.run([*cmd, "--dry-run"], input=data, capture_output=True)
+        ok.append(dry.returncode == 0)
+        if dry.returncode == 0:
+            subprocess.run(cmd, input=data, check=True, capture_output=True)
+    return ok, {"vllm/" + rel: (site / rel).read_bytes() for rel in fork.state}
+
+
+@pytest.fixture(scope="module")
+def imported(pristine, tmp_path_factory):
+    base = tmp_path_factory.mktemp("fork")
+    fork = build_fork(pristine, base / "patches")
+    result = import_series([str(fork.write_series())], base / "adopted", [VERSION])
+    return fork, result, base
+
+
+pytestmark = pytest.mark.network
+
+
+def test_the_imported_manifest_validates_and_checks_like_gnu_patch_F0(imported, pristine, tmp_path):
+    fork, result, base = imported
+    assert "ok: 40 patches" in validate(base / "adopted" / "patches.yaml").summary()
+    jsonschema.validate(load_yaml((base / "adopted" / "patches.yaml").read_text()), manifest_schema())
+    ok, gnu_files = gnu_patch(pristine, fork, tmp_path)
+    target = result.check.targets[0]
+    assert len(target.patches) == len(fork.files) == 40
+    assert [p.status == "applies" for p in target.patches] == ok
+    assert ok.count(False) == 1 and target.patches[-1].status == "failed"  # the stale-context patch
+    assert {h.status for h in target.patches[-1].hunks} == {"fuzz"}
+    assert {path: target.files[path] for path in gnu_files} == gnu_files
+    moved = target.patch("offset")
+    assert [(h.status, h.offset) for h in moved.hunks] == [("offset", 1)]
+
+
+def test_layout_ids_metadata_and_the_inferred_order(imported):
+    fork, result, base = imported
+    m = load_manifest(base / "adopted" / "patches.yaml")
+    assert {(p.strip, p.root) for p in m.patches} == {(1, "vllm")}
+    ids = [p.id for p in m.patches]
+    assert ids[:3] == ["tweak-1", "tweak-2", "tweak-3"] and "from-a-mail" in ids
+    one = m.patch("tweak-1")
+    assert one.origin == "backport" and one.upstream_pr == 52001
+    assert m.patch("amend-tweak-1").origin == "fork" and m.patch("amend-tweak-1").upstream_pr is None
+    assert m.patch("amend-tweak-1").after == ("tweak-1",)
+    assert m.patch("next-to-tweak-1").after == ("amend-tweak-1",)
+    assert m.patch("top-of-file-2").after == ()  # same file as tweak-2, other lines
+    assert [p.id for p in m.patches if p.after] == ["amend-tweak-1", "next-to-tweak-1"]
+    mailed = m.patch("from-a-mail")
+    assert mailed.title == "[Bugfix] Carry the mail fix (#54321)" and mailed.upstream_pr == 54321
+    text = (base / "adopted" / "patches.yaml").read_text()
+    assert "# disabled in " in text and "0106-disabled.patch" in text
+    assert not (base / "adopted" / "recipes" / "disabled").exists()
+
+
+def test_patch_files_keep_their_diff_byte_for_byte_under_a_dep3_header(imported):
+    fork, result, base = imported
+    adopted = base / "adopted" / "recipes"
+    original = (fork.dir / "0001-tweak-1.patch").read_bytes()
+    copy = (adopted / "tweak-1" / "0001-tweak-1.patch").read_bytes()
+    head, _, diff = copy.partition(b"\n---\n")
+    assert original.endswith(diff) and diff.startswith(b"diff --git a/")
+    assert head.startswith(b"Description: Fork tweak 1 for ")
+    assert b"\n .\n See vllm-project/vllm#52001 for the upstream discussion." in head
+    gz = (adopted / "tweak-3" / "0003-tweak-3.patch").read_bytes()
+    assert gzip.decompress((fork.dir / "0003-tweak-3.patch.gz").read_bytes()).endswith(gz.partition(b"\n---\n")[2])
+    mailed = (adopted / "from-a-mail" / "0104-from-a-mail.patch").read_text()
+    assert mailed.startswith("Description: [Bugfix] Carry the mail fix (#54321)\n .\n Backported for the fork.")
+    assert "\nAuthor: Ada Fork <ada@example.org>\nLast-Update: 2026-11-03\n---\ndiff --git" in mailed
+
+
+def test_a_file_with_a_dep3_header_is_copied_unchanged(pristine, tmp_path):
+    rel = candidates(pristine)[5]
+    text = (pristine / "vllm" / rel).read_text()
+    data = "Description: already DEP-3\nOrigin: other\n---\n" + udiff(rel, text, insert_after(text, 10, "# x"))
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "one.patch").write_text(data)
+    result = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION])
+    assert (tmp_path / "out" / "recipes" / "one" / "one.patch").read_text() == data
+    assert result.ok and "file-name order, which is a guess" in result.notes[0]
+
+
+def test_repo_layout_is_detected_too(pristine, tmp_path):
+    rel = "vllm/" + candidates(pristine)[6]
+    text = (pristine / rel).read_text()
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "up.diff").write_text(udiff(rel, text, insert_after(text, 12, "# y")))
+    result = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION], dry_run=True)
+    assert result.ok and (result.patches[0].strip, result.patches[0].root) == (1, "")
+    assert not (tmp_path / "out").exists()  # dry run
+
+
+def test_git_commits_from_a_local_clone(pristine, tmp_path):
+    rel = "vllm/" + candidates(pristine)[7]
+    clone = tmp_path / "clone"
+    (clone / rel).parent.mkdir(parents=True)
+    shutil.copyfile(pristine / rel, clone / rel)
+    repo = git.Repo.init(clone)
+    repo.index.add([rel])
+    author = git.Actor("Up Stream", "up@example.org")
+    repo.index.commit("v0.29.0", author=author, committer=author)
+    text = (clone / rel).read_text()
+    (clone / rel).write_text(insert_after(text, 20, "# upstream fix"))
+    repo.index.add([rel])
+    fix = repo.index.commit("[Bugfix] An upstream fix (#55555)\n\nLonger story.", author=author, committer=author)
+    result = import_series([f"git:{clone}@{fix.hexsha}"], tmp_path / "out", [VERSION])
+    assert result.ok
+    m = load_manifest(tmp_path / "out" / "patches.yaml")
+    p = m.patches[0]
+    assert (p.origin, p.upstream_pr, p.upstream_commit) == ("backport", 55555, fix.hexsha)
+    assert p.id == "bugfix-an-upstream-fix-55555" and (p.strip, p.root) == (1, "")
+    text = (clone / rel).read_text()
+    (clone / rel).write_text(text.replace("# upstream fix\n", "# upstream fix, then a follow-up\n"))
+    repo.index.add([rel])
+    repo.index.commit("Follow-up (#55556)", author=author, committer=author)
+    both = import_series([f"git:{clone}@{fix.hexsha}~1..HEAD"], tmp_path / "range", [VERSION])
+    assert [(x.id, x.pr, x.after) for x in both.patches] == [
+        ("bugfix-an-upstream-fix-55555", 55555, []), ("follow-up-55556", 55556, ["bugfix-an-upstream-fix-55555"])]
+    with pytest.raises(PatchsetError, match="git cannot give the commit"):
+        import_series([f"git:{clone}@no-such-rev"], tmp_path / "bad", [VERSION])
+
+
+def test_refuses_to_overwrite_and_writes_nothing_on_error(pristine, imported, tmp_path):
+    fork, result, base = imported
+    before = sorted(p.name for p in (base / "adopted").rglob("*"))
+    with pytest.raises(PatchsetError, match="exists"):
+        import_series([str(fork.dir / "series")], base / "adopted", [VERSION])
+    bad = tmp_path / "series"
+    shutil.copytree(fork.dir, tmp_path / "p")
+    (tmp_path / "p" / "series").write_text("0001-tweak-1.patch\n0002-tweak-2.patch -R\n")
+    with pytest.raises(PatchsetError, match=r"series:2: option '-R' is not supported"):
+        import_series([str(tmp_path / "p" / "series")], tmp_path / "out", [VERSION])
+    assert not (tmp_path / "out").exists() and not bad.exists()
+    assert sorted(p.name for p in (base / "adopted").rglob("*")) == before
+
+
+def test_cli_import_then_deps_then_check(pristine, imported, tmp_path, capsys):
+    fork, _, _ = imported
+    into = tmp_path / "cli"
+    assert main(["import", str(fork.dir / "series"), "--into", str(into), "--target", VERSION,
+                 "--format", "json"]) == 1  # the stale-context patch fails, as with patch -F0
+    out = json.loads(capsys.readouterr().out)
+    assert not out["ok"] and len(out["patches"]) == 40 and len(out["edges"]) == 2
+    manifest = str(into / "patches.yaml")
+    assert main(["deps", "--manifest", manifest, "--format", "json"]) == 0
+    deps = json.loads(capsys.readouterr().out)
+    assert {(e["patch"], e["needs"]) for e in deps["edges"]} == {("amend-tweak-1", "tweak-1"),
+                                                               ("next-to-tweak-1", "amend-tweak-1")}
+    assert deps["undeclared"] == [] and deps["stale"] == []
+    assert main(["check", "--manifest", manifest, "--format", "markdown"]) == 1
+    md = capsys.readouterr().out
+    assert "```mermaid" in md and "stale-context" in md
+
+
+def test_read_series_keeps_options_comments_and_disabled_entries(tmp_path):
+    (tmp_path / "a.patch").write_text("x")
+    (tmp_path / "b.patch").write_text("y")
+    (tmp_path / "series").write_text("# comment\n\na.patch -p0  # trailing comment\n#b.patch\n")
+    entries = read_series(tmp_path / "series")
+    assert [(e.name, e.strip, e.disabled) for e in entries] == [("a.patch", 0, False), ("b.patch", None, True)]
+    (tmp_path / "series").write_text("a.patch\nmissing.patch\n")
+    with pytest.raises(PatchsetError, match=r"series:2: names missing.patch, which does not exist"):
+        read_series(tmp_path / "series")
+
+
+def test_an_mbox_of_several_mails_and_cherry_picked_commits(pristine, tmp_path):
+    paths = candidates(pristine)
+    mails = []
+    for k, rel in enumerate(paths[8:10]):
+        text = (pristine / "vllm" / rel).read_text()
+        body = f"Backport {k}.\n\n(cherry picked from commit {'ab' * 20})" if k == 0 else "Fork only."
+        mails.append(mail(f"{k}" * 40, f"Fix number {k}", body, udiff(rel, text, insert_after(text, 15, f"# m{k}"))))
+    (tmp_path / "fork.mbox").write_text("".join(mails))
+    result = import_series([str(tmp_path / "fork.mbox")], tmp_path / "out", [VERSION])
+    assert result.ok
+    m = load_manifest(tmp_path / "out" / "patches.yaml")
+    assert [p.id for p in m.patches] == ["fix-number-0", "fix-number-1"]
+    assert [(p.origin, p.upstream_commit) for p in m.patches] == [("backport", "ab" * 20), ("fork", None)]
+    assert (m.patches[0].strip, m.patches[0].root) == (1, "vllm")
+
+
+def test_force_replaces_a_previous_import_and_stray_patches_are_refused(pristine, tmp_path):
+    rel = candidates(pristine)[11]
+    text = (pristine / "vllm" / rel).read_text()
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "a.patch").write_text("A fix.\n\n" + udiff(rel, text, insert_after(text, 9, "# a")))
+    import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION])
+    again = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION], force=True)
+    assert again.ok and len(again.written) == 2
+    stray = tmp_path / "out" / "recipes" / "old" / "old.patch"
+    stray.parent.mkdir()
+    stray.write_text("x")
+    before = (tmp_path / "out" / "patches.yaml").read_bytes()
+    with pytest.raises(PatchsetError, match=r"old\.patch is a patch the imported series does not name"):
+        import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION], force=True)
+    assert (tmp_path / "out" / "patches.yaml").read_bytes() == before
+
+
+def test_a_p0_series_entry_and_a_forced_layout(pristine, tmp_path):
+    rel = candidates(pristine)[12]
+    text = (pristine / "vllm" / rel).read_text()
+    diff = udiff(rel, text, insert_after(text, 9, "# p0")).replace(f"a/{rel}", rel).replace(f"b/{rel}", rel)
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "zero.patch").write_text("No prefixes.\n\n" + diff)
+    (tmp_path / "p" / "series").write_text("zero.patch -p0\n")
+    result = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION])
+    assert result.ok and (result.patches[0].strip, result.patches[0].root) == (0, "vllm")
+    forced = import_series([str(tmp_path / "p")], tmp_path / "repo", [VERSION], "repo")
+    assert (forced.patches[0].strip, forced.patches[0].root) == (0, "")  # as told, even where it finds nothing
+
+
+def test_cli_bad_input_exits_2_and_writes_nothing(pristine, tmp_path, capsys):
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "empty.patch").write_text("Only words, no diff.\n")
+    assert main(["import", str(tmp_path / "p"), "--into", str(tmp_path / "out")]) == 2
+    assert "no target release" in capsys.readouterr().err
+    assert main(["import", str(tmp_path / "p"), "--into", str(tmp_path / "out"), "--target", VERSION]) == 2
+    assert "empty.patch: contains no diff" in capsys.readouterr().err
+    assert main(["import", str(tmp_path / "nothing-here"), "--target", VERSION]) == 2
+    assert not (tmp_path / "out").exists()

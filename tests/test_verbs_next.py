@@ -1,0 +1,130 @@
+"""`patchset next`: the series on a newer release, as if it were a target."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import portfixture
+import pytest
+
+from patchset.cli import main
+from patchset.core.manifest import load_manifest
+from patchset.verbs.next import as_target, newer_releases, next_release
+
+REPO = Path(__file__).resolve().parent.parent
+SCHED = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py"
+TESTS = "tests/v1/kv_connector/unit/offloading_connector/test_scheduler.py"
+
+
+@pytest.fixture
+def fixture(tmp_path: Path):
+    manifest = portfixture.build(tmp_path)
+    return load_manifest(manifest), portfixture.source(tmp_path)
+
+
+def test_every_status_word_on_the_fixture(fixture):
+    m, src = fixture
+    r = next_release(m, "0.29.0", source=src, released=["0.28.0", "0.29.0"])
+    assert {p.id: p.status for p in r.patches} == {
+        "carry": "carries", "retire": "upstream", "merge": "needs-port", "clash": "needs-port",
+        "after": "blocked", "syntax": "needs-port", "partly": "partly-upstream"}
+    assert not r.ok
+    assert r.newer == ["0.29.0"]
+    by = {p.id: p for p in r.patches}
+    assert by["partly"].already == (1,)
+    assert "does not compile" in by["syntax"].result.message
+    assert by["retire"].result.evidence.startswith("probe: vllm/retire.py:16 contains")
+
+
+def test_a_broken_hunk_shows_the_upstream_edit_and_where_its_lines_went(fixture):
+    m, src = fixture
+    r = next_release(m, "0.29.0", source=src, released=["0.29.0"])
+    (change,) = next(p for p in r.patches if p.id == "merge").upstream_change
+    assert change.file == "vllm/merge.py" and change.hunk == 1
+    assert "-line_12 = 12\n+line_12 = 12  # upstream\n" in change.diff
+    assert change.line == 7 and change.moved_to == 10  # three lines were added above it
+    (clash,) = next(p for p in r.patches if p.id == "clash").upstream_change
+    assert "-line_20 = 20\n+line_20 = 20  # upstream\n" in clash.diff and clash.moved_to is None
+
+
+def test_nothing_on_disk_changes_and_ranges_are_only_pretended(fixture, tmp_path):
+    m, src = fixture
+    before = portfixture.snapshot(tmp_path / "project")
+    pretend = as_target(m, "0.29.0")
+    assert all(p.targets("0.29.0") for p in pretend.patches)
+    next_release(m, "0.29.0", source=src, released=["0.29.0"])
+    assert portfixture.snapshot(tmp_path / "project") == before
+
+
+def test_newer_releases_skip_pre_releases_unless_asked(fixture):
+    m, _ = fixture
+    offered = ["0.27.1", "0.28.0", "0.29.0rc1", "0.29.0", "0.30.0.dev1"]
+    assert newer_releases(m, released=offered) == ["0.29.0"]
+    assert newer_releases(m, pre=True, released=offered) == ["0.29.0rc1", "0.29.0", "0.30.0.dev1"]
+
+
+def test_nothing_newer_is_not_a_finding(fixture):
+    from patchset.report.port import next_json, next_table
+
+    m, src = fixture
+    r = next_release(m, source=src, released=["0.27.1", "0.28.0"])
+    assert r.vllm is None and r.ok and r.patches == []
+    assert next_table(r).startswith("no release on the index is newer than the targets")
+    assert json.loads(next_json(r))["vllm"] is None
+
+
+def test_cli_json_is_one_document_and_exit_1_when_something_needs_a_port(fixture, tmp_path, capsys):
+    m, src = fixture
+    code = main(["next", "--vllm", "0.29.0", "--manifest", str(m.path), "--source", src, "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert out["vllm"] == "0.29.0"
+    merge = next(p for p in out["patches"] if p["id"] == "merge")
+    assert merge["status"] == "needs-port" and merge["from"] == "0.28.0"
+    assert set(merge["upstream_change"][0]) >= {"file", "hunk", "diff"}
+
+
+# --- the real releases -------------------------------------------------------------------------
+
+
+@pytest.mark.network
+def test_on_the_newest_release_every_fix_of_this_repository_is_upstream(capsys):
+    code = main(["next", "--manifest", str(REPO / "patches.yaml"), "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert out["vllm"] == out["newer"][-1]
+    assert {p["id"]: p["status"] for p in out["patches"]} == {
+        "offload-finished-watermark": "upstream", "offload-recurrent-load-boundary": "upstream",
+        "offload-mtp-eagle-serve": "upstream"}
+    assert all(p["evidence"].startswith(f"probe: {SCHED}:") for p in out["patches"])
+    assert out["warnings"] == []
+
+
+def only_028(tmp_path: Path) -> Path:
+    """This repository's series as it stood before the hand-made 0.29 recipes."""
+    shutil.copytree(REPO / "recipes", tmp_path / "recipes")
+    for f in (tmp_path / "recipes").glob("*/vllm-0.29.patch"):
+        f.unlink()
+    text = (REPO / "patches.yaml").read_text()
+    text = re.sub(r'  "0\.(29|30)\.0": \{image: "[^"]*"\}\n', "", text)
+    text = re.sub(r'\n      ">=0.29,<0.30": recipes/[a-z-]+/vllm-0.29.patch', "", text)
+    (tmp_path / "patches.yaml").write_text(text)
+    return tmp_path / "patches.yaml"
+
+
+@pytest.mark.network
+def test_on_0_29_the_028_recipes_show_the_upstream_import_change(tmp_path):
+    m = load_manifest(only_028(tmp_path))
+    r = next_release(m, "0.29.0")
+    assert {p.id: p.status for p in r.patches} == {
+        "offload-finished-watermark": "carries", "offload-recurrent-load-boundary": "needs-port",
+        "offload-mtp-eagle-serve": "carries"}
+    rec = next(p for p in r.patches if p.id == "offload-recurrent-load-boundary")
+    (change,) = rec.upstream_change
+    assert change.file == TESTS and change.hunk == 1
+    assert ("-from vllm.v1.core.kv_cache_utils import BlockHash, KVCacheBlock\n"
+            "+from vllm.v1.core.kv_cache_utils import BlockHash, KVCacheBlock, KVCacheBlockCopy\n") in change.diff
+    assert "0.30.0" in r.newer and r.newer[0] == "0.29.0"

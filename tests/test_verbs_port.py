@@ -1,0 +1,273 @@
+"""`patchset port`: carried, retired, ported (3-way merge), conflict, blocked; all or nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import portfixture
+import pytest
+from test_verbs_next import REPO, SCHED, TESTS, only_028
+
+from patchset.cli import main
+from patchset.core.manifest import load_manifest
+from patchset.core.patchfile import read_patch
+from patchset.verbs.check import check
+from patchset.verbs.port import header_of, port
+
+
+@pytest.fixture
+def project(tmp_path: Path):
+    manifest = portfixture.build(tmp_path)
+    return manifest, portfixture.source(tmp_path)
+
+
+def results(report) -> dict[str, str]:
+    return {p.id: p.result for p in report.patches}
+
+
+EXPECTED = {"carry": "carried", "retire": "retired", "merge": "ported", "clash": "conflict", "after": "blocked",
+            "syntax": "conflict", "partly": "ported"}
+
+
+def test_every_result_on_the_fixture_series(project):
+    manifest, src = project
+    r = port(load_manifest(manifest), "0.29.0", source=src)
+    assert results(r) == EXPECTED
+    assert not r.ok
+    by = {p.id: p for p in r.patches}
+    assert by["retire"].evidence.startswith("probe: vllm/retire.py:16 contains")
+    assert by["after"].message == "comes after clash (conflict)"
+    assert "does not compile" in by["syntax"].conflicts[0].message
+    assert by["clash"].conflicts[0].file == "vllm/clash.py" and by["clash"].conflicts[0].line == 20
+
+
+def test_a_ported_patch_keeps_its_header_and_applies_exactly_on_the_new_release(project, tmp_path):
+    manifest, src = project
+    port(load_manifest(manifest), "0.29.0", source=src)
+    new = manifest.parent / "recipes/merge/vllm-0.29.0.patch"
+    text = new.read_text()
+    assert text.startswith("Description: merge\nOrigin: backport, upstream PR 1\n"
+                           "Ported: from vLLM 0.28.0 to 0.29.0 by 3-way merge (patchset)\nLast-Update: ")
+    assert "-line_10 = 10\n+line_10 = -10\n" in text
+    assert "@@ -10,7 +10,7 @@" in text  # at the line it has on 0.29.0 (three lines were added above)
+    partly = (manifest.parent / "recipes/partly/vllm-0.29.0.patch").read_text()
+    assert "line_25 = -25" in partly and "+line_5 = -5" not in partly  # only what upstream lacks
+    m = load_manifest(manifest)
+    assert m.patch("merge").choice_for("0.29.0").path == new.resolve()
+    assert m.patch("merge").choice_for("0.28.0").path.name == "vllm-0.28.patch"
+    assert read_patch(new).hunks[0].source_start == 10
+
+
+def test_the_manifest_changes_only_where_a_patch_moved_and_keeps_its_comments(project):
+    manifest, src = project
+    before = manifest.read_text()
+    r = port(load_manifest(manifest), "0.29.0", source=src)
+    after = manifest.read_text()
+    assert r.manifest_diff and after != before
+    assert after.startswith("# the series\n")
+    assert '      "<=0.29.0": recipes/carry/vllm-0.28.patch  # made on 0.28.0\n' in after
+    assert '      ">=0.29.0": recipes/merge/vllm-0.29.0.patch\n' in after
+    assert "    # retired for 0.29.0: upstream there (probe: vllm/retire.py:16" in after
+    assert '    releases: ">=0.28.0,<0.29.0"\n' in after  # retire's range stops before 0.29.0
+    assert '"0.29.0": {image' not in after  # not a target while patches conflict
+    for pid in ("clash", "after", "syntax"):
+        block = after.split(f"  - id: {pid}\n")[1].split("  - id:")[0]
+        assert block == before.split(f"  - id: {pid}\n")[1].split("  - id:")[0]
+
+
+def test_a_conflict_leaves_a_workspace_with_diff3_markers_and_a_readme(project, tmp_path):
+    manifest, src = project
+    work = tmp_path / "work"
+    r = port(load_manifest(manifest), "0.29.0", source=src, workdir=work)
+    clash = (work / "clash/vllm/clash.py").read_text()
+    assert ("<<<<<<< vllm 0.29.0\nline_20 = 20  # upstream\n||||||| vllm 0.28.0\nline_20 = 20\n=======\n"
+            "line_20 = -20\n>>>>>>> clash on 0.28.0\n") in clash
+    readme = (work / "clash/README.md").read_text()
+    assert "`vllm/clash.py:20`: conflict" in readme
+    assert "+line_20 = 20  # upstream" in readme  # the upstream change that caused it
+    assert f"patchset refresh clash --vllm 0.29.0 --workdir {work}" in readme
+    assert next(p for p in r.patches if p.id == "clash").workspace == str(work / "clash")
+    assert "return z" in (work / "syntax/vllm/syntax.py").read_text()
+
+
+def test_dry_run_writes_nothing_and_shows_the_same_plan(project, tmp_path):
+    manifest, src = project
+    before = portfixture.snapshot(manifest.parent)
+    r = port(load_manifest(manifest), "0.29.0", source=src, dry_run=True)
+    assert results(r) == EXPECTED
+    assert r.written == [] and "+      \">=0.29.0\": recipes/merge/vllm-0.29.0.patch" in r.manifest_diff
+    assert portfixture.snapshot(manifest.parent) == before
+    assert not (manifest.parent / ".patchset").exists()
+
+
+def test_a_write_failing_midway_leaves_manifest_and_recipes_byte_identical(project):
+    manifest, src = project
+    (manifest.parent / "recipes/partly/vllm-0.29.0.patch").mkdir()  # the second new patch file cannot be written
+    before = portfixture.snapshot(manifest.parent)
+    with pytest.raises(IsADirectoryError):
+        port(load_manifest(manifest), "0.29.0", source=src)
+    assert portfixture.snapshot(manifest.parent) == before
+    assert not (manifest.parent / "recipes/merge/vllm-0.29.0.patch").exists()
+
+
+def test_porting_again_carries_what_was_ported_and_keeps_the_workspaces(project):
+    manifest, src = project
+    port(load_manifest(manifest), "0.29.0", source=src)
+    first = portfixture.snapshot(manifest.parent)
+    again = port(load_manifest(manifest), "0.29.0", source=src)
+    assert results(again) == dict(EXPECTED, merge="carried", partly="carried")
+    assert portfixture.snapshot(manifest.parent) == first
+
+
+def test_a_workspace_edited_by_hand_is_never_overwritten(project, capsys):
+    manifest, src = project
+    port(load_manifest(manifest), "0.29.0", source=src)
+    edited = manifest.parent / ".patchset/port/clash/vllm/clash.py"
+    edited.write_text(edited.read_text().replace("<<<<<<< vllm 0.29.0\n", ""))
+    before = portfixture.snapshot(manifest.parent)
+    code = main(["port", "--to", "0.29.0", "--manifest", str(manifest), "--source", src])
+    assert code == 2
+    assert "resolved by hand?" in capsys.readouterr().err
+    assert portfixture.snapshot(manifest.parent) == before
+
+
+def test_only_the_named_patches_are_reported_and_rewritten(project):
+    manifest, src = project
+    r = port(load_manifest(manifest), "0.29.0", source=src, only=["merge"])
+    assert results(r) == {"merge": "ported"}
+    text = manifest.read_text()
+    assert "recipes/merge/vllm-0.29.0.patch" in text and "retired for" not in text
+
+
+def test_cli_json_and_exit_codes(project, capsys):
+    manifest, src = project
+    code = main(["port", "--to", "0.29.0", "--manifest", str(manifest), "--source", src, "--format", "json",
+                 "--dry-run"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert out["to"] == "0.29.0" and out["next"] == "patchset test --vllm 0.29.0"
+    clash = next(p for p in out["patches"] if p["id"] == "clash")
+    assert set(clash) >= {"id", "result", "from", "patch", "workspace", "conflicts"}
+    assert clash["conflicts"][0]["line"] == 20
+    assert main(["port", "--to", "0.29.0", "--manifest", str(manifest), "--source", src, "--patch", "nope"]) == 2
+
+
+def test_header_of_bumps_last_update_and_keeps_one_port_line():
+    old = "Description: x\n more\nPorted: from vLLM 0.27.0 to 0.28.0 by 3-way merge (patchset)\n" \
+          "Last-Update: 2020-01-01\n---\ndiff --git a/x b/x\n"
+    import datetime
+
+    head = header_of(old, "Ported: from vLLM 0.28.0 to 0.29.0 by 3-way merge (patchset)", datetime.date(2026, 11, 30))
+    assert head == ("Description: x\n more\nPorted: from vLLM 0.28.0 to 0.29.0 by 3-way merge (patchset)\n"
+                    "Last-Update: 2026-11-30\n---\n")
+    assert header_of("Description: y\n---\n--- a/x\n+++ b/x\n", "Ported: z", datetime.date(2026, 1, 2)) == \
+        "Description: y\nPorted: z\nLast-Update: 2026-01-02\n---\n"
+
+
+# --- the real releases -------------------------------------------------------------------------
+
+
+def _applied(tmp: Path, release: str, patches: list[Path], paths: list[str]) -> dict[str, bytes]:
+    """Files of a real release with patches applied by GNU patch (the hand recipes' own tool)."""
+    import subprocess
+
+    from patchset.cache import Cache
+    from patchset.sources.sdist import SdistSource
+
+    src = SdistSource("vllm", release, Cache())
+    tree = tmp / f"gnu-{release}-{len(patches)}"
+    for path in paths:
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src.root / path, tree / path)
+    for p in patches:
+        subprocess.run(["patch", "-p1", "-F0", "-s", "-i", str(p)], cwd=tree, check=True)
+    return {path: (tree / path).read_bytes() for path in paths}
+
+
+@pytest.mark.network
+def test_this_repositorys_028_recipes_port_to_029_like_the_hand_recipes(tmp_path):
+    manifest = only_028(tmp_path / "p")
+    r = port(load_manifest(manifest), "0.29.0")
+    assert results(r) == {"offload-finished-watermark": "carried", "offload-recurrent-load-boundary": "conflict",
+                          "offload-mtp-eagle-serve": "carried"}
+    rec = next(p for p in r.patches if p.id == "offload-recurrent-load-boundary")
+    assert [c.file for c in rec.conflicts] == [TESTS]
+    assert "KVCacheBlockCopy" in rec.conflicts[0].upstream  # the upstream import change that caused it
+    hand = _applied(tmp_path, "0.29.0", [REPO / "recipes/offload-finished-watermark/fix.patch",
+                                         REPO / "recipes/offload-recurrent-load-boundary/vllm-0.29.patch"],
+                    [SCHED, TESTS])
+    work = manifest.parent / ".patchset/port/offload-recurrent-load-boundary"
+    assert (work / SCHED).read_bytes() == hand[SCHED]  # the clean merge is the hand port, byte for byte
+    assert b"<<<<<<< vllm 0.29.0\n" in (work / TESTS).read_bytes()
+    assert b">>>>>>> offload-recurrent-load-boundary on 0.28.0\n" in (work / TESTS).read_bytes()
+
+
+@pytest.mark.network
+def test_porting_this_repository_to_the_newest_release_retires_every_fix(tmp_path):
+    shutil.copytree(REPO / "recipes", tmp_path / "recipes")
+    shutil.copy(REPO / "patches.yaml", tmp_path / "patches.yaml")
+    from patchset.verbs.next import newer_releases
+
+    m = load_manifest(tmp_path / "patches.yaml")
+    newest = newer_releases(m)[-1]
+    r = port(m, newest)
+    assert set(results(r).values()) == {"retired"} and len(r.patches) == 3
+    assert all(p.evidence.startswith(f"probe: {SCHED}:") for p in r.patches)
+    text = (tmp_path / "patches.yaml").read_text()
+    assert text.count(f"# retired for {newest}: upstream there (probe: {SCHED}:") == 3
+    assert f'"{newest}": {{image: "vllm/vllm-openai:v{newest}"}}' in text
+    report = check(load_manifest(tmp_path / "patches.yaml"), [newest])
+    assert report.ok and {p.status for p in report.targets[0].patches} == {"upstream"}
+    assert re.search(r"releases: \">=0\.28\.0,<0\.30\.0\"\n", text)
+
+
+@pytest.mark.network
+def test_a_fork_series_of_real_vllm_code_from_028_through_029_to_030(tmp_path):
+    import realfixture
+
+    from patchset.cache import Cache
+    from patchset.sources.sdist import SdistSource
+    from patchset.verbs.next import next_release
+    from patchset.verbs.refresh import refresh
+
+    pristine = SdistSource("vllm", "0.28.0", Cache()).root
+    manifest = realfixture.build(tmp_path / "fork", lambda path: (pristine / path).read_text())
+    assert check(load_manifest(manifest)).ok
+    seen = next_release(load_manifest(manifest), "0.29.0", released=["0.29.0", "0.30.0"])
+    assert {p.id: p.status for p in seen.patches} == {
+        "outputs-doc": "carries", "request-placeholder": "needs-port", "request-high-water": "blocked",
+        "sampling-extra-args": "carries", "watermark": "carries", "recurrent-boundary": "needs-port",
+        "mtp-eagle": "blocked", "logger-error-once": "carries"}
+    first = port(load_manifest(manifest), "0.29.0")
+    assert results(first) == {
+        "outputs-doc": "carried", "request-placeholder": "ported", "request-high-water": "carried",
+        "sampling-extra-args": "carried", "watermark": "carried", "recurrent-boundary": "conflict",
+        "mtp-eagle": "blocked", "logger-error-once": "carried"}
+    placeholder = (manifest.parent / "recipes/request-placeholder/vllm-0.29.0.patch").read_text()
+    assert "Ported: from vLLM 0.28.0 to 0.29.0 by 3-way merge (patchset)" in placeholder
+    hand = _applied(tmp_path, "0.29.0", [REPO / "recipes/offload-finished-watermark/fix.patch",
+                                         REPO / "recipes/offload-recurrent-load-boundary/vllm-0.29.patch"],
+                    [SCHED, TESTS])
+    (manifest.parent / ".patchset/port/recurrent-boundary" / TESTS).write_bytes(hand[TESTS])
+    refresh(load_manifest(manifest), "recurrent-boundary", "0.29.0")
+    second = port(load_manifest(manifest), "0.29.0")
+    assert set(results(second).values()) == {"carried"}
+    assert check(load_manifest(manifest)).ok  # 0.28.0 and the new target 0.29.0
+    seen = next_release(load_manifest(manifest), released=["0.29.0", "0.30.0"])
+    assert seen.vllm == "0.30.0"
+    assert {p.id: p.status for p in seen.patches} == {
+        "outputs-doc": "carries", "request-placeholder": "carries", "request-high-water": "carries",
+        "sampling-extra-args": "partly-upstream", "watermark": "upstream", "recurrent-boundary": "upstream",
+        "mtp-eagle": "upstream", "logger-error-once": "needs-port"}
+    third = port(load_manifest(manifest), "0.30.0")
+    assert results(third) == {
+        "outputs-doc": "carried", "request-placeholder": "carried", "request-high-water": "carried",
+        "sampling-extra-args": "ported", "watermark": "retired", "recurrent-boundary": "retired",
+        "mtp-eagle": "retired", "logger-error-once": "conflict"}
+    sampling = (manifest.parent / "recipes/sampling-extra-args/vllm-0.30.0.patch").read_text()
+    assert "_verify_extra_args" not in sampling and "fork: pinned llguidance" in sampling  # only what 0.30 lacks
+    logger = (manifest.parent / ".patchset/port/logger-error-once/vllm/logger.py").read_text()
+    assert "<<<<<<< vllm 0.30.0\n" in logger and ">>>>>>> logger-error-once on 0.29.0\n" in logger
