@@ -26,11 +26,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchset.cache import Cache
 from patchset.core.manifest import Suite
 from patchset.runners import ERROR, FAILED, NodeResult, Progress, RunConfig, Runner, RunOutcome
 from patchset.verbs import baseline as bl
+
+if TYPE_CHECKING:  # patchset.verbs.test imports this module's callers; imported lazily at run time
+    from patchset.verbs.test import SuiteResult
 
 #: Bump when what a cached pristine result means changes (selection, re-runs, the stored fields).
 BASELINE_FORMAT = 1
@@ -97,9 +101,9 @@ class SuiteJob:
         return self._digest
 
 
-def run_suite(job: SuiteJob, suite: Suite):
-    """Run one suite with the series and judge it against the pristine release: a SuiteResult."""
-    from patchset.verbs.test import ConfigRun, SuiteResult
+def run_suite(job: SuiteJob, suite: Suite) -> SuiteResult:
+    """Run one suite with the series and judge it against the pristine release."""
+    from patchset.verbs.test import ConfigRun, SuiteResult, gpu_reason
 
     if suite.gpu and job.runner.needs_accelerator_reason:
         job.progress(f"suite {suite.path}: needs-gpu, not run ({job.runner.needs_accelerator_reason})")
@@ -117,8 +121,6 @@ def run_suite(job: SuiteJob, suite: Suite):
         job.progress(f"suite {suite.path}: no pristine baseline ({base.error}): every failure counts")
         return SuiteResult(suite.path, run, None, base, gpu=suite.gpu)
     reruns = _rerun(job, suite, bl.rerun_candidates(patched, base.runs))
-    from patchset.verbs.test import gpu_reason
-
     comparison = bl.classify(patched, base.runs, gpu_reason=partial(gpu_reason, accelerator=accelerator),
                              reruns=reruns, credit=job.credit)
     counts = ", ".join(f"{n} {c}" for c, n in comparison.counts().items())
