@@ -39,7 +39,7 @@ def test_a_good_manifest_loads(tmp_path):
     assert m.targets[0].image == "vllm/vllm-openai:v0.28.0"
     (p,) = m.patches
     assert p.id == "one" and p.targets("0.29.0") and not p.targets("0.30.0")
-    assert m.suites == ("tests/v1/x",)
+    assert [s.path for s in m.suites] == ["tests/v1/x"] and not m.suites[0].gpu
     assert len(m.sha256) == 64
 
 
@@ -265,3 +265,39 @@ def test_unknown_keys_and_ids_get_a_did_you_mean(tmp_path):
     with pytest.raises(ManifestError, match="no patch with id 'offload-fx'") as e:
         load_manifest(tmp_path / "patches.yaml").patch("offload-fx")
     assert e.value.hint == "did you mean 'offload-fix'? patch ids: offload-fix"
+
+
+SUITES = """suites:
+          - tests/v1/a
+          - path: tests/v1/kv_offload
+            deselect: [tests/v1/kv_offload/cpu/test_swap.py, "tests/v1/kv_offload/test_x.py::test_y[1]"]
+            timeout: 900
+          - {path: tests/v1/kv_offload/cpu/test_swap.py, gpu: true}"""
+
+
+def test_suites_are_paths_or_mappings_with_gpu_timeout_and_deselect(tmp_path):
+    from patchset.core.manifest import Suite
+
+    m = load_manifest(make(tmp_path, ONE, extra=SUITES))
+    plain, tree, gpu = m.suites
+    assert (plain.path, plain.gpu, plain.timeout, plain.deselect) == ("tests/v1/a", False, None, ())
+    assert tree == Suite("tests/v1/kv_offload", False, 900.0, ("tests/v1/kv_offload/cpu/test_swap.py",
+                                                                  "tests/v1/kv_offload/test_x.py::test_y[1]"),
+                         tree.line)
+    assert (gpu.path, gpu.gpu) == ("tests/v1/kv_offload/cpu/test_swap.py", True)
+    assert (plain.line, tree.line, gpu.line) == (7, 8, 11)
+
+
+@pytest.mark.parametrize(("suite", "says"), [
+    ("{path: tests/a, gpu: yes please}", "gpu must be true or false"),
+    ("{path: tests/a, timeout: 0}", "timeout must be a number of seconds > 0"),
+    ("{path: tests/a, timeout: true}", "timeout must be a number of seconds > 0"),
+    ("{path: tests/a, deselect: [tests/b/test_x.py]}", "deselect 'tests/b/test_x.py' is not inside the suite"),
+    ("{path: tests/a, deselect: [tests/ab.py]}", "is not inside the suite"),
+    ("{path: tests/a, gpus: true}", "unknown key 'gpus' in suite tests/a"),
+    ("{gpu: true}", "a suite is a test path or a mapping with at least path:"),
+    ("42", "a suite is a test path or a mapping with at least path:"),
+])
+def test_bad_suite_entries_are_refused_with_their_line(tmp_path, suite, says):
+    e = error(tmp_path, ONE, extra=f"suites:\n          - {suite}")
+    assert says in str(e) and e.line == 7

@@ -38,6 +38,7 @@ def test_schema_and_loader_know_the_same_keys():
     assert set(s["properties"]["targets"]["additionalProperties"]["properties"]) == m.TARGET_KEYS
     assert _props(s, "$defs", "patch") == m.PATCH_KEYS
     assert _props(s, "$defs", "probe") == m.PROBE_KEYS
+    assert _props(s, "$defs", "suite") == m.SUITE_KEYS
     assert set(s["$defs"]["patch"]["properties"]["origin"]["enum"]) == set(m.ORIGINS)
 
 
@@ -51,6 +52,9 @@ def test_this_repositorys_manifest_validates():
     ({"patches": [{"id": "Upper", "patch": "a.patch"}]}, "Upper"),
     ({"patches": [{"id": "x", "patch": "a.patch", "origin": "vendor"}]}, "vendor"),
     ({"targets": {"latest": {}}}, "latest"),
+    ({"suites": [{"path": "tests/a", "gpus": True}]}, "'gpus'"),
+    ({"suites": [{"path": "tests/a", "gpu": "yes"}]}, "'yes' is not of type 'boolean'"),
+    ({"suites": [{"gpu": True}]}, "{'gpu': True}"),
 ])
 def test_schema_refuses_what_the_loader_refuses(bad, where):
     doc = {"schema": 1, "targets": {"0.29.0": {}}, "patches": [{"id": "x", "patch": "a.patch"}], **bad}

@@ -182,3 +182,18 @@ def test_the_offload_tests_give_the_same_verdicts_in_the_image_as_in_the_venv(
     assert set(image_verdicts.values()) == {"proven"}, in_image.to_json()
     assert [s.ok for s in in_image.suites] == [s.ok for s in in_venv.suites]
     assert in_image.ok, in_image.to_json()
+
+
+@pytest.mark.docker
+def test_the_pristine_baseline_of_a_built_image_is_keyed_by_its_base_image(docker_client, standin, built):
+    """A suite's pristine run on an image patchset built is the base image's: one cached result for both."""
+    from patchset import docker_engine
+    from patchset.verbs.suites import runner_identity
+
+    on_built, on_base = ImageRunner(built.tag, client=docker_client), ImageRunner(standin, client=docker_client)
+    on_gpu = ImageRunner(built.tag, gpus="all", client=docker_client)
+    for runner in (on_built, on_base, on_gpu):
+        runner.prepare("vllm", VERSION)
+    base_digest = docker_engine.image_digest(docker_engine.get_image(docker_client, standin))
+    assert runner_identity(on_built) == runner_identity(on_base) == f"image {base_digest} gpus="
+    assert runner_identity(on_gpu) == f"image {base_digest} gpus=all"  # a GPU run is another baseline

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from helpers import udiff, write_patch
 
+from patchset.cache import Cache
 from patchset.core.manifest import load_manifest
 from patchset.errors import PatchsetError
 from patchset.report import testreport
@@ -102,6 +103,7 @@ def run_prove(root: Path, src: Path, site: Path, manifest: Path, **kw) -> vt.Pro
     work = kw.pop("workdir", root / "work")
     work.mkdir(exist_ok=True)
     kw.setdefault("timeout", 300)
+    kw.setdefault("cache", Cache(root / "cache"))
     return vt.prove(load_manifest(manifest), "1.0", kw.pop("runner", runner), DirSource(src), workdir=work, **kw)
 
 

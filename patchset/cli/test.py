@@ -31,6 +31,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--source", default="pypi", metavar="KIND",
                    help="where the pristine tree and its tests/ come from: pypi (sdist, default) or dir:PATH")
     p.add_argument("--no-suites", action="store_true", help="skip the manifest's suites")
+    p.add_argument("--rebaseline", action="store_true",
+                   help="run the suites on the pristine release again instead of using the cached result "
+                        "(the new result replaces it)")
     p.add_argument("--timeout", type=seconds, default=3600, metavar="SECONDS",
                    help="limit for each pytest run (default: 3600)")
     p.add_argument("--workdir", metavar="DIR",
@@ -99,13 +102,14 @@ def run(args: argparse.Namespace) -> int:
     source = open_source(args.source, version, project=manifest.pypi, tag=manifest.tag)
     keep = args.workdir is not None
     if keep:
-        workdir = Path(args.workdir)
+        workdir = Path(args.workdir).resolve()  # runs happen in the tree: a relative path would move
         workdir.mkdir(parents=True, exist_ok=True)
     else:
         workdir = Path(tempfile.mkdtemp(prefix=f"patchset-test-{version}-"))
     try:
         report = prove(manifest, version, runner, source, workdir=workdir, patch_ids=args.patch,
-                       suites=not args.no_suites, timeout=args.timeout, progress=progress)
+                       suites=not args.no_suites, timeout=args.timeout, progress=progress,
+                       rebaseline=args.rebaseline)
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -39,6 +39,7 @@ TARGET_KEYS = {"image"}
 PATCH_KEYS = {"id", "title", "origin", "upstream", "releases", "patch", "after", "tests", "present", "fuzz",
               "strip", "root"}
 PROBE_KEYS = {"file", "contains"}
+SUITE_KEYS = {"path", "gpu", "timeout", "deselect"}
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,17 @@ class Patch:
 
 
 @dataclass(frozen=True)
+class Suite:
+    """An upstream test folder, file or node id run as a whole, judged against the pristine release."""
+
+    path: str
+    gpu: bool = False  # runs only where the runner has an accelerator; needs-gpu elsewhere
+    timeout: float | None = None  # seconds for each pytest run of this suite (default: the run's --timeout)
+    deselect: tuple[str, ...] = ()  # node ids (or files) inside path that are not run
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Target:
     version: str
     image: str | None = None
@@ -120,7 +132,7 @@ class Manifest:
     tag: str
     targets: tuple[Target, ...]
     patches: tuple[Patch, ...]
-    suites: tuple[str, ...] = ()
+    suites: tuple[Suite, ...] = ()
     recipes: str = "recipes"
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
@@ -260,7 +272,7 @@ class _Loader:
         pypi, git, tag = self.attempt(self.upstream, d, default=("vllm", None, "v{version}"))
         strip, root = self.attempt(self.layout, d, default=(1, ""))
         targets = self.attempt(self.targets, d, default=())
-        suites = tuple(self.attempt(self.str_list, d, "suites", None, default=[]))
+        suites = self.attempt(self.suites, d, default=())
         recipes = self.attempt(self.string, d, "recipes", "recipes", None, default="recipes")
         patches = self.attempt(self.patches, d, strip, root, targets, default=())
         warnings = self.orphans(d, patches, recipes)
@@ -330,6 +342,41 @@ class _Loader:
             self.fail(f"{key} must be a list of strings", yamlnodes.line_of(m, key), patch,
                       hint="quote every item that YAML could read as a number")
         return [str(x) for x in v]
+
+    def suites(self, d: yamlnodes.Mapping) -> tuple[Suite, ...]:
+        items = d.get("suites")
+        if items is None:
+            return ()
+        if isinstance(items, str):
+            return (Suite(items, line=yamlnodes.line_of(d, "suites")),)
+        if not isinstance(items, yamlnodes.Sequence):
+            self.fail("suites must be a list of test paths or {path, gpu, timeout, deselect} mappings",
+                      yamlnodes.line_of(d, "suites"))
+        out = [self.attempt(self.suite, items, i, default=None) for i in range(len(items))]
+        return tuple(x for x in out if x is not None)
+
+    def suite(self, items: yamlnodes.Sequence, i: int) -> Suite:
+        item, line = items[i], yamlnodes.item_line(items, i)
+        if isinstance(item, str):
+            return Suite(item, line=line)
+        if not isinstance(item, yamlnodes.Mapping) or not isinstance(item.get("path"), str):
+            self.fail("a suite is a test path or a mapping with at least path:", line,
+                      hint="e.g. - {path: tests/v1/kv_offload, gpu: true}")
+        self.keys(item, SUITE_KEYS, f"suite {item['path']}")
+        gpu = item.get("gpu", False)
+        if not isinstance(gpu, bool):
+            self.fail(f"suite {item['path']}: gpu must be true or false, not {gpu!r}", yamlnodes.line_of(item, "gpu"))
+        timeout = item.get("timeout")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or timeout <= 0):
+            self.fail(f"suite {item['path']}: timeout must be a number of seconds > 0, not {timeout!r}",
+                      yamlnodes.line_of(item, "timeout"))
+        deselect = self.str_list(item, "deselect", None)
+        outside = [x for x in deselect if not _inside(item["path"], x)]
+        if outside:
+            self.fail(f"suite {item['path']}: deselect {outside[0]!r} is not inside the suite",
+                      yamlnodes.line_of(item, "deselect"), hint="deselect names tests under the suite's path")
+        return Suite(item["path"], gpu, float(timeout) if timeout is not None else None, tuple(deselect), line)
 
     def targets(self, d: yamlnodes.Mapping) -> tuple[Target, ...]:
         t = d.get("targets")
@@ -708,3 +755,8 @@ def _export(commit: Any, rel: str, root: Path) -> None:
         if blob.mode & 0o170000 == 0o120000:  # a symlink's target could name anything on this host
             continue
         _write(root / blob.path, bytes(blob.data_stream.read()))
+
+
+def _inside(path: str, selector: str) -> bool:
+    p, s = path.strip().rstrip("/"), selector.strip()
+    return s == p or s.startswith((p + "/", p + "::"))

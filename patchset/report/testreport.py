@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from patchset.report.common import Case, dump_json, junit, markdown_table, render, table
+from patchset.verbs import baseline as bl
 from patchset.verbs.test import ConfigRun, PatchVerdict, ProofReport, SuiteResult
 
 MARK = {"proven": "✔", "upstream": "·", "not-targeted": "·"}
@@ -22,13 +23,53 @@ def _rows(report: ProofReport):
 
 def _suite_rows(report: ProofReport):
     for s in report.suites:
-        detail = ", ".join(s.run.failing[:10]) or "; ".join(f"{n}: {w}" for n, w in s.run.needs_gpu[:5])
-        skips = sorted({r.message for r in s.run.results if r.outcome == "skipped"})
-        if skips and not s.run.failing:
-            detail = "; ".join(filter(None, [detail, "skipped: " + "; ".join(skips[:5])]))
-        if s.run.crash:
-            detail = s.run.crash
-        yield [s.path, "pass" if s.ok else "FAIL", s.run.summary(), detail]
+        if s.not_run:
+            yield [s.path, s.result, "not run (gpu: true)", s.not_run]
+            continue
+        if s.run.crash:  # its outcomes cannot be read: no test-by-test judgement either
+            yield [s.path, s.result, s.run.summary(), "; ".join(filter(None, [s.run.crash, _baseline_note(s)]))]
+            continue
+        if s.comparison is None:
+            detail = ", ".join(s.run.failing[:10]) or "; ".join(f"{n}: {w}" for n, w in s.run.needs_gpu[:5])
+            skips = sorted({r.message for r in s.run.results if r.outcome == "skipped"})
+            if skips and not s.run.failing:
+                detail = "; ".join(filter(None, [detail, "skipped: " + "; ".join(skips[:5])]))
+            detail = "; ".join(filter(None, [detail, _baseline_note(s)]))
+            yield [s.path, s.result, s.run.summary(), detail]
+            continue
+        counts = ", ".join(f"{n} {c}" for c, n in s.comparison.counts().items() if c not in (bl.PASSES, bl.SKIPS))
+        yield [s.path, s.result, s.run.summary() + (f" ({counts})" if counts else ""), _suite_detail(s)]
+
+
+def _suite_detail(s: SuiteResult) -> str:
+    """What fails the suite first, then what the runner cannot do, what the series fixed, the baseline."""
+    c = s.comparison
+    assert c is not None
+    parts = [f"{t.status}: {t.nodeid}" + (f" ({t.message})" if t.message else "") for t in c.failures[:10]]
+    if len(c.failures) > 10:
+        parts.append(f"... and {len(c.failures) - 10} more")
+    for status, what in ((bl.PRE_EXISTING, "pre-existing (fail on the pristine release too)"),
+                         (bl.NEEDS_GPU, "needs-gpu"), (bl.FLAKY, "flaky on the pristine release")):
+        tests = c.of(status)
+        if tests:
+            parts.append(f"{len(tests)} {what}, e.g. {tests[0].nodeid}"
+                         + (f": {tests[0].message}" if tests[0].message else ""))
+    for t in c.of(bl.FIXED)[:5]:
+        parts.append(f"fixed: {t.nodeid}" + (f" (tests of {', '.join(t.patches)})" if t.patches else ""))
+    if s.run.count("passed") == 0:
+        parts.append("nothing passed")
+    parts.append(_baseline_note(s))
+    return "; ".join(p for p in parts if p)
+
+
+def _baseline_note(s: SuiteResult) -> str:
+    b = s.baseline
+    if b is None:
+        return ""
+    if b.error:
+        return f"no pristine baseline ({b.error}): every failure counts"
+    how = "reused from the cache" if b.cached else "run now and cached"
+    return f"pristine baseline {how} (key {b.key[:12]})"
 
 
 def _footer(report: ProofReport) -> str:
@@ -44,6 +85,7 @@ def render_table(report: ProofReport) -> str:
     if report.suites:
         items.append(table("suites (full series)", ["suite", "result", "tests", "detail"], _suite_rows(report)))
     out = [render(*items).rstrip("\n")]
+    out += [f"suite {s.path}: {_baseline_note(s)}" for s in report.suites if s.baseline is not None]
     out += [f"warning: {w}" for w in report.warnings]
     out.append(_footer(report))
     return "\n".join(out) + "\n"
@@ -53,14 +95,44 @@ def render_json(report: ProofReport) -> str:
     return dump_json(report.to_json())
 
 
+def _markdown_failures(report: ProofReport) -> list[str]:
+    """Regressions lead: the tests that passed on the pristine release and fail with the series."""
+    out = []
+    for s in report.suites:
+        for t in s.comparison.failures if s.comparison else []:
+            why = "passes on the pristine release, fails with the series" if t.status == bl.REGRESSION \
+                else "new with the series, and fails"
+            out.append(f"- **{t.status}** `{t.nodeid}` ({why})" + (f": {t.message}" if t.message else ""))
+    return ([f"**{len(out)} regression(s)** in the suites:", "", *out, ""] if out else [])
+
+
+def _markdown_details(report: ProofReport) -> list[str]:
+    out = []
+    for s in report.suites:
+        if s.comparison is None:
+            continue
+        for status, title in ((bl.PRE_EXISTING, "pre-existing: fail on the pristine release too"),
+                              (bl.NEEDS_GPU, "needs-gpu"), (bl.FLAKY, "flaky on the pristine release"),
+                              (bl.FIXED, "fixed by the series")):
+            tests = s.comparison.of(status)
+            if tests:
+                out += ["", f"<details><summary><code>{s.path}</code>: {len(tests)} {title}</summary>", ""]
+                out += [f"- `{t.nodeid}`" + (f": {t.message}" if t.message else "")
+                        + (f" (tests of {', '.join(t.patches)})" if t.patches else "") for t in tests]
+                out += ["", "</details>"]
+    return out
+
+
 def render_markdown(report: ProofReport) -> str:
     out = [f"### patchset test: vLLM {report.vllm} — {'✅ OK' if report.ok else '❌ NOT OK'}", ""]
+    out += _markdown_failures(report)
     out.append(markdown_table(["patch", "verdict", "without fix", "with fix", "why"],
                               ([f"`{r[0]}`", f"{MARK.get(r[1], '✘')} {r[1]}", *r[2:]] for r in _rows(report))))
     if report.suites:
         out.append("")
         out.append(markdown_table(["suite (full series)", "result", "tests", "detail"],
                                   ([f"`{r[0]}`", *r[1:]] for r in _suite_rows(report))))
+        out += _markdown_details(report)
     for w in report.warnings:
         out.append(f"\n> warning: {w}")
     out.append("")
@@ -84,15 +156,38 @@ def _patch_case(report: ProofReport, p: PatchVerdict) -> Case:
 
 def _suite_case(report: ProofReport, s: SuiteResult) -> Case:
     suite = f"patchset.test.vllm-{report.vllm}.suites"
+    if s.not_run:
+        return Case(suite, s.path, skipped=f"needs-gpu: {s.not_run}")
     if s.ok:
-        return Case(suite, s.path, detail=s.run.summary())
+        return Case(suite, s.path, detail=s.run.summary() + "\n" + _baseline_note(s))
+    if s.comparison is not None:
+        return Case(suite, s.path, failure=f"{len(s.comparison.failures)} regression(s): {s.run.summary()}",
+                    detail="\n".join(f"{t.nodeid}: {t.status} {t.message}" for t in s.comparison.failures))
     bad = [r for r in s.run.results if r.outcome in ("failed", "error")]
     return Case(suite, s.path, failure=s.run.summary(),
                 detail="\n".join(f"{r.nodeid}: {r.outcome} {r.message}" for r in bad))
 
 
+def _test_cases(report: ProofReport, s: SuiteResult) -> list[Case]:
+    """A case per test the baseline says something about (the unremarkable ones stay in the suite's case)."""
+    suite = f"patchset.test.vllm-{report.vllm}.suites.{s.path}"
+    out = []
+    for t in s.comparison.tests if s.comparison else []:
+        said = f"{t.status}: {t.message}".rstrip(": ")
+        if t.fails_suite:
+            out.append(Case(suite, t.nodeid, failure=said, detail=f"with the series: {', '.join(t.patched)}; "
+                                                                  f"pristine: {', '.join(t.pristine) or 'absent'}"))
+        elif t.status in (bl.PRE_EXISTING, bl.NEEDS_GPU, bl.FLAKY):
+            out.append(Case(suite, t.nodeid, skipped=said))
+        elif t.status == bl.FIXED:
+            out.append(Case(suite, t.nodeid, detail=said + (f" (tests of {', '.join(t.patches)})" if t.patches
+                                                            else "")))
+    return out
+
+
 def render_junit(report: ProofReport) -> str:
     cases = [_patch_case(report, p) for p in report.patches] + [_suite_case(report, s) for s in report.suites]
+    cases += [c for s in report.suites for c in _test_cases(report, s)]
     return junit(cases, name=f"patchset test vllm {report.vllm}")
 
 
@@ -106,6 +201,11 @@ def github_annotations(report: ProofReport) -> list[str]:
     for p in report.patches:
         if not p.ok:
             line = github_annotation("error", f"vLLM {report.vllm}: {p.id} is {p.verdict}: {p.reason}")
+            if line:
+                out.append(line)
+    for s in report.suites:
+        for t in s.comparison.failures if s.comparison else []:
+            line = github_annotation("error", f"vLLM {report.vllm}: {t.status} in {s.path}: {t.nodeid}: {t.message}")
             if line:
                 out.append(line)
     return out

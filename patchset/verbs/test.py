@@ -8,7 +8,9 @@ For a release V, every runner goes through the same steps, decided here:
    series applied. It is the same for every configuration, so that a patch's
    own tests (often new ones, added by its test hunks) exist without the fix.
 3. Configuration "series": the package files as the full series leaves them.
-   Every selected patch's tests and the manifest's suites run there.
+   Every selected patch's tests run there. Each of the manifest's suites runs
+   with the same files in a run of its own and is judged, test by test,
+   against the pristine release (:mod:`patchset.verbs.suites`).
 4. Configuration "without P", per patch P with tests: the package files as
    the series minus P (and minus every patch that comes ``after`` P) leaves
    them. Only P's tests run there: the negative control.
@@ -36,7 +38,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.utils import canonicalize_name
 
@@ -54,6 +56,7 @@ from patchset.runners import (
     RunOutcome,
     no_progress,
 )
+from patchset.verbs.baseline import Comparison, suite_json
 
 PROVEN = "proven"
 NOT_DISCRIMINATING = "not-discriminating"
@@ -82,6 +85,9 @@ _GPU_ERROR = re.compile(
     re.I)
 
 Evaluate = Callable[..., Any]  # patchset.core.series.evaluate_release
+if TYPE_CHECKING:
+    from patchset.cache import Cache
+    from patchset.verbs.suites import Baseline
 
 
 def gpu_reason(r: NodeResult, accelerator: bool = False) -> str | None:
@@ -185,15 +191,29 @@ class PatchVerdict:
 class SuiteResult:
     path: str
     run: ConfigRun
+    comparison: Comparison | None = None  # test by test against the pristine release (patchset.verbs.baseline)
+    baseline: Baseline | None = None  # where the pristine results came from
+    gpu: bool = False  # the manifest marks it gpu: true
+    not_run: str = ""  # a gpu: true suite on a runner without an accelerator: why it did not run
+
+    @property
+    def result(self) -> str:
+        return NEEDS_GPU if self.not_run else "pass" if self.ok else "FAIL"
 
     @property
     def ok(self) -> bool:
-        return (not self.run.crash and not self.run.failing and not self.run.needs_gpu_errors
-                and self.run.count(PASSED) > 0)
+        if self.not_run:
+            return True
+        if self.run.crash:
+            return False
+        if self.comparison is not None:  # what the series broke, not what the runner cannot do
+            return self.comparison.ok and self.run.count(PASSED) > 0
+        return not self.run.failing and not self.run.needs_gpu_errors and self.run.count(PASSED) > 0
 
     def to_json(self) -> dict:
-        return {"path": self.path, "ok": self.ok, **{k: v for k, v in self.run.to_json().items()
-                                                      if k not in ("selectors",)}}
+        out = {"path": self.path, "ok": self.ok, **{k: v for k, v in self.run.to_json().items()
+                                                     if k not in ("selectors",)}}
+        return {**out, **suite_json(self)}
 
 
 @dataclass
@@ -393,7 +413,8 @@ def crash_reason(outcome: RunOutcome, selectors: Sequence[str], not_found: Mappi
 
 def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: Path,
           patch_ids: Sequence[str] = (), suites: bool = True, timeout: float | None = None,
-          progress: Progress = no_progress, evaluate: Evaluate | None = None) -> ProofReport:
+          progress: Progress = no_progress, evaluate: Evaluate | None = None, cache: Cache | None = None,
+          rebaseline: bool = False) -> ProofReport:
     """Run each selected patch's tests with and without it, and the suites, on ``version``."""
     if evaluate is None:
         from patchset.core.series import evaluate_release
@@ -421,8 +442,10 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
                        progress, {"prepare": round(time.monotonic() - t0, 1)})
 
     testable = [p for p in selected if status[p.id].status == "applies" and p.tests]
-    suite_paths = list(manifest.suites) if suites else []
-    verdicts, suite_results = session.prove(testable, suite_paths)
+    verdicts, _ = session.prove(testable, [])
+    suite_results: list[SuiteResult] = []
+    if suites and manifest.suites:
+        suite_results = _suites(session, cache, rebaseline)
     out: list[PatchVerdict] = []
     for p in selected:
         st = status[p.id].status
@@ -511,6 +534,19 @@ class _Session:
         files = {path: ev.files[path] if path in ev.files else self.full.pristine.get(path)
                  for path in self.package_paths}
         return self.run(label, files, p.tests).view(label, excluded, p.tests)
+
+
+def _suites(session: _Session, cache: Cache | None, rebaseline: bool) -> list[SuiteResult]:
+    """The manifest's suites, each in a run of its own, judged against the pristine release (verbs.suites)."""
+    from patchset.cache import Cache
+    from patchset.verbs.suites import SuiteJob, run_suite
+
+    s, paths = session, session.package_paths
+    job = SuiteJob(s.runner, s.manifest.pypi, s.version, import_name(s.manifest.pypi),
+                   {p: s.full.files[p] for p in paths}, {p: s.full.pristine.get(p) for p in paths},
+                   s.tree, pristine_tests_root(s.source), s.workdir, s.timeout, s.progress,
+                   {p.id: p.tests for p in s.manifest.patches}, cache or Cache(), rebaseline, s.seconds)
+    return [run_suite(job, suite) for suite in s.manifest.suites]
 
 
 _NOT_FOUND = re.compile(r"ERROR: (?:file or directory )?not found: (.+?)\s*$", re.M)

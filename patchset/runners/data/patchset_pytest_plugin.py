@@ -29,3 +29,24 @@ def pytest_collection_modifyitems(session, config, items):
         item.user_properties.append((NODEID_PROPERTY, item.nodeid))
         if skip_cleanup:
             item.add_marker(pytest.mark.skip_global_cleanup)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """End the multiprocessing children tests left behind, once every result is written.
+
+    A test that fails midway (a queue that times out under load) can leave
+    non-daemon children that wait forever; Python joins those at exit, so
+    pytest would hang after its summary until the run's timeout killed it,
+    and a finished run would read as a crashed one.
+    """
+    import multiprocessing
+
+    left = multiprocessing.active_children()
+    for child in left:
+        child.terminate()
+    for child in left:
+        child.join(5)
+        if child.is_alive():
+            child.kill()
+            child.join(5)

@@ -1,0 +1,284 @@
+"""Running the manifest's suites: with the series, and on the pristine release (cached).
+
+Each suite runs in its own pytest run with the series (its own timeout, its
+own crash), and once per (release, runner, pristine test tree, selection)
+on the pristine release: the package files the series touches as the
+release ships them, the release's own ``tests/`` (no test hunks). That
+pristine result is cached, so the next ``patchset test`` costs one suite
+run, not two. Tests the pristine run saw fail are run a second time there,
+so that a flaky pristine result is recognised (and cached as such) instead
+of excusing a regression. :mod:`patchset.verbs.baseline` judges the two.
+
+The pristine run uses the same runner as the patched one: the same venv,
+or the same image. Every configuration replaces every file the series
+touches, so on an image ``patchset build`` made, the pristine run sees the
+base image's files; its cache key names the base image's digest (from the
+image's labels), which is what the pristine run really depends on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from patchset.cache import Cache
+from patchset.core.manifest import Suite
+from patchset.runners import ERROR, FAILED, NodeResult, Progress, RunConfig, Runner, RunOutcome
+from patchset.verbs import baseline as bl
+
+if TYPE_CHECKING:  # patchset.verbs.test imports this module's callers; imported lazily at run time
+    from patchset.verbs.test import SuiteResult
+
+#: Bump when what a cached pristine result means changes (selection, re-runs, the stored fields).
+BASELINE_FORMAT = 1
+#: How many more times a test that fails with the series and passed pristine runs before its verdict.
+FLAKY_RERUNS = 2
+#: Labels an image built by ``patchset build`` carries (OCI annotations).
+BASE_DIGEST_LABEL = "org.opencontainers.image.base.digest"
+
+
+@dataclass
+class Baseline:
+    """The pristine release's results for one suite, and where they came from."""
+
+    key: str
+    cached: bool
+    runs: list[dict[str, NodeResult]] = field(default_factory=list)  # the run, then its failures again
+    error: str = ""  # why there is no usable pristine result
+    duration: float = 0.0
+
+    def to_json(self) -> dict:
+        out: dict = {"cached": self.cached, "key": self.key}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+@dataclass
+class SuiteJob:
+    """What every suite of one ``patchset test`` shares."""
+
+    runner: Runner
+    project: str
+    version: str
+    package: str
+    files: Mapping[str, bytes | None]  # the package files as the series leaves them
+    pristine_files: Mapping[str, bytes | None]  # the same paths, as the release ships them
+    tree: Path  # the patched test tree
+    pristine_root: Path  # the pristine source tree (holds tests/)
+    workdir: Path
+    timeout: float | None
+    progress: Progress
+    credit: Mapping[str, Sequence[str]]  # patch id -> its tests, to credit fixed tests
+    cache: Cache
+    rebaseline: bool = False  # ignore a cached pristine result (it is replaced)
+    seconds: dict[str, float] = field(default_factory=dict)
+    _pristine_tree: Path | None = None
+    _digest: str | None = None
+
+    def pristine_tree(self) -> Path:
+        """The pristine test tree, copied out of the source only when a pristine run is due."""
+        from patchset.verbs.test import prepare_test_tree
+
+        if self._pristine_tree is None:
+            self._pristine_tree = prepare_test_tree(self.pristine_root, {}, self.workdir / "pristine-tree")
+        return self._pristine_tree
+
+    def pristine_digest(self) -> str:
+        """The digest of the pristine test tree: what prepare_test_tree copies (tests/, pytest's config)."""
+        from patchset.verbs.test import PYTEST_CONFIG_FILES
+
+        if self._digest is None:
+            files = [self.pristine_root / name for name in PYTEST_CONFIG_FILES]
+            self._digest = tree_digest(self.pristine_root, [self.pristine_root / "tests", *files])
+        return self._digest
+
+
+def run_suite(job: SuiteJob, suite: Suite) -> SuiteResult:
+    """Run one suite with the series and judge it against the pristine release."""
+    from patchset.verbs.test import ConfigRun, SuiteResult, gpu_reason
+
+    if suite.gpu and job.runner.needs_accelerator_reason:
+        job.progress(f"suite {suite.path}: needs-gpu, not run ({job.runner.needs_accelerator_reason})")
+        return SuiteResult(suite.path, ConfigRun(_label(suite), (), (suite.path,), []), gpu=True,
+                           not_run=job.runner.needs_accelerator_reason)
+    accelerator = job.runner.needs_accelerator_reason is None
+    out = _selected(job, suite, _label(suite), job.files, job.tree, selection(suite))
+    patched = out.results
+    run = ConfigRun(_label(suite), (), (suite.path,), list(patched.values()), out.exit_code, out.duration, out.crash,
+                    accelerator)
+    if out.crash:  # nothing to judge: the suite fails, as any crashed run is no evidence
+        return SuiteResult(suite.path, run, None, None, gpu=suite.gpu)
+    base = pristine_baseline(job, suite)
+    if base.error:
+        job.progress(f"suite {suite.path}: no pristine baseline ({base.error}): every failure counts")
+        return SuiteResult(suite.path, run, None, base, gpu=suite.gpu)
+    reruns = _rerun(job, suite, bl.rerun_candidates(patched, base.runs))
+    comparison = bl.classify(patched, base.runs, gpu_reason=partial(gpu_reason, accelerator=accelerator),
+                             reruns=reruns, credit=job.credit)
+    counts = ", ".join(f"{n} {c}" for c, n in comparison.counts().items())
+    job.progress(f"suite {suite.path}: {counts or 'no tests'} (pristine baseline "
+                 f"{'reused from the cache' if base.cached else 'run now and cached'}, key {base.key[:12]})")
+    return SuiteResult(suite.path, run, comparison, base, gpu=suite.gpu)
+
+
+def selection(suite: Suite) -> tuple[str, ...]:
+    """pytest's positional arguments for a suite; pytest takes ``--deselect`` among them."""
+    return (suite.path, *(f"--deselect={d}" for d in suite.deselect))
+
+
+def pristine_baseline(job: SuiteJob, suite: Suite) -> Baseline:
+    """The suite's pristine results: from the cache, else run now (under a lock) and cached."""
+    key = baseline_key(job.project, job.version, runner_identity(job.runner), job.pristine_digest(),
+                       selection(suite))
+    where = ("baselines", key[:2], key + ".json")
+    if not job.rebaseline and (cached := load_baseline(job.cache.path(*where), key)) is not None:
+        return cached
+    with job.cache.lock("baselines", key):
+        if not job.rebaseline and (cached := load_baseline(job.cache.path(*where), key)) is not None:
+            return cached  # another job ran it while this one waited
+        label = f"pristine {suite.path}"
+        tree = job.pristine_tree()
+        first = _selected(job, suite, label, job.pristine_files, tree, selection(suite))
+        if first.crash:  # not cached: the next run tries again
+            return Baseline(key, False, [first.results], f"the pristine run crashed: {first.crash}", first.duration)
+        runs, secs = [first.results], first.duration
+        failing = sorted(n for n, r in first.results.items() if r.outcome in (FAILED, ERROR))
+        if failing:  # a second look at what failed: a flaky pristine failure must not excuse a regression
+            again = _selected(job, suite, label + " (failures again)", job.pristine_files, tree, tuple(failing))
+            runs.append({n: r for n, r in again.results.items() if n in first.results})
+            secs += again.duration
+        base = Baseline(key, False, runs, "", secs)
+        job.cache.put_bytes(dump_baseline(base).encode(), *where)
+        return base
+
+
+def baseline_key(project: str, version: str, runner: str, tree: str, selectors: Sequence[str]) -> str:
+    """What a pristine result depends on: release, runner identity, test-tree digest, selected tests."""
+    text = json.dumps({"format": BASELINE_FORMAT, "project": project, "version": version, "runner": runner,
+                       "tree": tree, "selectors": list(selectors)}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def runner_identity(runner: Runner) -> str:
+    """The environment a pristine result depends on: the venv, or the (base) image and its GPUs."""
+    env = getattr(runner, "env", None)
+    if env is not None:
+        return f"venv {env.python} {env.site_packages}"  # a cached venv's path names the wheel's sha256
+    image = getattr(runner, "image", None)
+    if image is not None:
+        from patchset import docker_engine
+
+        labels = image.attrs.get("Config", {}).get("Labels") or {}
+        digest = labels.get(BASE_DIGEST_LABEL) or docker_engine.image_digest(image)
+        return f"image {digest} gpus={getattr(runner, 'gpus', None) or ''}"
+    return f"{runner.name} {runner.needs_accelerator_reason or 'accelerator'}"
+
+
+def tree_digest(root: Path, tops: Sequence[Path] | None = None) -> str:
+    """sha256 over the files under ``tops`` (default: all of ``root``), paths relative to ``root``.
+
+    Bytecode is left out, as prepare_test_tree leaves it out; a top that does
+    not exist counts as absent, so adding a pytest config file changes it.
+    """
+    h = hashlib.sha256()
+    for top in tops if tops is not None else [root]:
+        h.update(str(top.relative_to(root)).encode() + (b"\0" if top.exists() else b"\1"))
+        paths = [top] if top.is_file() else sorted(
+            Path(folder) / name for folder, dirs, names in os.walk(top) if "__pycache__" not in Path(folder).parts
+            for name in names if not name.endswith(".pyc"))
+        for path in paths:
+            h.update(str(path.relative_to(root)).encode() + b"\0")
+            h.update(hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"-")
+    return h.hexdigest()
+
+
+def dump_baseline(base: Baseline) -> str:
+    runs = [{n: {"outcome": r.outcome, "message": r.message, "detail": _tail(r.detail)} for n, r in run.items()}
+            for run in base.runs]
+    return json.dumps({"format": BASELINE_FORMAT, "key": base.key, "seconds": round(base.duration, 1),
+                       "runs": runs}, indent=1) + "\n"
+
+
+def load_baseline(path: Path, key: str) -> Baseline | None:
+    """A cached pristine result, or None (absent, or written by another format: run it again)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if data.get("format") != BASELINE_FORMAT or data.get("key") != key:
+        return None
+    runs = [{n: NodeResult(n, r["outcome"], r.get("message", ""), r.get("detail", "")) for n, r in run.items()}
+            for run in data["runs"]]
+    return Baseline(key, True, runs, "", float(data.get("seconds", 0)))
+
+
+def _rerun(job: SuiteJob, suite: Suite, candidates: list[str]) -> list[dict[str, NodeResult]]:
+    """Re-run with the series, at most FLAKY_RERUNS times, the failures that passed on the pristine release."""
+    reruns: list[dict[str, NodeResult]] = []
+    for i in range(FLAKY_RERUNS):
+        if not candidates:
+            break
+        job.progress(f"suite {suite.path}: {len(candidates)} test(s) fail with the series and passed on the "
+                     f"pristine release; running them again before a verdict ({i + 1} of {FLAKY_RERUNS})")
+        again = _selected(job, suite, f"{_label(suite)} (again {i + 1})", job.files, job.tree,
+                          tuple(candidates)).results
+        reruns.append(again)
+        # one pass is enough to show the series does not always break it
+        candidates = [n for n in candidates if n in again and again[n].outcome in (FAILED, ERROR)]
+    return reruns
+
+
+@dataclass
+class _Ran:
+    results: dict[str, NodeResult]  # the tests the selectors name, by node id
+    exit_code: int
+    duration: float
+    crash: str | None  # why the run cannot be read as test outcomes (patchset.verbs.test.crash_reason)
+
+
+def _selected(job: SuiteJob, suite: Suite, label: str, files: Mapping[str, bytes | None], tree: Path,
+              selectors: tuple[str, ...]) -> _Ran:
+    """Run ``selectors`` in one configuration; the results of the tests they name, by node id."""
+    from patchset.verbs.test import _run, crash_reason, select
+
+    timeout = suite.timeout or job.timeout
+    config = RunConfig(label, job.package, files, tree, selectors, job.workdir / "runs" / _slug(label), timeout,
+                       job.progress)
+    outcome, not_found = _run(job.runner, config, job.progress)
+    job.seconds[label] = round(outcome.duration, 1)
+    crash = crash_reason(outcome, selectors, not_found, timeout)
+    if crash:
+        job.progress(f"{label}: {crash}")
+    wanted = [s for s in selectors if not s.startswith("--")]
+    results = {r.nodeid: r for r in select(_unless_deselected(outcome, suite), wanted, not_found)}
+    return _Ran(results, outcome.exit_code, outcome.duration, crash)
+
+
+def _unless_deselected(outcome: RunOutcome, suite: Suite) -> RunOutcome:
+    """Drop what the suite deselects, should pytest have reported it anyway (a file that failed to import)."""
+    from patchset.verbs.test import covers
+
+    if not suite.deselect:
+        return outcome
+    kept = {n: r for n, r in outcome.results.items() if not any(covers(d, n) for d in suite.deselect)}
+    return replace(outcome, results=kept)
+
+
+def _label(suite: Suite) -> str:
+    return f"suite {suite.path}"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9._-]+", "-", text).strip("-")
+
+
+def _tail(text: str, limit: int = 1500) -> str:
+    return text[-limit:]
