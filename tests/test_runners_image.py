@@ -187,7 +187,7 @@ def test_the_offload_tests_give_the_same_verdicts_in_the_image_as_in_the_venv(
 @pytest.mark.docker
 def test_the_pristine_baseline_of_a_built_image_is_keyed_by_its_base_image(docker_client, standin, built):
     """A suite's pristine run on an image patchset built is the base image's: one cached result for both."""
-    from patchset import docker_engine
+    from patchset.images import engine as docker_engine
     from patchset.verbs.suites import runner_identity
 
     on_built, on_base = ImageRunner(built.tag, client=docker_client), ImageRunner(standin, client=docker_client)

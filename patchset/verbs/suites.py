@@ -174,7 +174,7 @@ def runner_identity(runner: Runner) -> str:
         return f"venv {env.python} {env.site_packages}"  # a cached venv's path names the wheel's sha256
     image = getattr(runner, "image", None)
     if image is not None:
-        from patchset import docker_engine
+        from patchset.images import engine as docker_engine
 
         labels = image.attrs.get("Config", {}).get("Labels") or {}
         digest = labels.get(BASE_DIGEST_LABEL) or docker_engine.image_digest(image)
