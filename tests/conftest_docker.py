@@ -11,6 +11,7 @@ Every image a test makes is tagged under a per-session repository and removed at
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -21,6 +22,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import docker.errors
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,8 +61,12 @@ def session_repo(docker_client) -> Iterator[str]:
         for tag in image.tags:
             if tag.startswith(repo + ":"):
                 docker_client.images.remove(tag, force=True, noprune=False)
-    for container in docker_client.containers.list(all=True, filters={"label": "io.patchset.test"}):
-        container.remove(force=True)
+    # Only what runs no more: a running one belongs to another session (or a user's `patchset test --image`).
+    for status in ("exited", "created", "dead"):
+        for container in docker_client.containers.list(all=True, filters={"label": "io.patchset.test",
+                                                                          "status": status}):
+            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):  # gone, or being removed
+                container.remove()
 
 
 @pytest.fixture(scope="session")
