@@ -56,12 +56,30 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from patchset.core.patchfile import FilePatch, Hunk, PatchFile, split_lines
+from patchset.core.words import Word
 
-EXACT = "exact"
-OFFSET = "offset"
-FUZZ = "fuzz"
-ALREADY = "already-applied"
-FAILED = "failed"
+
+class HunkStatus(Word):
+    """Where one hunk stands on a tree: the policy in this module's docstring decides it."""
+
+    EXACT = "exact"
+    OFFSET = "offset"
+    FUZZ = "fuzz"
+    ALREADY = "already-applied"
+    FAILED = "failed"
+
+
+class OutcomeStatus(Word):
+    """What a whole patch does to a tree (``PatchOutcome.status``)."""
+
+    APPLIES = "applies"
+    ALREADY = "already-applied"
+    FAILED = "failed"
+
+
+# the short names callers (tests/differential.py, the verbs) compare against
+EXACT, OFFSET, FUZZ = HunkStatus.EXACT, HunkStatus.OFFSET, HunkStatus.FUZZ
+ALREADY, FAILED = HunkStatus.ALREADY, HunkStatus.FAILED
 
 MAX_FUZZ_PROBE = 2  # as far as GNU patch goes by default; further is not worth reporting
 
@@ -70,7 +88,7 @@ MAX_FUZZ_PROBE = 2  # as far as GNU patch goes by default; further is not worth 
 class HunkResult:
     file: str
     number: int  # 0: a file-level change without a hunk (mode, rename, copy, empty file)
-    status: str
+    status: HunkStatus
     applied: bool
     line: int | None = None  # 1-based line in the file as it stood before this hunk
     offset: int = 0
@@ -98,7 +116,7 @@ class HunkResult:
 
 @dataclass(frozen=True)
 class PatchOutcome:
-    status: str  # "applies", "already-applied", "failed"
+    status: OutcomeStatus
     hunks: tuple[HunkResult, ...]
     files: dict[str, bytes | None] = field(default_factory=dict)  # changed paths only
     message: str = ""
@@ -106,7 +124,7 @@ class PatchOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.status == "applies"
+        return self.status == OutcomeStatus.APPLIES
 
 
 def apply_patch(tree: Mapping[str, bytes | None], patch: PatchFile, *, max_fuzz: int = 0) -> PatchOutcome:
@@ -136,24 +154,24 @@ def _summarise(results: list[HunkResult], changed: dict[str, bytes | None], mode
     if bad:
         msg = "; ".join(f"hunk {h.number} ({h.file}): {h.status}" + (f" - {h.message}" if h.message else "")
                         for h in bad)
-        return PatchOutcome("failed", tuple(results), {}, msg)
+        return PatchOutcome(OutcomeStatus.FAILED, tuple(results), {}, msg)
     content = [h for h in results if not _is_mode(h)]
     if content and all(h.status == ALREADY for h in content):
         note = "; its mode changes cannot be checked in memory" if len(content) < len(results) else ""
-        return PatchOutcome("already-applied", tuple(results), {}, "every hunk is already in the tree" + note)
+        return PatchOutcome(OutcomeStatus.ALREADY, tuple(results), {}, "every hunk is already in the tree" + note)
     if any(h.status == ALREADY for h in results):
         already = [str(h.number) for h in results if h.status == ALREADY]
-        return PatchOutcome("failed", tuple(results), {},
+        return PatchOutcome(OutcomeStatus.FAILED, tuple(results), {},
                             f"partly applied already (hunks {', '.join(already)}): the tree is neither "
                             "pristine nor patched")
-    return PatchOutcome("applies", tuple(results), changed, modes=modes)
+    return PatchOutcome(OutcomeStatus.APPLIES, tuple(results), changed, modes=modes)
 
 
 def _is_mode(h: HunkResult) -> bool:
     return h.number == 0 and h.message.startswith("mode ")
 
 
-def _file_result(path: str, status: str, message: str, hunks: tuple[Hunk, ...] = ()) -> list[HunkResult]:
+def _file_result(path: str, status: HunkStatus, message: str, hunks: tuple[Hunk, ...] = ()) -> list[HunkResult]:
     """One result per hunk (or one hunk-0 result) carrying a file-level verdict."""
     applied = status not in (FAILED, ALREADY)
     line = 1 if applied or status == ALREADY else None
@@ -303,7 +321,7 @@ class _Placement:
         self.header_pos = hunk.source_start - 1 if hunk.source_length else hunk.source_start
         self.expected = self.header_pos + shift + last_offset  # where GNU patch looks first
 
-    def result(self, status: str, at: int, applied: bool = True, **kw) -> HunkResult:
+    def result(self, status: HunkStatus, at: int, applied: bool = True, **kw) -> HunkResult:
         return HunkResult(self.path, self.hunk.number, status, applied, line=at - self.shift + 1,
                           offset=at - self.shift - self.header_pos, **kw)
 

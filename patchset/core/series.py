@@ -19,23 +19,35 @@ from dataclasses import dataclass, field, replace
 from patchset.core import engine
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.patchfile import PatchFile
+from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.sources import Source
 
-APPLIES = "applies"
-UPSTREAM = "upstream"
-NOT_TARGETED = "not-targeted"
-FAILED = "failed"
-BLOCKED = "blocked"
-PARTLY_UPSTREAM = "partly-upstream"  # some hunks are in the pristine release, the others are not: not ok
-EXCLUDED = "excluded"  # left out on purpose (negative controls), never shown by check
+
+class PatchStatus(Word):
+    """Where one patch of the series stands on a release (decided by ``evaluate_release``)."""
+
+    APPLIES = "applies"
+    UPSTREAM = "upstream"
+    NOT_TARGETED = "not-targeted"
+    FAILED = "failed"
+    BLOCKED = "blocked"
+    PARTLY_UPSTREAM = "partly-upstream"  # some hunks are in the pristine release, the others are not: not ok
+    EXCLUDED = "excluded"  # left out on purpose (negative controls), never shown by check
+
+
+# the short names the verbs (test, build, audit, deps, provenance) import
+APPLIES, UPSTREAM, NOT_TARGETED = PatchStatus.APPLIES, PatchStatus.UPSTREAM, PatchStatus.NOT_TARGETED
+FAILED, BLOCKED, PARTLY_UPSTREAM = PatchStatus.FAILED, PatchStatus.BLOCKED, PatchStatus.PARTLY_UPSTREAM
+EXCLUDED = PatchStatus.EXCLUDED
 GOOD = (APPLIES, UPSTREAM, NOT_TARGETED, EXCLUDED)
+NOT_APPLYING = (FAILED, BLOCKED, PARTLY_UPSTREAM)  # what blocks the patches that come after it
 
 
 @dataclass
 class PatchResult:
     id: str
-    status: str
+    status: PatchStatus
     evidence: str = ""
     message: str = ""
     patch_file: str | None = None
@@ -97,17 +109,27 @@ def evaluate_release(manifest: Manifest, version: str, source: Source,
     paths = sorted({path for pf in loaded.values() for path in pf.touched}
                    | {probe.file for p in manifest.patches for probe in p.present})
     pristine = {path: source.read(path) for path in paths if not _skippable(path, source)}
-    tree = dict(pristine)
+    walk = _Walk(version, source, pristine, dict(pristine), exclude)
     results: list[PatchResult] = []
-    warnings: list[str] = []
-    modes: dict[str, int] = {}
-    by_id: dict[str, PatchResult] = {}
     for p in manifest.patches:
-        r = _evaluate_one(p, version, source, pristine, tree, loaded.get(p.id), load_errors.get(p.id),
-                          by_id, exclude, warnings, modes)
+        r = _evaluate_one(walk, p, loaded.get(p.id), load_errors.get(p.id))
         results.append(r)
-        by_id[p.id] = r
-    return ReleaseResult(version, source.identity, results, tree, pristine, warnings, modes)
+        walk.by_id[p.id] = r
+    return ReleaseResult(version, source.identity, results, walk.tree, pristine, walk.warnings, walk.modes)
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """One release's evaluation as it goes: the tree as the patches so far leave it, and what they said."""
+
+    version: str
+    source: Source
+    pristine: dict[str, bytes | None]
+    tree: dict[str, bytes | None]  # updated in place, patch by patch
+    exclude: frozenset[str]
+    by_id: dict[str, PatchResult] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    modes: dict[str, int] = field(default_factory=dict)  # path -> mode the series sets so far
 
 
 def _skippable(path: str, source: Source) -> bool:
@@ -115,17 +137,16 @@ def _skippable(path: str, source: Source) -> bool:
     return path.startswith("tests/") and not source.covers(path)
 
 
-def _evaluate_one(p: Patch, version: str, source: Source, pristine: dict, tree: dict, pf: PatchFile | None,
-                  load_error: PatchsetError | None, by_id: dict[str, PatchResult], exclude: frozenset[str],
-                  warnings: list[str], modes: dict[str, int]) -> PatchResult:
+def _evaluate_one(walk: _Walk, p: Patch, pf: PatchFile | None, load_error: PatchsetError | None) -> PatchResult:
+    version, pristine = walk.version, walk.pristine
     targeted = p.targets(version)
-    evidence = _upstream_evidence(p, source, pristine)
+    evidence = _upstream_evidence(p, walk.source, pristine)
     if evidence:
         if targeted:
-            warnings.append(f"{p.id} is upstream in {version} ({evidence}) but releases {str(p.releases)!r} "
+            walk.warnings.append(f"{p.id} is upstream in {version} ({evidence}) but releases {str(p.releases)!r} "
                             f"still includes it: narrow the range to retire the patch there")
         return PatchResult(p.id, UPSTREAM, evidence=evidence)
-    if p.id in exclude:
+    if p.id in walk.exclude:
         return PatchResult(p.id, EXCLUDED, message="left out on purpose")
     if not targeted:
         why = f"outside releases {str(p.releases)!r}"
@@ -136,16 +157,16 @@ def _evaluate_one(p: Patch, version: str, source: Source, pristine: dict, tree: 
         return PatchResult(p.id, FAILED, message=str(load_error))
     assert pf is not None
     base = PatchResult(p.id, FAILED, patch_file=pf.path, sha256=pf.sha256)
-    broken = [d for d in p.after if d in by_id and by_id[d].status in (FAILED, BLOCKED, PARTLY_UPSTREAM)]
+    broken = [d for d in p.after if d in walk.by_id and walk.by_id[d].status in NOT_APPLYING]
     if broken:
         base.status = BLOCKED
-        base.message = "comes after " + ", ".join(f"{d} ({by_id[d].status})" for d in broken)
+        base.message = "comes after " + ", ".join(f"{d} ({walk.by_id[d].status})" for d in broken)
         return base
-    return _apply_one(p, version, source, pristine, tree, pf, base, warnings, modes)
+    return _apply_one(walk, p, pf, base)
 
 
-def _apply_one(p: Patch, version: str, source: Source, pristine: dict, tree: dict, pf: PatchFile,
-               base: PatchResult, warnings: list[str], modes: dict[str, int]) -> PatchResult:
+def _apply_one(walk: _Walk, p: Patch, pf: PatchFile, base: PatchResult) -> PatchResult:
+    source, pristine, tree = walk.source, walk.pristine, walk.tree
     covered = [f for f in pf.files if not all(_skippable(x, source) for x in f.touched)]
     base.skipped = tuple(sorted({f.path for f in pf.files if f not in covered}))
     if not covered:
@@ -161,24 +182,24 @@ def _apply_one(p: Patch, version: str, source: Source, pristine: dict, tree: dic
     where = {h.number: h.line for h in sub.hunks}
     base.hunks = tuple(replace(h, patch_line=where.get(h.number, 0)) for h in outcome.hunks)
     untouched = not any(tree.get(x) != pristine.get(x) for x in sub.touched)
-    if outcome.status == "already-applied" and untouched:
+    if outcome.status == engine.OutcomeStatus.ALREADY and untouched:
         base.status = UPSTREAM
         base.evidence = "reverse-apply: every hunk is already in the pristine tree (weak evidence: add a present probe)"
-        warnings.append(f"{p.id}: every hunk is already in {version}; if the fix is upstream there, "
+        walk.warnings.append(f"{p.id}: every hunk is already in {walk.version}; if the fix is upstream there, "
                         "narrow releases to retire the patch")
         return base
     if not outcome.ok:
-        return _not_applying(base, outcome, version, untouched)
+        return _not_applying(base, outcome, walk.version, untouched)
     tree.update(outcome.files)
     for path, content in outcome.files.items():
         if content is None:
-            modes.pop(path, None)
-    modes.update(outcome.modes)
+            walk.modes.pop(path, None)
+    walk.modes.update(outcome.modes)
     base.status = APPLIES
     base.files = tuple(sorted(set(outcome.files) | set(outcome.modes)))
     for probe in p.present:
         if source.covers(probe.file) and not probe.holds(tree.get(probe.file)):
-            warnings.append(f"{p.id}: its present probe does not hold after applying it "
+            walk.warnings.append(f"{p.id}: its present probe does not hold after applying it "
                             f"({probe.describe(tree.get(probe.file))}): the probe cannot detect the fix")
     return base
 
@@ -251,7 +272,7 @@ def failure_summary(result: ReleaseResult, where: str = "") -> str:
     """One line naming each failed patch, its patch file and line, hunk and file."""
     parts = []
     for p in result.patches:
-        if p.status in (FAILED, BLOCKED, PARTLY_UPSTREAM):
+        if p.status in NOT_APPLYING:
             bad = [h for h in p.hunks if not h.applied and h.status != engine.ALREADY]
             at = ""
             if bad:

@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections import Counter
 
 from patchset.report.common import dump_json, github_annotation, markdown_table, render, table
-from patchset.verbs.audit import AuditReport, FixVerdict, ImageAudit
+from patchset.verbs.audit import AuditReport, FixStatus, FixVerdict, ImageAudit
 
 HEADERS = ("fix", "status", "evidence")
 
 
 def _status(f: FixVerdict) -> str:
-    return f.status if f.targeted or f.status in ("upstream", "carried") else f"{f.status} (not targeted)"
+    if f.targeted or f.status in (FixStatus.UPSTREAM, FixStatus.CARRIED):
+        return f.status
+    return f"{f.status} (not targeted)"
 
 
 def _title(i: ImageAudit) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from patchset.core.engine import HunkResult
-from patchset.core.series import PatchResult
+from patchset.core.engine import HunkResult, HunkStatus
+from patchset.core.series import NOT_APPLYING, PatchResult, PatchStatus
 from patchset.report.common import Case, dump_json, github_annotation, junit, markdown_table, render, table
 from patchset.verbs.check import CheckReport
 
@@ -16,11 +16,11 @@ def hunk_summary(hunks: tuple[HunkResult, ...]) -> str:
         return ""
     kinds: dict[str, int] = {}
     for h in hunks:
-        if h.status == "offset":
+        if h.status == HunkStatus.OFFSET:
             key = f"offset {h.offset:+d}"
-        elif h.status == "fuzz":
+        elif h.status == HunkStatus.FUZZ:
             key = f"fuzz {h.fuzz} (#{h.number} @ line {h.line})"
-        elif h.status in ("exact", "already-applied"):
+        elif h.status in (HunkStatus.EXACT, HunkStatus.ALREADY):
             key = h.status
         else:
             key = f"{h.status} (#{h.number})"
@@ -30,9 +30,7 @@ def hunk_summary(hunks: tuple[HunkResult, ...]) -> str:
 
 
 def detail(p: PatchResult) -> str:
-    if p.status == "upstream":
-        return p.evidence
-    if p.status == "not-targeted":
+    if p.status in (PatchStatus.UPSTREAM, PatchStatus.NOT_TARGETED):
         return p.evidence
     text = hunk_summary(p.hunks)
     if p.message:
@@ -45,7 +43,7 @@ def detail(p: PatchResult) -> str:
 def failure_text(p: PatchResult) -> str:
     lines = [p.message] if p.message else []
     for h in p.hunks:
-        if h.applied or h.status == "already-applied" and p.status != "failed":
+        if h.applied or h.status == HunkStatus.ALREADY and p.status != PatchStatus.FAILED:
             continue
         where = f"{p.patch_file}:{h.patch_line}: " if h.patch_line else ""
         lines.append(f"{where}hunk {h.number} ({h.file}): {h.status}" + (f" - {h.message}" if h.message else ""))
@@ -63,7 +61,7 @@ def render_table(report: CheckReport) -> str:
     out = [render(table("patchset check", HEADERS, rows(report))).rstrip("\n")]
     for t in report.targets:
         for p in t.patches:
-            if p.status in ("failed", "blocked", "partly-upstream"):
+            if p.status in NOT_APPLYING:
                 out.append(f"\n{t.vllm} {p.id}: {p.status}")
                 out.append(failure_text(p))
         for w in t.warnings:
@@ -82,7 +80,7 @@ def render_markdown(report: CheckReport) -> str:
     extra = []
     for t in report.targets:
         for p in t.patches:
-            if p.status in ("failed", "blocked", "partly-upstream"):
+            if p.status in NOT_APPLYING:
                 extra.append(f"<details><summary>{t.vllm} {p.id}: {p.status}</summary>\n\n```\n"
                              f"{failure_text(p)}\n```\n</details>\n")
         extra += [f"- warning ({t.vllm}): {w}" for w in t.warnings]
@@ -98,11 +96,11 @@ def render_junit(report: CheckReport) -> str:
     for t in report.targets:
         for p in t.patches:
             c = Case(suite=f"vllm-{t.vllm}", name=p.id, detail=detail(p))
-            if p.status in ("failed", "blocked", "partly-upstream"):
+            if p.status in NOT_APPLYING:
                 c.failure = f"{p.status}: {p.message}"
                 c.detail = failure_text(p)
-            elif p.status == "not-targeted":
-                c.skipped = "not-targeted"
+            elif p.status == PatchStatus.NOT_TARGETED:
+                c.skipped = str(p.status)
             cases.append(c)
     return junit(cases, "patchset check")
 
@@ -111,9 +109,9 @@ def github_annotations(report: CheckReport) -> list[str]:
     out = []
     for t in report.targets:
         for p in t.patches:
-            if p.status not in ("failed", "blocked", "partly-upstream"):
+            if p.status not in NOT_APPLYING:
                 continue
-            bad = [h for h in p.hunks if not h.applied and h.status != "already-applied"]
+            bad = [h for h in p.hunks if not h.applied and h.status != HunkStatus.ALREADY]
             line = bad[0].patch_line if bad else None
             a = github_annotation("error", f"vLLM {t.vllm}: {p.id} {p.status}: {p.message}", p.patch_file, line)
             if a:

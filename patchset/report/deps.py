@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 
 from patchset.core.manifest import load_manifest
+from patchset.core.series import PatchStatus
 from patchset.errors import PatchsetError
 from patchset.report.common import dump_json, render, table
 from patchset.verbs.check import CheckReport
 from patchset.verbs.deps import DepsReport, merge
 
 # Colours by status on the release, light enough to read the ids on.
-FILL = {"applies": "#d4edda", "upstream": "#cce5ff", "not-targeted": "#eeeeee", "failed": "#f8d7da",
-        "blocked": "#fff3cd", "excluded": "#eeeeee"}
+FILL = {PatchStatus.APPLIES: "#d4edda", PatchStatus.UPSTREAM: "#cce5ff", PatchStatus.NOT_TARGETED: "#eeeeee",
+        PatchStatus.FAILED: "#f8d7da", PatchStatus.BLOCKED: "#fff3cd", PatchStatus.EXCLUDED: "#eeeeee"}
 
 
 def render_table(report: DepsReport) -> str:
@@ -51,7 +52,7 @@ def render_mermaid(report: DepsReport, *, fenced: bool = True) -> str:
     node = {pid: f"p{i}" for i, pid in enumerate(report.order)}
     lines = ["flowchart TD"]
     for pid in report.order:
-        status = report.statuses.get(pid, "applies")
+        status = report.statuses.get(pid, PatchStatus.APPLIES)
         lines.append(f'  {node[pid]}["{_label(pid)}<br/>{status}"]:::{_cls(status)}')
     undeclared = {(e.patch, e.needs) for e in report.undeclared}
     for e in report.edges:
@@ -74,7 +75,7 @@ def render_dot(report: DepsReport) -> str:
     lines = [f"digraph {q('patchset deps ' + report.vllm)} {{", "  rankdir=TB;",
              '  node [shape=box, style="rounded,filled", fontname="Helvetica"];']
     for pid in report.order:
-        status = report.statuses.get(pid, "applies")
+        status = report.statuses.get(pid, PatchStatus.APPLIES)
         lines.append(f"  {q(pid)} [fillcolor={q(FILL.get(status, '#ffffff'))}, tooltip={q(status)}];")
     undeclared = {(e.patch, e.needs) for e in report.undeclared}
     for e in report.edges:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from patchset.report.check import hunk_summary
 from patchset.report.common import dump_json, markdown_table, render, table
-from patchset.verbs.next import NextPatch, NextReport
-from patchset.verbs.port import PortedPatch, PortReport
+from patchset.verbs.next import NextPatch, NextReport, NextStatus
+from patchset.verbs.port import PortedPatch, PortReport, PortStatus
 from patchset.verbs.refresh import RefreshReport
 
 NEXT_HEADERS = ("patch", "status", "from", "detail")
@@ -14,12 +14,12 @@ PORT_HEADERS = ("patch", "result", "from", "detail")
 
 def next_detail(p: NextPatch) -> str:
     r = p.result
-    if p.status == "upstream":
+    if p.status == NextStatus.UPSTREAM:
         return r.evidence
     text = hunk_summary(r.hunks)
     if p.already:
         text += f"; upstream already has hunk(s) {', '.join(map(str, p.already))}"
-    if r.message and p.status != "carries":
+    if r.message and p.status != NextStatus.CARRIES:
         text = (text + "; " if text else "") + r.message
     return text
 
@@ -69,13 +69,13 @@ def next_markdown(report: NextReport) -> str:
 
 
 def port_detail(p: PortedPatch) -> str:
-    if p.result == "retired":
+    if p.result == PortStatus.RETIRED:
         return p.evidence
-    if p.result == "conflict":
+    if p.result == PortStatus.CONFLICT:
         where = "; ".join(f"{c.file}:{c.line}" if c.line else c.file for c in p.conflicts)
         return " ".join(x for x in (p.message, f"({where})" if where else "", f"workspace {p.workspace}"
                                     if p.workspace else "") if x)
-    if p.result == "blocked":
+    if p.result == PortStatus.BLOCKED:
         return p.message
     return f"{p.patch} ({len(p.files)} file(s))" if p.patch else p.message
 
@@ -90,7 +90,7 @@ def port_table(report: PortReport) -> str:
     out = [render(table(title, PORT_HEADERS, _port_rows(report))).rstrip("\n")]
     out += [f"wrote {w}" for w in report.written]
     counts = {k: sum(1 for p in report.patches if p.result == k)
-              for k in ("carried", "retired", "ported", "conflict", "blocked")}
+              for k in PortStatus}
     out.append(", ".join(f"{n} {k}" for k, n in counts.items()) + f" in {report.seconds:.1f} s")
     out.append(f"a merge is not a proof: run patchset test --vllm {report.to}")
     return "\n".join(out) + "\n"

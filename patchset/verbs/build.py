@@ -32,7 +32,7 @@ from docker.models.images import Image
 
 from patchset.core import provenance
 from patchset.core.manifest import Manifest, same_release
-from patchset.core.series import APPLIES, ReleaseResult, evaluate_release, failure_summary, syntax_error
+from patchset.core.series import APPLIES, UPSTREAM, ReleaseResult, evaluate_release, failure_summary, syntax_error
 from patchset.errors import Finding, PatchsetError
 from patchset.images.context import build_context, build_time, dockerfile_for, sbom_context
 from patchset.images.engine import (
@@ -272,8 +272,8 @@ def image_labels(manifest: Manifest, version: str, base: str, base_digest: str,
     for p in result.patches:
         if p.status == APPLIES and p.sha256:
             labels[f"{LABEL_NS}.patch.{p.id}"] = p.sha256
-        elif p.status == "upstream":
-            labels[f"{LABEL_NS}.upstream.{p.id}"] = p.evidence or "upstream"
+        elif p.status == UPSTREAM:
+            labels[f"{LABEL_NS}.upstream.{p.id}"] = p.evidence or str(UPSTREAM)
     return labels
 
 

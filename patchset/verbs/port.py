@@ -33,16 +33,23 @@ from patchset.core import engine, merge
 from patchset.core.manifest import Manifest, Patch, load_manifest
 from patchset.core.manifest_edit import ManifestEditor
 from patchset.core.patchfile import PatchFile, parse_patch, read_patch
+from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.sources import Source
 from patchset.verbs.next import Trees, newest_covered_target, window_change
 
-CARRIED = "carried"
-RETIRED = "retired"
-PORTED = "ported"
-CONFLICT = "conflict"
-BLOCKED = "blocked"
-GOOD = (CARRIED, RETIRED, PORTED)
+
+class PortStatus(Word):
+    """What ``port`` did with one patch (``PortedPatch.result``)."""
+
+    CARRIED = "carried"
+    RETIRED = "retired"
+    PORTED = "ported"
+    CONFLICT = "conflict"
+    BLOCKED = "blocked"
+
+
+GOOD = (PortStatus.CARRIED, PortStatus.RETIRED, PortStatus.PORTED)
 WORKSPACE_META = ".patchset-port.json"
 DEFAULT_WORKDIR = ".patchset/port"
 
@@ -61,7 +68,7 @@ class Conflict:
 @dataclass
 class PortedPatch:
     id: str
-    result: str
+    result: PortStatus
     from_release: str | None
     patch: str | None = None  # the patch file that serves V afterwards (new for ported)
     evidence: str = ""
@@ -134,7 +141,7 @@ def port(manifest: Manifest, to: str, *, from_release: str | None = None, only: 
         r = step(manifest, walk, p, from_release)
         if only and p.id not in only:
             continue  # it still shapes V for the patches after it; it is not reported or rewritten
-        if r.result == CONFLICT:
+        if r.result == PortStatus.CONFLICT:
             r.workspace = str(work / p.id)
         report.patches.append(r)
     editor = plan_manifest(manifest, report, walk)
@@ -208,14 +215,15 @@ def step(manifest: Manifest, walk: Walk, p: Patch, from_release: str | None) -> 
 
 
 def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
-    broken = [d for d in p.after if d in walk.results and walk.results[d].result in (CONFLICT, BLOCKED)]
+    stuck = (PortStatus.CONFLICT, PortStatus.BLOCKED)
+    broken = [d for d in p.after if d in walk.results and walk.results[d].result in stuck]
     if broken:
-        return PortedPatch(p.id, BLOCKED, u, message="comes after " + ", ".join(
+        return PortedPatch(p.id, PortStatus.BLOCKED, u, message="comes after " + ", ".join(
             f"{d} ({walk.results[d].result})" for d in broken))
     target = walk.sources[walk.to]
     evidence = _upstream_evidence(p, target, walk.pristine)
     if evidence:
-        return PortedPatch(p.id, RETIRED, u, evidence=evidence)
+        return PortedPatch(p.id, PortStatus.RETIRED, u, evidence=evidence)
     own = p.choice_for(walk.to) or p.choice_for(u)
     assert own is not None
     pf = covered(_load(p, own.path, manifest), target)
@@ -224,9 +232,10 @@ def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     placed = outcome.ok and all(h.status in (engine.EXACT, engine.OFFSET) for h in outcome.hunks)
     if placed and not compile_errors(outcome.files):
         walk.ours.update(outcome.files)
-        return PortedPatch(p.id, CARRIED, u, patch=rel, files=tuple(sorted(outcome.files)))
-    if outcome.status == "already-applied" and all(walk.ours.get(x) == walk.pristine.get(x) for x in pf.touched):
-        return PortedPatch(p.id, RETIRED, u, evidence="reverse-apply: every hunk is already in "
+        return PortedPatch(p.id, PortStatus.CARRIED, u, patch=rel, files=tuple(sorted(outcome.files)))
+    untouched = all(walk.ours.get(x) == walk.pristine.get(x) for x in pf.touched)
+    if outcome.status == engine.OutcomeStatus.ALREADY and untouched:
+        return PortedPatch(p.id, PortStatus.RETIRED, u, evidence="reverse-apply: every hunk is already in "
                            f"vllm {walk.to} (weak evidence: add a present probe)")
     return _merge(manifest, walk, p, u)
 
@@ -246,7 +255,7 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     base = walk.bases[u][p.id]
     theirs_out = engine.apply_patch(base, pf, max_fuzz=p.fuzz)
     if not theirs_out.ok:
-        return PortedPatch(p.id, CONFLICT, u, message=f"it does not apply to vllm {u} itself "
+        return PortedPatch(p.id, PortStatus.CONFLICT, u, message=f"it does not apply to vllm {u} itself "
                            f"({theirs_out.message}): fix it there first (patchset check --vllm {u})")
     labels = (f"vllm {walk.to}", f"vllm {u}", f"{p.id} on {u}")
     merged: dict[str, bytes | None] = {}
@@ -261,18 +270,19 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     changed = {k: v for k, v in merged.items() if v != walk.ours.get(k)}
     if conflicts:
         _explain(conflicts, p, u, walk, pf)
-        r = PortedPatch(p.id, CONFLICT, u, conflicts=conflicts, files=tuple(sorted(merged)),
+        r = PortedPatch(p.id, PortStatus.CONFLICT, u, conflicts=conflicts, files=tuple(sorted(merged)),
                         message=f"{len(conflicts)} conflict(s); resolve them in the workspace, then run "
                                 f"patchset refresh {p.id} --vllm {walk.to}")
         walk.workspaces[p.id] = (dict(walk.ours), merged, u)
         return r
     if not changed:
-        return PortedPatch(p.id, RETIRED, u, evidence=f"3-way merge: vllm {walk.to} already has every change")
+        return PortedPatch(p.id, PortStatus.RETIRED, u,
+                           evidence=f"3-way merge: vllm {walk.to} already has every change")
     text = regenerate(p, manifest, u, walk.to, walk.ours, changed, how="3-way merge")
     verify(text, p, walk.ours, changed)
     walk.ours.update(changed)
     rel = new_patch_path(manifest, p, walk.to)
-    return PortedPatch(p.id, PORTED, u, patch=rel, files=tuple(sorted(changed)), text=text)
+    return PortedPatch(p.id, PortStatus.PORTED, u, patch=rel, files=tuple(sorted(changed)), text=text)
 
 
 def _merge_file(path: str, base: bytes | None, theirs: bytes | None, ours: bytes | None,
@@ -374,12 +384,12 @@ def plan_manifest(manifest: Manifest, report: PortReport, walk: Walk) -> Manifes
     """The manifest as it will be after this port: only decided patches change."""
     editor = ManifestEditor(manifest.path)
     for r in report.patches:
-        if r.result == CARRIED:
+        if r.result == PortStatus.CARRIED:
             assert r.from_release is not None
             editor.carry(r.id, report.to, r.from_release)
-        elif r.result == RETIRED:
+        elif r.result == PortStatus.RETIRED:
             editor.retire(r.id, report.to, r.evidence)
-        elif r.result == PORTED:
+        elif r.result == PortStatus.PORTED:
             assert r.patch is not None
             editor.add_patch_file(r.id, report.to, r.patch)
             editor.include(r.id, report.to)
@@ -394,14 +404,15 @@ def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: 
     written: list[str] = []
     # Workspaces first: they live outside the manifest and recipes, and a refused one stops the port
     # before anything the series is made of has changed.
-    conflicts = [r for r in report.patches if r.result == CONFLICT and r.workspace and r.id in walk.workspaces]
+    conflicts = [r for r in report.patches
+                 if r.result == PortStatus.CONFLICT and r.workspace and r.id in walk.workspaces]
     for r in conflicts:
         _check_workspace(Path(r.workspace or ""), walk.workspaces[r.id][1])
     for r in conflicts:
         written += write_workspace(Path(r.workspace or ""), r, walk, report.to)
     try:
         for r in report.patches:
-            if r.result == PORTED and r.text is not None and r.patch:
+            if r.result == PortStatus.PORTED and r.text is not None and r.patch:
                 dest = manifest.base / r.patch
                 if dest.exists() and dest.read_text(encoding="utf-8", errors="surrogateescape") != r.text:
                     raise PatchsetError(f"{r.patch} exists and differs from the port",

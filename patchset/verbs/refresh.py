@@ -20,19 +20,24 @@ from pathlib import Path
 from patchset.core import engine, merge
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.manifest_edit import ManifestEditor
+from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.verbs import port as porting
 
-WORKSPACE = "workspace"
-OFFSETS = "offsets"
-EXACT = "exact"
+
+class RefreshMode(Word):
+    """What ``refresh`` did to the patch file (``RefreshReport.mode``)."""
+
+    WORKSPACE = "workspace"  # regenerated from a resolved conflict
+    OFFSETS = "offsets"  # line numbers made exact
+    EXACT = "exact"  # nothing to do
 
 
 @dataclass
 class RefreshReport:
     id: str
     vllm: str
-    mode: str  # workspace: regenerated from a resolved conflict; offsets: line numbers made exact; exact: nothing to do
+    mode: RefreshMode
     patch: str | None
     message: str
     manifest_diff: str = ""
@@ -65,7 +70,7 @@ def _walk_to(manifest: Manifest, p: Patch, version: str, from_release: str | Non
         if porting.walk_from(manifest, q, from_release) is None:
             continue
         r = porting.step(manifest, walk, q, from_release)
-        if r.result in (porting.CONFLICT, porting.BLOCKED) and q.id in p.after:
+        if r.result in (porting.PortStatus.CONFLICT, porting.PortStatus.BLOCKED) and q.id in p.after:
             raise PatchsetError(f"{p.id} comes after {q.id}, which is a {r.result} on vLLM {version}",
                                 patch=p.id, hint=f"resolve {q.id} first (patchset refresh {q.id} --vllm {version})")
     raise AssertionError("unreachable: p is in the series")
@@ -104,8 +109,8 @@ def _from_workspace(manifest: Manifest, p: Patch, version: str, folder: Path, me
     if os.path.abspath(manifest.base / rel) not in {os.path.abspath(c.path) for c in p.choices}:
         editor.add_patch_file(p.id, version, rel)
     editor.include(p.id, version)
-    report = RefreshReport(p.id, version, WORKSPACE, rel, f"regenerated from {folder} ({len(changed)} file(s))",
-                           editor.diff())
+    report = RefreshReport(p.id, version, RefreshMode.WORKSPACE, rel,
+                           f"regenerated from {folder} ({len(changed)} file(s))", editor.diff())
     if not dry_run:
         report.written = _write(manifest, rel, text, editor)
     return report
@@ -124,7 +129,7 @@ def _exact_offsets(manifest: Manifest, p: Patch, version: str, source: str, dry_
         raise PatchsetError(f"does not apply to vLLM {version} ({outcome.message})", file=rel, patch=p.id,
                             hint=f"port it: patchset port --to {version} --patch {p.id}")
     if all(h.status == engine.EXACT for h in outcome.hunks):
-        return RefreshReport(p.id, version, EXACT, rel, "every hunk is exact already: nothing to do")
+        return RefreshReport(p.id, version, RefreshMode.EXACT, rel, "every hunk is exact already: nothing to do")
     old = choice.path.read_text(encoding="utf-8", errors="surrogateescape")
     body = merge.render_diff({k: walk.ours.get(k) for k in outcome.files}, outcome.files, strip=p.strip,
                              root=p.root)
@@ -136,7 +141,7 @@ def _exact_offsets(manifest: Manifest, p: Patch, version: str, source: str, dry_
     msg = f"line numbers made exact (offsets {', '.join(f'{o:+d}' for o in moved)} removed)"
     if others:
         msg += f"; the file also serves {', '.join(others)}: patchset check there"
-    report = RefreshReport(p.id, version, OFFSETS, rel, msg)
+    report = RefreshReport(p.id, version, RefreshMode.OFFSETS, rel, msg)
     if not dry_run:
         porting.atomic_write(choice.path, text.encode("utf-8", errors="surrogateescape"))
         report.written = [rel]
