@@ -98,21 +98,6 @@ class HunkResult:
     differ: tuple[str, ...] = ()
     patch_line: int = 0  # the @@ line in the patch file, for messages and annotations
 
-    def to_json(self) -> dict:
-        out: dict = {"file": self.file, "hunk": self.number, "status": self.status, "line": self.line,
-                     "offset": self.offset}
-        if self.fuzz:
-            out["fuzz"] = self.fuzz
-        if self.message:
-            out["message"] = self.message
-        if self.candidates:
-            out["candidates"] = list(self.candidates)
-        if self.differ:
-            out["differ"] = list(self.differ)
-        if self.patch_line:
-            out["patch_line"] = self.patch_line
-        return out
-
 
 @dataclass(frozen=True)
 class PatchOutcome:

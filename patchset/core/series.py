@@ -56,18 +56,6 @@ class PatchResult:
     skipped: tuple[str, ...] = ()  # files of the patch this source does not hold (tests/ in a wheel)
     files: tuple[str, ...] = ()  # paths this patch changed (content or mode)
 
-    def to_json(self) -> dict:
-        out: dict = {"id": self.id, "status": self.status, "evidence": self.evidence or None,
-                     "hunks": [h.to_json() for h in self.hunks]}
-        if self.message:
-            out["message"] = self.message
-        if self.patch_file:
-            out["patch"] = self.patch_file
-            out["sha256"] = self.sha256
-        if self.skipped:
-            out["skipped_files"] = list(self.skipped)
-        return out
-
 
 @dataclass
 class ReleaseResult:
@@ -89,10 +77,6 @@ class ReleaseResult:
     @property
     def changed(self) -> dict[str, bytes | None]:
         return {k: v for k, v in self.files.items() if v != self.pristine.get(k)}
-
-    def to_json(self) -> dict:
-        return {"vllm": self.vllm, "ok": self.ok, "source": self.source, "warnings": self.warnings,
-                "patches": [p.to_json() for p in self.patches]}
 
 
 def evaluate_release(manifest: Manifest, version: str, source: Source,

@@ -43,8 +43,29 @@ def render_table(report: AuditReport) -> str:
     return "".join(parts)
 
 
+def fix_doc(f: FixVerdict) -> dict:
+    return {"id": f.id, "title": f.title, "origin": f.origin, "upstream": f.upstream,
+            "status": f.status, "evidence": f.evidence, "targeted": f.targeted, "sha256": f.sha256}
+
+
+BYTECODE_KEYS = ("pyc", "tag", "level", "kind", "verdict")  # of each judged .pyc; "why" and digests stay out
+
+
+def image_doc(i: ImageAudit) -> dict:
+    out: dict = {"image": i.image, "vllm": i.vllm, "ok": i.ok, "digest": i.digest, "id": i.id,
+                 "site": i.site, "provenance": i.provenance, "fixes": [fix_doc(f) for f in i.fixes],
+                 "bytecode": [{k: b[k] for k in BYTECODE_KEYS} for b in i.bytecode], "warnings": i.warnings}
+    if i.error:
+        out["error"] = i.error
+    return out
+
+
+def audit_doc(report: AuditReport) -> dict:
+    return {"ok": report.ok, "manifest": report.manifest, "images": [image_doc(i) for i in report.images]}
+
+
 def render_json(report: AuditReport) -> str:
-    return dump_json(report.to_json())
+    return dump_json(audit_doc(report))
 
 
 def render_markdown(report: AuditReport) -> str:

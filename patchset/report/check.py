@@ -1,9 +1,12 @@
-"""How a check report looks: terminal table, JSON, JUnit XML, Markdown."""
+"""How a check report looks: terminal table, JSON, JUnit XML, Markdown.
+
+Also the JSON shape of a hunk, a patch and a release, which next, import and the other verbs reuse.
+"""
 
 from __future__ import annotations
 
 from patchset.core.engine import HunkResult, HunkStatus
-from patchset.core.series import NOT_APPLYING, PatchResult, PatchStatus
+from patchset.core.series import NOT_APPLYING, PatchResult, PatchStatus, ReleaseResult
 from patchset.report.common import Case, dump_json, github_annotation, junit, markdown_table, render, table
 from patchset.verbs.check import CheckReport
 
@@ -70,8 +73,45 @@ def render_table(report: CheckReport) -> str:
     return "\n".join(out) + "\n"
 
 
+def hunk_doc(h: HunkResult) -> dict:
+    out: dict = {"file": h.file, "hunk": h.number, "status": h.status, "line": h.line, "offset": h.offset}
+    if h.fuzz:
+        out["fuzz"] = h.fuzz
+    if h.message:
+        out["message"] = h.message
+    if h.candidates:
+        out["candidates"] = list(h.candidates)
+    if h.differ:
+        out["differ"] = list(h.differ)
+    if h.patch_line:
+        out["patch_line"] = h.patch_line
+    return out
+
+
+def patch_doc(p: PatchResult) -> dict:
+    out: dict = {"id": p.id, "status": p.status, "evidence": p.evidence or None,
+                 "hunks": [hunk_doc(h) for h in p.hunks]}
+    if p.message:
+        out["message"] = p.message
+    if p.patch_file:
+        out["patch"] = p.patch_file
+        out["sha256"] = p.sha256
+    if p.skipped:
+        out["skipped_files"] = list(p.skipped)
+    return out
+
+
+def release_doc(r: ReleaseResult) -> dict:
+    return {"vllm": r.vllm, "ok": r.ok, "source": r.source, "warnings": r.warnings,
+            "patches": [patch_doc(p) for p in r.patches]}
+
+
+def check_doc(report: CheckReport) -> dict:
+    return {"ok": report.ok, "manifest": report.manifest, "targets": [release_doc(t) for t in report.targets]}
+
+
 def render_json(report: CheckReport) -> str:
-    return dump_json(report.to_json())
+    return dump_json(check_doc(report))
 
 
 def render_markdown(report: CheckReport) -> str:

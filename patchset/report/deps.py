@@ -9,7 +9,7 @@ from patchset.core.series import PatchStatus
 from patchset.errors import PatchsetError
 from patchset.report.common import dump_json, render, table
 from patchset.verbs.check import CheckReport
-from patchset.verbs.deps import DepsReport, merge
+from patchset.verbs.deps import DepsReport, Edge, Stale, merge
 
 # Colours by status on the release, light enough to read the ids on.
 FILL = {PatchStatus.APPLIES: "#d4edda", PatchStatus.UPSTREAM: "#cce5ff", PatchStatus.NOT_TARGETED: "#eeeeee",
@@ -39,8 +39,22 @@ def render_table(report: DepsReport) -> str:
     return "\n".join(out) + "\n"
 
 
+def edge_doc(e: Edge) -> dict:
+    return {"patch": e.patch, "needs": e.needs, "why": e.why}
+
+
+def stale_doc(s: Stale) -> dict:
+    return {"patch": s.patch, "after": s.after, "why": s.why}
+
+
+def deps_doc(report: DepsReport) -> dict:
+    return {"ok": report.ok, "vllm": report.vllm, "edges": [edge_doc(e) for e in report.edges],
+            "undeclared": [edge_doc(e) for e in report.undeclared], "stale": [stale_doc(s) for s in report.stale],
+            "free": report.free, "patches": [{"id": i, "status": report.statuses[i]} for i in report.order]}
+
+
 def render_json(report: DepsReport) -> str:
-    return dump_json(report.to_json())
+    return dump_json(deps_doc(report))
 
 
 def _label(text: str) -> str:

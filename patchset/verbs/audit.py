@@ -91,10 +91,6 @@ class FixVerdict:
     def failing(self) -> bool:
         return self.targeted and self.status in FAILING
 
-    def to_json(self) -> dict:
-        return {"id": self.id, "title": self.title, "origin": self.origin, "upstream": self.upstream,
-                "status": self.status, "evidence": self.evidence, "targeted": self.targeted, "sha256": self.sha256}
-
 
 @dataclass
 class ImageAudit:
@@ -113,16 +109,6 @@ class ImageAudit:
     def ok(self) -> bool:
         return self.error is None and not any(f.failing for f in self.fixes)
 
-    def to_json(self) -> dict:
-        out: dict = {"image": self.image, "vllm": self.vllm, "ok": self.ok, "digest": self.digest, "id": self.id,
-                     "site": self.site, "provenance": self.provenance,
-                     "fixes": [f.to_json() for f in self.fixes],
-                     "bytecode": [{k: b[k] for k in ("pyc", "tag", "level", "kind", "verdict")} for b in self.bytecode],
-                     "warnings": self.warnings}
-        if self.error:
-            out["error"] = self.error
-        return out
-
 
 @dataclass
 class AuditReport:
@@ -132,9 +118,6 @@ class AuditReport:
     @property
     def ok(self) -> bool:
         return all(i.ok for i in self.images)
-
-    def to_json(self) -> dict:
-        return {"ok": self.ok, "manifest": self.manifest, "images": [i.to_json() for i in self.images]}
 
 
 def audit(manifest: Manifest, images: Sequence[str], *, source: str = "wheel", pull: bool = False,

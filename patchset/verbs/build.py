@@ -92,16 +92,6 @@ class BuildReport:
     def added_bytes(self) -> int:
         return sum(layer.size for layer in self.layers)
 
-    def to_json(self) -> dict:
-        return {
-            "ok": True, "vllm": self.vllm, "image": self.tag, "id": self.image_id,
-            "base": {"name": self.base, "digest": self.base_digest}, "site": self.site,
-            "patches": [{"id": p.id, "status": p.status, "sha256": p.sha256} for p in self.result.patches],
-            "written": self.written, "deleted": self.deleted, "labels": self.labels,
-            "layers": [{"created_by": layer.created_by, "size": layer.size} for layer in self.layers],
-            "added_bytes": self.added_bytes,
-        } | ({"sbom": self.sbom} if self.sbom else {})
-
 
 def default_base(manifest: Manifest, version: str) -> str:
     return manifest.target(version).image or f"vllm/vllm-openai:v{version}"

@@ -37,18 +37,12 @@ class Edge:
     needs: str  # A, the earlier patch B cannot do without
     why: str
 
-    def to_json(self) -> dict:
-        return {"patch": self.patch, "needs": self.needs, "why": self.why}
-
 
 @dataclass(frozen=True)
 class Stale:
     patch: str
     after: str
     why: str
-
-    def to_json(self) -> dict:
-        return {"patch": self.patch, "after": self.after, "why": self.why}
 
 
 @dataclass
@@ -66,11 +60,6 @@ class DepsReport:
     def ok(self) -> bool:
         """The order holds by declaration, not by the luck of listing."""
         return not self.undeclared
-
-    def to_json(self) -> dict:
-        return {"ok": self.ok, "vllm": self.vllm, "edges": [e.to_json() for e in self.edges],
-                "undeclared": [e.to_json() for e in self.undeclared], "stale": [s.to_json() for s in self.stale],
-                "free": self.free, "patches": [{"id": i, "status": self.statuses[i]} for i in self.order]}
 
 
 def deps(manifest: Manifest, version: str | None = None, source: str = "pypi") -> DepsReport:

@@ -50,10 +50,6 @@ class UpstreamChange:
     moved_to: int | None = None  # where those lines start in V, when they moved
     summary: str = ""
 
-    def to_json(self) -> dict:
-        return {"file": self.file, "hunk": self.hunk, "diff": self.diff, "line": self.line,
-                "moved_to": self.moved_to, "summary": self.summary}
-
 
 @dataclass
 class NextPatch:
@@ -63,14 +59,6 @@ class NextPatch:
     result: series.PatchResult
     already: tuple[int, ...] = ()  # hunks upstream already has
     upstream_change: list[UpstreamChange] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        out = self.result.to_json()
-        out.update(status=self.status, **{"from": self.from_release})
-        if self.already:
-            out["already_upstream"] = list(self.already)
-        out["upstream_change"] = [c.to_json() for c in self.upstream_change]
-        return out
 
 
 @dataclass
@@ -84,10 +72,6 @@ class NextReport:
     @property
     def ok(self) -> bool:
         return all(p.status in GOOD for p in self.patches)
-
-    def to_json(self) -> dict:
-        return {"ok": self.ok, "vllm": self.vllm, "newer": self.newer, "source": self.source,
-                "patches": [p.to_json() for p in self.patches], "warnings": self.warnings}
 
 
 def released_versions(project: str, pre: bool = False) -> list[Version]:

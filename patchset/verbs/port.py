@@ -61,9 +61,6 @@ class Conflict:
     message: str
     upstream: str = ""  # the upstream change on those lines (a small diff)
 
-    def to_json(self) -> dict:
-        return {"file": self.file, "line": self.line, "message": self.message, "upstream_change": self.upstream}
-
 
 @dataclass
 class PortedPatch:
@@ -77,11 +74,6 @@ class PortedPatch:
     conflicts: list[Conflict] = field(default_factory=list)
     files: tuple[str, ...] = ()  # files the patch changes on V
     text: str | None = None  # the new patch file's content (ported)
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "result": self.result, "from": self.from_release, "patch": self.patch,
-                "workspace": self.workspace, "conflicts": [c.to_json() for c in self.conflicts],
-                "evidence": self.evidence or None, "message": self.message or None, "files": list(self.files)}
 
 
 @dataclass
@@ -97,11 +89,6 @@ class PortReport:
     @property
     def ok(self) -> bool:
         return all(p.result in GOOD for p in self.patches)
-
-    def to_json(self) -> dict:
-        return {"ok": self.ok, "to": self.to, "manifest": self.manifest, "dry_run": self.dry_run,
-                "patches": [p.to_json() for p in self.patches], "manifest_diff": self.manifest_diff,
-                "written": self.written, "next": f"patchset test --vllm {self.to}", "seconds": round(self.seconds, 2)}
 
 
 @dataclass

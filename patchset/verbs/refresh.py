@@ -45,10 +45,6 @@ class RefreshReport:
 
     ok = True  # a refresh that cannot be done raises: bad input, exit 2
 
-    def to_json(self) -> dict:
-        return {"ok": True, "id": self.id, "vllm": self.vllm, "mode": self.mode, "patch": self.patch,
-                "message": self.message, "manifest_diff": self.manifest_diff, "written": self.written}
-
 
 def refresh(manifest: Manifest, patch_id: str, version: str, *, workdir: str | Path | None = None,
             source: str = "pypi", dry_run: bool = False) -> RefreshReport:
