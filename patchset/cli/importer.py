@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from patchset.cli.options import add_dry_run, add_source
 from patchset.cli.registry import subparser
 from patchset.report import importer as render
 from patchset.verbs.importer import LAYOUTS, import_series
@@ -21,11 +22,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--layout", choices=tuple(LAYOUTS), default="auto",
                    help="patch paths: repo (a/vllm/...), package (a/v1/..., patch -d site-packages/vllm), "
                         "or auto: whichever finds every file in the first target's tree (default)")
-    p.add_argument("--dry-run", action="store_true", help="show the manifest and the check, write nothing")
+    add_dry_run(p, "show the manifest and the check, write nothing")
     p.add_argument("--force", action="store_true", help="replace an existing patches.yaml and recipe files")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
-    p.add_argument("--source", default="pypi", metavar="KIND",
-                   help="where pristine trees come from: pypi (sdist, default), wheel, git:PATH, dir:PATH")
+    add_source(p)
     return p
 
 
