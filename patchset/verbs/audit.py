@@ -39,6 +39,7 @@ from docker.models.images import Image
 from packaging.version import InvalidVersion, Version
 
 from patchset.core import bytecode, engine, provenance
+from patchset.core.digest import sha256
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.patchfile import PatchFile, parse_patch
 from patchset.core.series import PatchResult, PatchStatus, ReleaseResult, evaluate_release
@@ -320,10 +321,6 @@ def _read_record(files: ImageFiles, install: VllmInstall,
         "tool": record.get("tool"),
     }
     return record
-
-
-def sha256(data: bytes | None) -> str | None:
-    return hashlib.sha256(data).hexdigest() if data is not None else None
 
 
 class _Judge:
