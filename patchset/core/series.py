@@ -124,7 +124,7 @@ def _skippable(path: str, source: Source) -> bool:
 def _evaluate_one(walk: _Walk, p: Patch, pf: PatchFile | None, load_error: PatchsetError | None) -> PatchResult:
     version, pristine = walk.version, walk.pristine
     targeted = p.targets(version)
-    evidence = _upstream_evidence(p, walk.source, pristine)
+    evidence = upstream_evidence(p, walk.source, pristine)
     if evidence:
         if targeted:
             walk.warnings.append(f"{p.id} is upstream in {version} ({evidence}) but releases {str(p.releases)!r} "
@@ -241,7 +241,7 @@ def _layout_hint(path: str, source: Source, strip: int, root: str) -> str:
     return ""
 
 
-def _upstream_evidence(p: Patch, source: Source, pristine: dict) -> str:
+def upstream_evidence(p: Patch, source: Source, pristine: dict) -> str:
     """Why we believe the fix is already in this release, or '' when we don't."""
     probes = p.present
     if probes and all(source.covers(x.file) and x.holds(pristine.get(x.file)) for x in probes):

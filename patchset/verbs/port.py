@@ -33,6 +33,7 @@ from patchset.core import engine, merge
 from patchset.core.manifest import Manifest, Patch, load_manifest
 from patchset.core.manifest_edit import ManifestEditor
 from patchset.core.patchfile import PatchFile, parse_patch, read_patch
+from patchset.core.series import upstream_evidence
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.sources import Source
@@ -208,7 +209,7 @@ def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
         return PortedPatch(p.id, PortStatus.BLOCKED, u, message="comes after " + ", ".join(
             f"{d} ({walk.results[d].result})" for d in broken))
     target = walk.sources[walk.to]
-    evidence = _upstream_evidence(p, target, walk.pristine)
+    evidence = upstream_evidence(p, target, walk.pristine)
     if evidence:
         return PortedPatch(p.id, PortStatus.RETIRED, u, evidence=evidence)
     own = p.choice_for(walk.to) or p.choice_for(u)
@@ -225,15 +226,6 @@ def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
         return PortedPatch(p.id, PortStatus.RETIRED, u, evidence="reverse-apply: every hunk is already in "
                            f"vllm {walk.to} (weak evidence: add a present probe)")
     return _merge(manifest, walk, p, u)
-
-
-def _upstream_evidence(p: Patch, src: Source, pristine: dict[str, bytes | None]) -> str:
-    if p.present and all(src.covers(x.file) and x.holds(pristine.get(x.file)) for x in p.present):
-        return "probe: " + "; ".join(x.describe(pristine.get(x.file)) for x in p.present)
-    contains = getattr(src, "contains_commit", None)
-    if contains and p.upstream_commit and contains(p.upstream_commit):
-        return f"ancestry: upstream commit {p.upstream_commit} is an ancestor of {getattr(src, 'tag', '')}"
-    return ""
 
 
 def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
@@ -408,11 +400,8 @@ def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: 
                     atomic_write(dest, r.text.encode("utf-8", errors="surrogateescape"))
                     created.append(dest)
                 written.append(r.patch)
-        text = editor.text()
-        if text != editor.original:
-            check_manifest(manifest.path, text)
-            atomic_write(manifest.path, text.encode("utf-8"))
-            written.append(os.path.relpath(manifest.path, manifest.base))
+        saved = save_manifest(manifest, editor)
+        written += [saved] if saved else []
     except BaseException:
         for f in created:
             f.unlink(missing_ok=True)
@@ -427,6 +416,16 @@ def _check_workspace(folder: Path, merged: dict[str, bytes | None]) -> None:
         if f.is_file() and f.read_bytes() != content:
             raise PatchsetError(f"{f} differs from what this port would write there (resolved by hand?)",
                                 hint=f"run patchset refresh {folder.name} first, or delete {folder} to start over")
+
+
+def save_manifest(manifest: Manifest, editor: ManifestEditor) -> str | None:
+    """Write the edited manifest when it changed and still loads; its path as written down, else None."""
+    text = editor.text()
+    if text == editor.original:
+        return None
+    check_manifest(manifest.path, text)
+    atomic_write(manifest.path, text.encode("utf-8"))
+    return os.path.relpath(manifest.path, manifest.base)
 
 
 def check_manifest(path: Path, text: str) -> None:

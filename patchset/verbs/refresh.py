@@ -150,11 +150,8 @@ def _write(manifest: Manifest, rel: str, text: str, editor: ManifestEditor) -> l
     porting.atomic_write(dest, text.encode("utf-8", errors="surrogateescape"))
     written = [rel]
     try:
-        new = editor.text()
-        if new != editor.original:
-            porting.check_manifest(manifest.path, new)
-            porting.atomic_write(manifest.path, new.encode("utf-8"))
-            written.append(os.path.relpath(manifest.path, manifest.base))
+        saved = porting.save_manifest(manifest, editor)
+        written += [saved] if saved else []
     except BaseException:
         if previous is None:
             dest.unlink(missing_ok=True)
