@@ -21,7 +21,7 @@ VOCABULARIES = (HunkStatus, OutcomeStatus, PatchStatus, NextStatus, PortStatus, 
 def test_a_word_reads_as_its_text_everywhere(word: Word) -> None:
     text = word.value
     assert isinstance(word, str) and word == text and hash(word) == hash(text)
-    assert str(word) == f"{word}" == "{}".format(word) == text
+    assert str(word) == f"{word}" == text
     assert f"{word:>20}" == f"{text:>20}"
     assert json.dumps({word: [word]}) == json.dumps({text: [text]})
     assert {text: 1}[word] == 1 and {word: 1}[text] == 1
