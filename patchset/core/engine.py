@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from patchset.core.patchfile import FilePatch, Hunk, PatchFile, split_lines
 from patchset.core.words import Word
@@ -244,19 +244,28 @@ def _onto_existing(fp: FilePatch, target: bytes, source: bytes | None, max_fuzz:
 def _edit(content: bytes, fp: FilePatch, max_fuzz: int) -> tuple[list[HunkResult], bytes]:
     buf = _Buffer(content)
     results = []
-    shift = 0  # lines added minus removed, in the buffer, by the hunks applied so far
-    last_offset = 0  # as GNU patch counts it: a hunk found already applied moves the ones after it
-    floor = 0  # hunks apply in order: never before the end of the previous one
+    cursor = _Cursor()
     for hunk in fp.hunks:
-        res, new_floor = _Placement(buf, hunk, fp.path, shift, last_offset, floor, max_fuzz,
-                                    whole=len(fp.hunks) == 1).run()
+        res, new_floor = _Placement(buf, hunk, fp, cursor, max_fuzz).run()
         results.append(res)
-        if res.applied:
-            shift += len(hunk.new) - len(hunk.old)
-        if res.applied or res.status == ALREADY:
-            last_offset = res.offset + (len(hunk.new) - len(hunk.old) if res.status == ALREADY else 0)
-            floor = new_floor
+        cursor = cursor.after(hunk, res, new_floor)
     return results, buf.render()
+
+
+@dataclass(frozen=True)
+class _Cursor:
+    """Where the hunks placed so far leave the next one of the same file."""
+
+    shift: int = 0  # lines added minus removed, in the buffer, by the hunks applied so far
+    last_offset: int = 0  # as GNU patch counts it: a hunk found already applied moves the ones after it
+    floor: int = 0  # hunks apply in order: never before the end of the previous one
+
+    def after(self, hunk: Hunk, res: HunkResult, new_floor: int) -> _Cursor:
+        growth = len(hunk.new) - len(hunk.old)
+        shift = self.shift + growth if res.applied else self.shift
+        if not (res.applied or res.status == ALREADY):
+            return replace(self, shift=shift)
+        return _Cursor(shift, res.offset + (growth if res.status == ALREADY else 0), new_floor)
 
 
 class _Buffer:
@@ -287,10 +296,10 @@ class _Buffer:
 class _Placement:
     """Where one hunk lands in the buffer, and the verdict."""
 
-    def __init__(self, buf: _Buffer, hunk: Hunk, path: str, shift: int, last_offset: int, floor: int,
-                 max_fuzz: int, whole: bool = False) -> None:
-        self.buf, self.hunk, self.path = buf, hunk, path
-        self.shift, self.floor, self.max_fuzz = shift, floor, max_fuzz
+    def __init__(self, buf: _Buffer, hunk: Hunk, fp: FilePatch, cursor: _Cursor, max_fuzz: int) -> None:
+        self.buf, self.hunk, self.path = buf, hunk, fp.path
+        self.shift, self.floor, self.max_fuzz = cursor.shift, cursor.floor, max_fuzz
+        whole = len(fp.hunks) == 1
         self.old = [ln.key for ln in hunk.old]
         self.new = [ln.key for ln in hunk.new]
         lead, trail = hunk.leading, hunk.trailing
@@ -304,7 +313,7 @@ class _Placement:
         self.start = hunk.source_start == 0 if self.zero and not self.whole else hunk.source_start <= 1
         self.rstart = hunk.target_start == 0 if self.zero else hunk.target_start <= 1
         self.header_pos = hunk.source_start - 1 if hunk.source_length else hunk.source_start
-        self.expected = self.header_pos + shift + last_offset  # where GNU patch looks first
+        self.expected = self.header_pos + cursor.shift + cursor.last_offset  # where GNU patch looks first
 
     def result(self, status: HunkStatus, at: int, applied: bool = True, **kw) -> HunkResult:
         return HunkResult(self.path, self.hunk.number, status, applied, line=at - self.shift + 1,
