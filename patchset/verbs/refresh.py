@@ -51,9 +51,21 @@ def refresh(manifest: Manifest, patch_id: str, version: str, *, workdir: str | P
     p = manifest.patch(patch_id)
     folder = (Path(workdir) if workdir else manifest.base / porting.DEFAULT_WORKDIR) / patch_id
     meta = folder / porting.WORKSPACE_META
+    ask = _Ask(manifest, p, version, source, dry_run)
     if meta.is_file():
-        return _from_workspace(manifest, p, version, folder, json.loads(meta.read_text()), source, dry_run)
-    return _exact_offsets(manifest, p, version, source, dry_run)
+        return _from_workspace(ask, folder, json.loads(meta.read_text()))
+    return _exact_offsets(ask)
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """One refresh: the patch, the release, where its pristine tree comes from, and whether to write."""
+
+    manifest: Manifest
+    patch: Patch
+    version: str
+    source: str
+    dry_run: bool
 
 
 def _walk_to(manifest: Manifest, p: Patch, version: str, from_release: str | None,
@@ -72,26 +84,12 @@ def _walk_to(manifest: Manifest, p: Patch, version: str, from_release: str | Non
     raise AssertionError("unreachable: p is in the series")
 
 
-def _from_workspace(manifest: Manifest, p: Patch, version: str, folder: Path, meta: dict, source: str,
-                    dry_run: bool) -> RefreshReport:
+def _from_workspace(ask: _Ask, folder: Path, meta: dict) -> RefreshReport:
+    manifest, p, version = ask.manifest, ask.patch, ask.version
     if meta.get("to") != version:
         raise PatchsetError(f"{folder} holds a port to vLLM {meta.get('to')}, not {version}", patch=p.id)
-    files: dict[str, bytes | None] = {}
-    for path in meta["files"]:
-        f = folder / path
-        content = f.read_bytes() if f.is_file() else None
-        markers = merge.marker_lines(content or b"")
-        if markers:
-            raise PatchsetError(f"conflict markers remain at line(s) {', '.join(map(str, markers[:8]))}",
-                                file=str(f), line=markers[0], patch=p.id,
-                                hint="resolve every conflict, remove the markers, then refresh")
-        files[path] = content
-    errors = porting.compile_errors(files)
-    if errors:
-        e = errors[0]
-        raise PatchsetError(f"does not compile: {e.message.split(': ', 1)[-1]}", file=str(folder / e.file),
-                            line=e.line, patch=p.id, hint="fix the file, then refresh")
-    walk = _walk_to(manifest, p, version, meta.get("from_option"), source)
+    files = _resolved_files(p, folder, meta)
+    walk = _walk_to(manifest, p, version, meta.get("from_option"), ask.source)
     changed = {k: v for k, v in files.items() if v != walk.ours.get(k)}
     if not changed:
         raise PatchsetError(f"the workspace changes nothing on vLLM {version}", file=str(folder), patch=p.id,
@@ -107,17 +105,38 @@ def _from_workspace(manifest: Manifest, p: Patch, version: str, folder: Path, me
     editor.include(p.id, version)
     report = RefreshReport(p.id, version, RefreshMode.WORKSPACE, rel,
                            f"regenerated from {folder} ({len(changed)} file(s))", editor.diff())
-    if not dry_run:
+    if not ask.dry_run:
         report.written = _write(manifest, rel, text, editor)
     return report
 
 
-def _exact_offsets(manifest: Manifest, p: Patch, version: str, source: str, dry_run: bool) -> RefreshReport:
+def _resolved_files(p: Patch, folder: Path, meta: dict) -> dict[str, bytes | None]:
+    """The workspace's files, once every conflict is resolved by hand and every module compiles."""
+    files: dict[str, bytes | None] = {}
+    for path in meta["files"]:
+        f = folder / path
+        content = f.read_bytes() if f.is_file() else None
+        markers = merge.marker_lines(content or b"")
+        if markers:
+            raise PatchsetError(f"conflict markers remain at line(s) {', '.join(map(str, markers[:8]))}",
+                                file=str(f), line=markers[0], patch=p.id,
+                                hint="resolve every conflict, remove the markers, then refresh")
+        files[path] = content
+    errors = porting.compile_errors(files)
+    if errors:
+        e = errors[0]
+        raise PatchsetError(f"does not compile: {e.message.split(': ', 1)[-1]}", file=str(folder / e.file),
+                            line=e.line, patch=p.id, hint="fix the file, then refresh")
+    return files
+
+
+def _exact_offsets(ask: _Ask) -> RefreshReport:
+    manifest, p, version = ask.manifest, ask.patch, ask.version
     choice = p.choice_for(version)
     if choice is None:
         raise PatchsetError(f"no patch file serves vLLM {version} and no workspace holds a port",
                             patch=p.id, hint=f"port it first: patchset port --to {version} --patch {p.id}")
-    walk = _walk_to(manifest, p, version, None, source)
+    walk = _walk_to(manifest, p, version, None, ask.source)
     pf = porting.covered(p.load(version, manifest.base), walk.sources[version])
     outcome = engine.apply_patch(walk.ours, pf)
     rel = os.path.relpath(choice.path, manifest.base)
@@ -138,7 +157,7 @@ def _exact_offsets(manifest: Manifest, p: Patch, version: str, source: str, dry_
     if others:
         msg += f"; the file also serves {', '.join(others)}: patchset check there"
     report = RefreshReport(p.id, version, RefreshMode.OFFSETS, rel, msg)
-    if not dry_run:
+    if not ask.dry_run:
         porting.atomic_write(choice.path, text.encode("utf-8", errors="surrogateescape"))
         report.written = [rel]
     return report
