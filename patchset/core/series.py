@@ -14,6 +14,7 @@ and the layout (``root``/``strip``) under which it would exist, if any.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from patchset.core import engine
@@ -273,12 +274,22 @@ def syntax_error(result: ReleaseResult) -> tuple[str, str | None] | None:
     A patch that applies is not a patch that still means what it did; one that
     breaks the syntax of a module must never reach a tree or an image.
     """
-    for path, content in result.changed.items():
+    errors = python_syntax_errors(result.changed)
+    if not errors:
+        return None
+    path, e = errors[0]
+    culprits = [p.id for p in result.patches if path in p.files]
+    return f"{path}:{e.lineno}: the patched file does not compile: {e.msg}", ", ".join(culprits) or None
+
+
+def python_syntax_errors(files: Mapping[str, bytes | None]) -> list[tuple[str, SyntaxError]]:
+    """Each Python module among ``files`` (path -> content, None: deleted) that does not compile, and why."""
+    out = []
+    for path, content in files.items():
         if content is None or not path.endswith(".py"):
             continue
         try:
             compile(content, path, "exec", dont_inherit=True)
         except SyntaxError as e:
-            culprits = [p.id for p in result.patches if path in p.files]
-            return f"{path}:{e.lineno}: the patched file does not compile: {e.msg}", ", ".join(culprits) or None
-    return None
+            out.append((path, e))
+    return out

@@ -33,7 +33,7 @@ from patchset.core import engine, merge
 from patchset.core.manifest import Manifest, Patch, load_manifest
 from patchset.core.manifest_edit import ManifestEditor
 from patchset.core.patchfile import PatchFile, parse_patch, read_patch
-from patchset.core.series import upstream_evidence
+from patchset.core.series import python_syntax_errors, upstream_evidence
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.sources import Source
@@ -283,15 +283,8 @@ def _merge_file(path: str, base: bytes | None, theirs: bytes | None, ours: bytes
 
 def compile_errors(files: dict[str, bytes | None]) -> list[Conflict]:
     """A clean merge of a Python file that does not compile is a conflict too."""
-    out = []
-    for path, content in files.items():
-        if content is None or not path.endswith(".py"):
-            continue
-        try:
-            compile(content, path, "exec", dont_inherit=True)
-        except SyntaxError as e:
-            out.append(Conflict(path, e.lineno or 0, f"merged cleanly but does not compile: {e.msg}"))
-    return out
+    return [Conflict(path, e.lineno or 0, f"merged cleanly but does not compile: {e.msg}")
+            for path, e in python_syntax_errors(files)]
 
 
 def _explain(conflicts: list[Conflict], p: Patch, u: str, walk: Walk, pf: PatchFile) -> None:
