@@ -22,7 +22,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     manifest = manifest_from(args)
-
     progress = progress_printer(args, "evaluating the series on vLLM {} ...")
     report = next_release(manifest, args.vllm, pre=args.pre, source=args.source, on_release=progress)
     sys.stdout.write(render.NEXT[args.format](report))
