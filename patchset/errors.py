@@ -36,13 +36,10 @@ class PatchsetError(Exception):
 
     def what(self) -> str:
         """The message without the file and line: patch, hunk, what is wrong, what to do."""
-        return f"{self._subject()}{self.message}" + (f" ({self.hint})" if self.hint else "")
+        return f"{self.subject()}{self.message}" + (f" ({self.hint})" if self.hint else "")
 
-    def to_json(self) -> dict:
-        """The ``error`` object of ``{"ok": false, "error": ...}`` (``--format json``)."""
-        return {"file": self.file, "line": self.line, "message": self._subject() + self.message, "hint": self.hint}
-
-    def _subject(self) -> str:
+    def subject(self) -> str:
+        """``patch P, hunk N: `` (or nothing): what the message is about, before the message."""
         if not self.patch:
             return ""
         return f"patch {self.patch}" + (f", hunk {self.hunk}" if self.hunk else "") + ": "

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import importlib.util
 import itertools
 import json
@@ -42,6 +41,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from patchset.core.digest import sha256
 from patchset.errors import PatchsetError
 from patchset.sources.local import JOURNAL_NAME
 
@@ -117,10 +117,6 @@ class Journal:
 
 def _entry(body: dict) -> Entry:
     return Entry(**{k: v for k, v in body.items() if k not in ("staged", "backup")})
-
-
-def sha256(data: bytes | None) -> str | None:
-    return hashlib.sha256(data).hexdigest() if data is not None else None
 
 
 @contextlib.contextmanager
@@ -371,9 +367,18 @@ def _state(path: Path) -> tuple[str | None, int | None]:
 # --- bytecode -----------------------------------------------------------------------------------------
 
 
+def bytecode_files(source: Path) -> list[Path]:
+    """The cached bytecode of this module for any interpreter and optimisation level (``__pycache__``).
+
+    images/bootstrap.py applies the same rule inside test containers with its own few lines: it runs
+    on the image's Python, where patchset is not installed.
+    """
+    return list((source.parent / "__pycache__").glob(f"{source.stem}.*.pyc"))
+
+
 def remove_stale_bytecode(source: Path) -> list[Path]:
     """Every cached bytecode file of this module, for any interpreter."""
-    stale = list((source.parent / "__pycache__").glob(f"{source.stem}.*.pyc"))
+    stale = bytecode_files(source)
     legacy = source.with_suffix(".pyc")
     if legacy.exists():
         stale.append(legacy)
@@ -385,7 +390,7 @@ def remove_stale_bytecode(source: Path) -> list[Path]:
 
 def bytecode_matches(source: Path) -> bool:
     """Does every cached pyc of this module validate against its source, as this interpreter checks it?"""
-    pycs = list((source.parent / "__pycache__").glob(f"{source.stem}.*.pyc"))
+    pycs = bytecode_files(source)
     if source.with_suffix(".pyc").exists():
         return False  # a legacy pyc beside the source shadows it when the source is gone
     if not pycs:

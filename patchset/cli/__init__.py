@@ -27,6 +27,7 @@ from patchset import __version__
 from patchset.cli import progress
 from patchset.cli.registry import VERBS as _REGISTRY
 from patchset.errors import EXIT_INTERNAL, PatchsetError, UsageError
+from patchset.report.common import error_doc
 
 # Each verb module has add_parser(subparsers) and run(args) -> exit code; names and help live in .registry.
 VERBS = tuple(_REGISTRY)
@@ -118,7 +119,7 @@ def _one_document(text: str) -> None:
 def _refuse(prog: str, e: PatchsetError, as_json: bool) -> int:
     print(f"{prog}: error: {e}", file=sys.stderr)
     if as_json:
-        sys.stdout.write(error_document(e.to_json()))
+        sys.stdout.write(error_document(error_doc(e)))
     return e.exit_code
 
 

@@ -5,6 +5,7 @@ import sys
 
 from patchset.cli.options import add_manifest, add_vllm, manifest_from
 from patchset.cli.registry import subparser
+from patchset.core.series import PatchStatus
 from patchset.verbs.apply import apply_series, recover_tree
 
 
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     assert report.result is not None
     for p in report.result.patches:
-        applied = p.status == "applies"
+        applied = p.status == PatchStatus.APPLIES
         extra = ", ".join(_shown(args.dir, f) for f in p.files) if applied else p.evidence
         print(f"  {p.id:36} {'applied' if applied else p.status:12} {extra}")
     for path in report.written:

@@ -4,7 +4,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from patchset.cli.options import image_reference
+from patchset.cli.options import add_source, image_reference, progress_printer
 from patchset.cli.registry import subparser
 from patchset.core.manifest import DEFAULT_MANIFEST
 
@@ -17,9 +17,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "files as of a git revision of the repository holding FILE, e.g. patches.yaml@v1.2")
     p.add_argument("--format", choices=("table", "json", "markdown"), default="table",
                    help="output format (default: table)")
-    p.add_argument("--source", default="wheel", metavar="KIND",
-                   help="where the pristine release to compare with comes from: wheel (default), pypi (sdist), "
-                        "git:PATH, dir:PATH (PATH may contain {version})")
+    add_source(p, default="wheel", what="where the pristine release to compare with comes from")
     p.add_argument("--pull", action="store_true",
                    help="pull every image from its registry first, even when a local copy exists")
     return p
@@ -31,10 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from patchset.report import auditreport as render
     from patchset.verbs.audit import audit
 
-    def progress(ref: str) -> None:
-        if args.format != "json" and sys.stderr.isatty():
-            print(f"auditing {ref} ...", file=sys.stderr)
-
+    progress = progress_printer(args, "auditing {} ...")
     path, rev = split_revision(args.manifest)
     if rev is None and not Path(path).is_file():
         raise PatchsetError(f"no manifest at {path}", hint="pass --manifest FILE, or --manifest FILE@REV to audit "

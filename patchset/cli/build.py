@@ -5,7 +5,8 @@ import sys
 
 from patchset.cli.options import add_manifest, add_vllm, image_reference, image_tag, manifest_from
 from patchset.cli.registry import subparser
-from patchset.report.common import dump_json, plural
+from patchset.core.series import PatchStatus
+from patchset.report.common import plural
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -46,10 +47,12 @@ def run(args: argparse.Namespace) -> int:
 
     report = build_image(manifest, args.vllm, base=args.base, tag=args.tag, progress=progress, sbom=sbom)
     if args.format == "json":
-        sys.stdout.write(dump_json(report.to_json()))
+        from patchset.report.build import render_json
+
+        sys.stdout.write(render_json(report))
         return 0
-    carried = [p.id for p in report.result.patches if p.status == "applies"]
-    upstream = [p.id for p in report.result.patches if p.status == "upstream"]
+    carried = [p.id for p in report.result.patches if p.status == PatchStatus.APPLIES]
+    upstream = [p.id for p in report.result.patches if p.status == PatchStatus.UPSTREAM]
     print(f"built {report.tag} ({report.image_id[:19]}) from {report.base}")
     print(f"  vLLM {report.vllm}; carries {', '.join(carried) or 'nothing'}"
           + (f"; upstream: {', '.join(upstream)}" if upstream else ""))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from patchset.cli.options import add_format, add_manifest, manifest_from, release
+from patchset.cli.options import add_format, add_manifest, add_source, manifest_from, release
 from patchset.cli.registry import subparser
 from patchset.report import deps as render
 from patchset.verbs.deps import deps
@@ -17,8 +17,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="the pinned release to infer on (default: the first target)")
     add_manifest(p)
     add_format(p, choices=tuple(render.RENDERERS))
-    p.add_argument("--source", default="pypi", metavar="KIND",
-                   help="where the pristine tree comes from: pypi (sdist, default), wheel, git:PATH, dir:PATH")
+    add_source(p, what="where the pristine tree comes from")
     return p
 
 

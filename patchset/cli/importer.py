@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from patchset.cli.options import add_dry_run, add_source
 from patchset.cli.registry import subparser
-from patchset.report import check as check_report
-from patchset.report.common import dump_json
-from patchset.verbs.importer import LAYOUTS, ImportResult, import_series
+from patchset.report import importer as render
+from patchset.verbs.importer import LAYOUTS, import_series
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -22,32 +22,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--layout", choices=tuple(LAYOUTS), default="auto",
                    help="patch paths: repo (a/vllm/...), package (a/v1/..., patch -d site-packages/vllm), "
                         "or auto: whichever finds every file in the first target's tree (default)")
-    p.add_argument("--dry-run", action="store_true", help="show the manifest and the check, write nothing")
+    add_dry_run(p, "show the manifest and the check, write nothing")
     p.add_argument("--force", action="store_true", help="replace an existing patches.yaml and recipe files")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
-    p.add_argument("--source", default="pypi", metavar="KIND",
-                   help="where pristine trees come from: pypi (sdist, default), wheel, git:PATH, dir:PATH")
+    add_source(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     result = import_series(args.sources, args.into, args.target, args.layout, dry_run=args.dry_run,
                            force=args.force, source=args.source)
-    sys.stdout.write(dump_json(result.to_json()) if args.format == "json" else render(result))
+    sys.stdout.write(render.RENDERERS[args.format](result))
     return 0 if result.ok else 1
 
-
-def render(result: ImportResult) -> str:
-    out = []
-    if result.dry_run:
-        out += [result.text, "dry run: nothing written"]
-    else:
-        out.append(f"wrote {result.manifest} and {len(result.patches)} patch files under "
-                   f"{result.manifest.parent / 'recipes'}")
-    out += [f"note: {n}" for n in result.notes]
-    out += [f"kept as a comment (disabled in the series): {d}" for d in result.disabled]
-    for e in result.edges:
-        out.append(f"after: {e.patch} needs {e.needs}: {e.why}")
-    out.append("")
-    out.append(check_report.render_table(result.check).rstrip("\n"))
-    return "\n".join(out) + "\n"

@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from patchset.cli.options import add_format, add_manifest, manifest_from, release
+from patchset.cli.options import add_format, add_manifest, add_source, manifest_from, progress_printer, release
 from patchset.cli.registry import subparser
 from patchset.report import port as render
 from patchset.verbs.next import next_release
@@ -16,18 +16,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--pre", action="store_true", help="count pre-releases as releases")
     add_manifest(p)
     add_format(p, choices=("table", "json", "markdown"))
-    p.add_argument("--source", default="pypi", metavar="KIND",
-                   help="where pristine trees come from: pypi (sdist, default), wheel, git:PATH, dir:PATH")
+    add_source(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     manifest = manifest_from(args)
-
-    def progress(version: str) -> None:
-        if args.format != "json" and sys.stderr.isatty():
-            print(f"evaluating the series on vLLM {version} ...", file=sys.stderr)
-
+    progress = progress_printer(args, "evaluating the series on vLLM {} ...")
     report = next_release(manifest, args.vllm, pre=args.pre, source=args.source, on_release=progress)
     sys.stdout.write(render.NEXT[args.format](report))
     return 0 if report.ok else 1

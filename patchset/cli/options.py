@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
+from collections.abc import Callable
 
 from packaging.version import InvalidVersion, Version
 
@@ -38,6 +40,36 @@ def add_vllm(p: argparse.ArgumentParser, *, required: bool = False, many: bool =
 
 def add_format(p: argparse.ArgumentParser, choices=("table", "json", "junit", "markdown")) -> None:
     p.add_argument("--format", choices=choices, default="table", help="output format (default: table)")
+
+
+def add_source(p: argparse.ArgumentParser, *, default: str = "pypi",
+               what: str = "where pristine trees come from") -> None:
+    notes = {"pypi": ["sdist"], "wheel": [], "git:PATH": [], "dir:PATH": []}
+    notes[default].append("default")
+    kinds = ", ".join(k + (f" ({', '.join(n)})" if n else "") for k, n in notes.items())
+    p.add_argument("--source", default=default, metavar="KIND",
+                   help=f"{what}: {kinds} (PATH may contain {{version}})")
+
+
+def add_workdir(p: argparse.ArgumentParser, what: str) -> None:
+    """``--workdir`` of port and refresh: where the conflict workspaces live."""
+    from patchset.verbs.port import DEFAULT_WORKDIR  # the verb owns the layout of its workspaces
+
+    p.add_argument("--workdir", metavar="DIR", help=f"{what} (default: {DEFAULT_WORKDIR} beside the manifest)")
+
+
+def add_dry_run(p: argparse.ArgumentParser, what: str = "show what would change; write nothing") -> None:
+    p.add_argument("--dry-run", action="store_true", help=what)
+
+
+def progress_printer(args: argparse.Namespace, template: str) -> Callable[[str], None]:
+    """A progress callback: ``template`` with the item, on a terminal's stderr, never with --format json."""
+
+    def progress(item: str) -> None:
+        if args.format != "json" and sys.stderr.isatty():
+            print(template.format(item), file=sys.stderr)
+
+    return progress
 
 
 def manifest_from(args: argparse.Namespace) -> Manifest:

@@ -3,10 +3,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from patchset.cli.options import add_format, add_manifest, manifest_from, release
+from patchset.cli.options import (
+    add_dry_run,
+    add_format,
+    add_manifest,
+    add_source,
+    add_workdir,
+    manifest_from,
+    progress_printer,
+    release,
+)
 from patchset.cli.registry import subparser
 from patchset.report import port as render
-from patchset.verbs.port import DEFAULT_WORKDIR, port
+from patchset.verbs.port import port
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -16,22 +25,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="the release the patches were made for (default: the newest target each covers)")
     p.add_argument("--patch", action="append", default=[], metavar="ID",
                    help="port only this patch (repeatable; the others still shape the tree)")
-    p.add_argument("--workdir", metavar="DIR", help=f"where conflicts go (default: {DEFAULT_WORKDIR} beside the "
-                                                    "manifest)")
-    p.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
+    add_workdir(p, "where conflicts go")
+    add_dry_run(p)
     add_manifest(p)
     add_format(p, choices=("table", "json", "markdown"))
-    p.add_argument("--source", default="pypi", metavar="KIND",
-                   help="where pristine trees come from: pypi (sdist, default), wheel, git:PATH, dir:PATH")
+    add_source(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     manifest = manifest_from(args)
 
-    def progress(patch_id: str) -> None:
-        if args.format != "json" and sys.stderr.isatty():
-            print(f"porting {patch_id} ...", file=sys.stderr)
+    progress = progress_printer(args, "porting {} ...")
 
     def plan(diff: str) -> None:
         if args.format == "table" and diff:  # the change to the manifest, before it is made

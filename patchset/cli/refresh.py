@@ -3,10 +3,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from patchset.cli.options import add_format, add_manifest, manifest_from, release
+from patchset.cli.options import add_dry_run, add_format, add_manifest, add_source, add_workdir, manifest_from, release
 from patchset.cli.registry import subparser
 from patchset.report import port as render
-from patchset.verbs.port import DEFAULT_WORKDIR
 from patchset.verbs.refresh import refresh
 
 
@@ -14,13 +13,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = subparser(sub, "refresh")
     p.add_argument("id", metavar="ID", help="the patch")
     p.add_argument("--vllm", required=True, metavar="V", type=release, help="the release the patch is for")
-    p.add_argument("--workdir", metavar="DIR", help=f"where port left the workspace (default: {DEFAULT_WORKDIR} "
-                                                    "beside the manifest)")
-    p.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
+    add_workdir(p, "where port left the workspace")
+    add_dry_run(p)
     add_manifest(p)
     add_format(p, choices=("table", "json"))
-    p.add_argument("--source", default="pypi", metavar="KIND",
-                   help="where pristine trees come from: pypi (sdist, default), wheel, git:PATH, dir:PATH")
+    add_source(p)
     return p
 
 

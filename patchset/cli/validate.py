@@ -5,7 +5,7 @@ import sys
 
 from patchset.cli.options import add_manifest
 from patchset.cli.registry import subparser
-from patchset.report.common import dump_json
+from patchset.report import validate as render
 from patchset.verbs.validate import validate
 
 EXIT_OK = 0
@@ -23,7 +23,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     report = validate(args.manifest)
     if args.format == "json":
-        sys.stdout.write(dump_json(report.to_json()))
+        sys.stdout.write(render.render_json(report))
     elif report.ok:
         print(report.summary())
     else:

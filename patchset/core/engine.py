@@ -53,15 +53,33 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from patchset.core.patchfile import FilePatch, Hunk, PatchFile, split_lines
+from patchset.core.words import Word
 
-EXACT = "exact"
-OFFSET = "offset"
-FUZZ = "fuzz"
-ALREADY = "already-applied"
-FAILED = "failed"
+
+class HunkStatus(Word):
+    """Where one hunk stands on a tree: the policy in this module's docstring decides it."""
+
+    EXACT = "exact"
+    OFFSET = "offset"
+    FUZZ = "fuzz"
+    ALREADY = "already-applied"
+    FAILED = "failed"
+
+
+class OutcomeStatus(Word):
+    """What a whole patch does to a tree (``PatchOutcome.status``)."""
+
+    APPLIES = "applies"
+    ALREADY = "already-applied"
+    FAILED = "failed"
+
+
+# the short names callers (tests/differential.py, the verbs) compare against
+EXACT, OFFSET, FUZZ = HunkStatus.EXACT, HunkStatus.OFFSET, HunkStatus.FUZZ
+ALREADY, FAILED = HunkStatus.ALREADY, HunkStatus.FAILED
 
 MAX_FUZZ_PROBE = 2  # as far as GNU patch goes by default; further is not worth reporting
 
@@ -70,7 +88,7 @@ MAX_FUZZ_PROBE = 2  # as far as GNU patch goes by default; further is not worth 
 class HunkResult:
     file: str
     number: int  # 0: a file-level change without a hunk (mode, rename, copy, empty file)
-    status: str
+    status: HunkStatus
     applied: bool
     line: int | None = None  # 1-based line in the file as it stood before this hunk
     offset: int = 0
@@ -80,25 +98,10 @@ class HunkResult:
     differ: tuple[str, ...] = ()
     patch_line: int = 0  # the @@ line in the patch file, for messages and annotations
 
-    def to_json(self) -> dict:
-        out: dict = {"file": self.file, "hunk": self.number, "status": self.status, "line": self.line,
-                     "offset": self.offset}
-        if self.fuzz:
-            out["fuzz"] = self.fuzz
-        if self.message:
-            out["message"] = self.message
-        if self.candidates:
-            out["candidates"] = list(self.candidates)
-        if self.differ:
-            out["differ"] = list(self.differ)
-        if self.patch_line:
-            out["patch_line"] = self.patch_line
-        return out
-
 
 @dataclass(frozen=True)
 class PatchOutcome:
-    status: str  # "applies", "already-applied", "failed"
+    status: OutcomeStatus
     hunks: tuple[HunkResult, ...]
     files: dict[str, bytes | None] = field(default_factory=dict)  # changed paths only
     message: str = ""
@@ -106,7 +109,7 @@ class PatchOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.status == "applies"
+        return self.status == OutcomeStatus.APPLIES
 
 
 def apply_patch(tree: Mapping[str, bytes | None], patch: PatchFile, *, max_fuzz: int = 0) -> PatchOutcome:
@@ -136,24 +139,24 @@ def _summarise(results: list[HunkResult], changed: dict[str, bytes | None], mode
     if bad:
         msg = "; ".join(f"hunk {h.number} ({h.file}): {h.status}" + (f" - {h.message}" if h.message else "")
                         for h in bad)
-        return PatchOutcome("failed", tuple(results), {}, msg)
+        return PatchOutcome(OutcomeStatus.FAILED, tuple(results), {}, msg)
     content = [h for h in results if not _is_mode(h)]
     if content and all(h.status == ALREADY for h in content):
         note = "; its mode changes cannot be checked in memory" if len(content) < len(results) else ""
-        return PatchOutcome("already-applied", tuple(results), {}, "every hunk is already in the tree" + note)
+        return PatchOutcome(OutcomeStatus.ALREADY, tuple(results), {}, "every hunk is already in the tree" + note)
     if any(h.status == ALREADY for h in results):
         already = [str(h.number) for h in results if h.status == ALREADY]
-        return PatchOutcome("failed", tuple(results), {},
+        return PatchOutcome(OutcomeStatus.FAILED, tuple(results), {},
                             f"partly applied already (hunks {', '.join(already)}): the tree is neither "
                             "pristine nor patched")
-    return PatchOutcome("applies", tuple(results), changed, modes=modes)
+    return PatchOutcome(OutcomeStatus.APPLIES, tuple(results), changed, modes=modes)
 
 
 def _is_mode(h: HunkResult) -> bool:
     return h.number == 0 and h.message.startswith("mode ")
 
 
-def _file_result(path: str, status: str, message: str, hunks: tuple[Hunk, ...] = ()) -> list[HunkResult]:
+def _file_result(path: str, status: HunkStatus, message: str, hunks: tuple[Hunk, ...] = ()) -> list[HunkResult]:
     """One result per hunk (or one hunk-0 result) carrying a file-level verdict."""
     applied = status not in (FAILED, ALREADY)
     line = 1 if applied or status == ALREADY else None
@@ -241,19 +244,28 @@ def _onto_existing(fp: FilePatch, target: bytes, source: bytes | None, max_fuzz:
 def _edit(content: bytes, fp: FilePatch, max_fuzz: int) -> tuple[list[HunkResult], bytes]:
     buf = _Buffer(content)
     results = []
-    shift = 0  # lines added minus removed, in the buffer, by the hunks applied so far
-    last_offset = 0  # as GNU patch counts it: a hunk found already applied moves the ones after it
-    floor = 0  # hunks apply in order: never before the end of the previous one
+    cursor = _Cursor()
     for hunk in fp.hunks:
-        res, new_floor = _Placement(buf, hunk, fp.path, shift, last_offset, floor, max_fuzz,
-                                    whole=len(fp.hunks) == 1).run()
+        res, new_floor = _Placement(buf, hunk, fp, cursor, max_fuzz).run()
         results.append(res)
-        if res.applied:
-            shift += len(hunk.new) - len(hunk.old)
-        if res.applied or res.status == ALREADY:
-            last_offset = res.offset + (len(hunk.new) - len(hunk.old) if res.status == ALREADY else 0)
-            floor = new_floor
+        cursor = cursor.after(hunk, res, new_floor)
     return results, buf.render()
+
+
+@dataclass(frozen=True)
+class _Cursor:
+    """Where the hunks placed so far leave the next one of the same file."""
+
+    shift: int = 0  # lines added minus removed, in the buffer, by the hunks applied so far
+    last_offset: int = 0  # as GNU patch counts it: a hunk found already applied moves the ones after it
+    floor: int = 0  # hunks apply in order: never before the end of the previous one
+
+    def after(self, hunk: Hunk, res: HunkResult, new_floor: int) -> _Cursor:
+        growth = len(hunk.new) - len(hunk.old)
+        shift = self.shift + growth if res.applied else self.shift
+        if not (res.applied or res.status == ALREADY):
+            return replace(self, shift=shift)
+        return _Cursor(shift, res.offset + (growth if res.status == ALREADY else 0), new_floor)
 
 
 class _Buffer:
@@ -284,10 +296,10 @@ class _Buffer:
 class _Placement:
     """Where one hunk lands in the buffer, and the verdict."""
 
-    def __init__(self, buf: _Buffer, hunk: Hunk, path: str, shift: int, last_offset: int, floor: int,
-                 max_fuzz: int, whole: bool = False) -> None:
-        self.buf, self.hunk, self.path = buf, hunk, path
-        self.shift, self.floor, self.max_fuzz = shift, floor, max_fuzz
+    def __init__(self, buf: _Buffer, hunk: Hunk, fp: FilePatch, cursor: _Cursor, max_fuzz: int) -> None:
+        self.buf, self.hunk, self.path = buf, hunk, fp.path
+        self.shift, self.floor, self.max_fuzz = cursor.shift, cursor.floor, max_fuzz
+        whole = len(fp.hunks) == 1
         self.old = [ln.key for ln in hunk.old]
         self.new = [ln.key for ln in hunk.new]
         lead, trail = hunk.leading, hunk.trailing
@@ -301,9 +313,9 @@ class _Placement:
         self.start = hunk.source_start == 0 if self.zero and not self.whole else hunk.source_start <= 1
         self.rstart = hunk.target_start == 0 if self.zero else hunk.target_start <= 1
         self.header_pos = hunk.source_start - 1 if hunk.source_length else hunk.source_start
-        self.expected = self.header_pos + shift + last_offset  # where GNU patch looks first
+        self.expected = self.header_pos + cursor.shift + cursor.last_offset  # where GNU patch looks first
 
-    def result(self, status: str, at: int, applied: bool = True, **kw) -> HunkResult:
+    def result(self, status: HunkStatus, at: int, applied: bool = True, **kw) -> HunkResult:
         return HunkResult(self.path, self.hunk.number, status, applied, line=at - self.shift + 1,
                           offset=at - self.shift - self.header_pos, **kw)
 

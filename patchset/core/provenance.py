@@ -9,20 +9,16 @@ file digests it lists still match the files.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 
 from patchset import __version__
+from patchset.core.digest import sha256
 from patchset.core.manifest import Manifest
 from patchset.core.series import APPLIES, ReleaseResult
 from patchset.sources.local import PROVENANCE_NAME
 
 PROVENANCE_PATH = f"vllm/{PROVENANCE_NAME}"
 SCHEMA = 1
-
-
-def sha256(data: bytes | None) -> str | None:
-    return hashlib.sha256(data).hexdigest() if data is not None else None
 
 
 def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "repo",
@@ -66,10 +62,15 @@ def source_date_epoch() -> int | None:
     return int(value) if value.isdigit() else None
 
 
-def _applied_at() -> str:
+def record_time() -> dt.datetime:
+    """The time a record, an image or an SBOM says it was made: SOURCE_DATE_EPOCH, else now (UTC, whole seconds)."""
     epoch = source_date_epoch()
     when = dt.datetime.fromtimestamp(epoch, dt.timezone.utc) if epoch is not None else dt.datetime.now(dt.timezone.utc)
-    return when.replace(microsecond=0).isoformat()
+    return when.replace(microsecond=0)
+
+
+def _applied_at() -> str:
+    return record_time().isoformat()
 
 
 def dumps(record: dict) -> bytes:

@@ -14,28 +14,41 @@ and the layout (``root``/``strip``) under which it would exist, if any.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from patchset.core import engine
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.patchfile import PatchFile
+from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.sources import Source
 
-APPLIES = "applies"
-UPSTREAM = "upstream"
-NOT_TARGETED = "not-targeted"
-FAILED = "failed"
-BLOCKED = "blocked"
-PARTLY_UPSTREAM = "partly-upstream"  # some hunks are in the pristine release, the others are not: not ok
-EXCLUDED = "excluded"  # left out on purpose (negative controls), never shown by check
+
+class PatchStatus(Word):
+    """Where one patch of the series stands on a release (decided by ``evaluate_release``)."""
+
+    APPLIES = "applies"
+    UPSTREAM = "upstream"
+    NOT_TARGETED = "not-targeted"
+    FAILED = "failed"
+    BLOCKED = "blocked"
+    PARTLY_UPSTREAM = "partly-upstream"  # some hunks are in the pristine release, the others are not: not ok
+    EXCLUDED = "excluded"  # left out on purpose (negative controls), never shown by check
+
+
+# the short names the verbs (test, build, audit, deps, provenance) import
+APPLIES, UPSTREAM, NOT_TARGETED = PatchStatus.APPLIES, PatchStatus.UPSTREAM, PatchStatus.NOT_TARGETED
+FAILED, BLOCKED, PARTLY_UPSTREAM = PatchStatus.FAILED, PatchStatus.BLOCKED, PatchStatus.PARTLY_UPSTREAM
+EXCLUDED = PatchStatus.EXCLUDED
 GOOD = (APPLIES, UPSTREAM, NOT_TARGETED, EXCLUDED)
+NOT_APPLYING = (FAILED, BLOCKED, PARTLY_UPSTREAM)  # what blocks the patches that come after it
 
 
 @dataclass
 class PatchResult:
     id: str
-    status: str
+    status: PatchStatus
     evidence: str = ""
     message: str = ""
     patch_file: str | None = None
@@ -43,18 +56,6 @@ class PatchResult:
     hunks: tuple[engine.HunkResult, ...] = ()
     skipped: tuple[str, ...] = ()  # files of the patch this source does not hold (tests/ in a wheel)
     files: tuple[str, ...] = ()  # paths this patch changed (content or mode)
-
-    def to_json(self) -> dict:
-        out: dict = {"id": self.id, "status": self.status, "evidence": self.evidence or None,
-                     "hunks": [h.to_json() for h in self.hunks]}
-        if self.message:
-            out["message"] = self.message
-        if self.patch_file:
-            out["patch"] = self.patch_file
-            out["sha256"] = self.sha256
-        if self.skipped:
-            out["skipped_files"] = list(self.skipped)
-        return out
 
 
 @dataclass
@@ -78,10 +79,6 @@ class ReleaseResult:
     def changed(self) -> dict[str, bytes | None]:
         return {k: v for k, v in self.files.items() if v != self.pristine.get(k)}
 
-    def to_json(self) -> dict:
-        return {"vllm": self.vllm, "ok": self.ok, "source": self.source, "warnings": self.warnings,
-                "patches": [p.to_json() for p in self.patches]}
-
 
 def evaluate_release(manifest: Manifest, version: str, source: Source,
                      exclude: frozenset[str] = frozenset()) -> ReleaseResult:
@@ -97,17 +94,27 @@ def evaluate_release(manifest: Manifest, version: str, source: Source,
     paths = sorted({path for pf in loaded.values() for path in pf.touched}
                    | {probe.file for p in manifest.patches for probe in p.present})
     pristine = {path: source.read(path) for path in paths if not _skippable(path, source)}
-    tree = dict(pristine)
+    walk = _Walk(version, source, pristine, dict(pristine), exclude)
     results: list[PatchResult] = []
-    warnings: list[str] = []
-    modes: dict[str, int] = {}
-    by_id: dict[str, PatchResult] = {}
     for p in manifest.patches:
-        r = _evaluate_one(p, version, source, pristine, tree, loaded.get(p.id), load_errors.get(p.id),
-                          by_id, exclude, warnings, modes)
+        r = _evaluate_one(walk, p, loaded.get(p.id), load_errors.get(p.id))
         results.append(r)
-        by_id[p.id] = r
-    return ReleaseResult(version, source.identity, results, tree, pristine, warnings, modes)
+        walk.by_id[p.id] = r
+    return ReleaseResult(version, source.identity, results, walk.tree, pristine, walk.warnings, walk.modes)
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """One release's evaluation as it goes: the tree as the patches so far leave it, and what they said."""
+
+    version: str
+    source: Source
+    pristine: dict[str, bytes | None]
+    tree: dict[str, bytes | None]  # updated in place, patch by patch
+    exclude: frozenset[str]
+    by_id: dict[str, PatchResult] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    modes: dict[str, int] = field(default_factory=dict)  # path -> mode the series sets so far
 
 
 def _skippable(path: str, source: Source) -> bool:
@@ -115,17 +122,16 @@ def _skippable(path: str, source: Source) -> bool:
     return path.startswith("tests/") and not source.covers(path)
 
 
-def _evaluate_one(p: Patch, version: str, source: Source, pristine: dict, tree: dict, pf: PatchFile | None,
-                  load_error: PatchsetError | None, by_id: dict[str, PatchResult], exclude: frozenset[str],
-                  warnings: list[str], modes: dict[str, int]) -> PatchResult:
+def _evaluate_one(walk: _Walk, p: Patch, pf: PatchFile | None, load_error: PatchsetError | None) -> PatchResult:
+    version, pristine = walk.version, walk.pristine
     targeted = p.targets(version)
-    evidence = _upstream_evidence(p, source, pristine)
+    evidence = upstream_evidence(p, walk.source, pristine)
     if evidence:
         if targeted:
-            warnings.append(f"{p.id} is upstream in {version} ({evidence}) but releases {str(p.releases)!r} "
+            walk.warnings.append(f"{p.id} is upstream in {version} ({evidence}) but releases {str(p.releases)!r} "
                             f"still includes it: narrow the range to retire the patch there")
         return PatchResult(p.id, UPSTREAM, evidence=evidence)
-    if p.id in exclude:
+    if p.id in walk.exclude:
         return PatchResult(p.id, EXCLUDED, message="left out on purpose")
     if not targeted:
         why = f"outside releases {str(p.releases)!r}"
@@ -136,16 +142,16 @@ def _evaluate_one(p: Patch, version: str, source: Source, pristine: dict, tree: 
         return PatchResult(p.id, FAILED, message=str(load_error))
     assert pf is not None
     base = PatchResult(p.id, FAILED, patch_file=pf.path, sha256=pf.sha256)
-    broken = [d for d in p.after if d in by_id and by_id[d].status in (FAILED, BLOCKED, PARTLY_UPSTREAM)]
+    broken = [d for d in p.after if d in walk.by_id and walk.by_id[d].status in NOT_APPLYING]
     if broken:
         base.status = BLOCKED
-        base.message = "comes after " + ", ".join(f"{d} ({by_id[d].status})" for d in broken)
+        base.message = "comes after " + ", ".join(f"{d} ({walk.by_id[d].status})" for d in broken)
         return base
-    return _apply_one(p, version, source, pristine, tree, pf, base, warnings, modes)
+    return _apply_one(walk, p, pf, base)
 
 
-def _apply_one(p: Patch, version: str, source: Source, pristine: dict, tree: dict, pf: PatchFile,
-               base: PatchResult, warnings: list[str], modes: dict[str, int]) -> PatchResult:
+def _apply_one(walk: _Walk, p: Patch, pf: PatchFile, base: PatchResult) -> PatchResult:
+    source, pristine, tree = walk.source, walk.pristine, walk.tree
     covered = [f for f in pf.files if not all(_skippable(x, source) for x in f.touched)]
     base.skipped = tuple(sorted({f.path for f in pf.files if f not in covered}))
     if not covered:
@@ -161,24 +167,24 @@ def _apply_one(p: Patch, version: str, source: Source, pristine: dict, tree: dic
     where = {h.number: h.line for h in sub.hunks}
     base.hunks = tuple(replace(h, patch_line=where.get(h.number, 0)) for h in outcome.hunks)
     untouched = not any(tree.get(x) != pristine.get(x) for x in sub.touched)
-    if outcome.status == "already-applied" and untouched:
+    if outcome.status == engine.OutcomeStatus.ALREADY and untouched:
         base.status = UPSTREAM
         base.evidence = "reverse-apply: every hunk is already in the pristine tree (weak evidence: add a present probe)"
-        warnings.append(f"{p.id}: every hunk is already in {version}; if the fix is upstream there, "
+        walk.warnings.append(f"{p.id}: every hunk is already in {walk.version}; if the fix is upstream there, "
                         "narrow releases to retire the patch")
         return base
     if not outcome.ok:
-        return _not_applying(base, outcome, version, untouched)
+        return _not_applying(base, outcome, walk.version, untouched)
     tree.update(outcome.files)
     for path, content in outcome.files.items():
         if content is None:
-            modes.pop(path, None)
-    modes.update(outcome.modes)
+            walk.modes.pop(path, None)
+    walk.modes.update(outcome.modes)
     base.status = APPLIES
     base.files = tuple(sorted(set(outcome.files) | set(outcome.modes)))
     for probe in p.present:
         if source.covers(probe.file) and not probe.holds(tree.get(probe.file)):
-            warnings.append(f"{p.id}: its present probe does not hold after applying it "
+            walk.warnings.append(f"{p.id}: its present probe does not hold after applying it "
                             f"({probe.describe(tree.get(probe.file))}): the probe cannot detect the fix")
     return base
 
@@ -236,7 +242,7 @@ def _layout_hint(path: str, source: Source, strip: int, root: str) -> str:
     return ""
 
 
-def _upstream_evidence(p: Patch, source: Source, pristine: dict) -> str:
+def upstream_evidence(p: Patch, source: Source, pristine: dict) -> str:
     """Why we believe the fix is already in this release, or '' when we don't."""
     probes = p.present
     if probes and all(source.covers(x.file) and x.holds(pristine.get(x.file)) for x in probes):
@@ -251,7 +257,7 @@ def failure_summary(result: ReleaseResult, where: str = "") -> str:
     """One line naming each failed patch, its patch file and line, hunk and file."""
     parts = []
     for p in result.patches:
-        if p.status in (FAILED, BLOCKED, PARTLY_UPSTREAM):
+        if p.status in NOT_APPLYING:
             bad = [h for h in p.hunks if not h.applied and h.status != engine.ALREADY]
             at = ""
             if bad:
@@ -268,12 +274,22 @@ def syntax_error(result: ReleaseResult) -> tuple[str, str | None] | None:
     A patch that applies is not a patch that still means what it did; one that
     breaks the syntax of a module must never reach a tree or an image.
     """
-    for path, content in result.changed.items():
+    errors = python_syntax_errors(result.changed)
+    if not errors:
+        return None
+    path, e = errors[0]
+    culprits = [p.id for p in result.patches if path in p.files]
+    return f"{path}:{e.lineno}: the patched file does not compile: {e.msg}", ", ".join(culprits) or None
+
+
+def python_syntax_errors(files: Mapping[str, bytes | None]) -> list[tuple[str, SyntaxError]]:
+    """Each Python module among ``files`` (path -> content, None: deleted) that does not compile, and why."""
+    out = []
+    for path, content in files.items():
         if content is None or not path.endswith(".py"):
             continue
         try:
             compile(content, path, "exec", dont_inherit=True)
         except SyntaxError as e:
-            culprits = [p.id for p in result.patches if path in p.files]
-            return f"{path}:{e.lineno}: the patched file does not compile: {e.msg}", ", ".join(culprits) or None
-    return None
+            out.append((path, e))
+    return out

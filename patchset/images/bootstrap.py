@@ -36,6 +36,8 @@ def replace(boot: str, top: str, write: list[str], delete: list[str]) -> None:
         if os.path.lexists(target):
             os.unlink(target)
         if rel.endswith(".py"):
+            # journal.bytecode_files' rule (__pycache__/STEM.*.pyc), written again here: this file
+            # runs on the image's Python, where patchset is not installed.
             stem = os.path.basename(rel)[:-3]
             for pyc in glob.glob(os.path.join(os.path.dirname(target), "__pycache__", stem + ".*.pyc")):
                 os.unlink(pyc)

@@ -7,7 +7,6 @@ layer is a function of its inputs alone.
 
 from __future__ import annotations
 
-import datetime as dt
 import io
 import tarfile
 from pathlib import Path
@@ -34,8 +33,7 @@ COPY sbom/ /
 
 def build_time() -> int:
     """SOURCE_DATE_EPOCH (reproducible builds), else now: the labels' ``created`` and the layer's mtimes."""
-    epoch = provenance.source_date_epoch()
-    return epoch if epoch is not None else int(dt.datetime.now(dt.timezone.utc).timestamp())
+    return int(provenance.record_time().timestamp())
 
 
 def dockerfile_for(manifest: Manifest) -> bytes:

@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections import Counter
 
 from patchset.report.common import dump_json, github_annotation, markdown_table, render, table
-from patchset.verbs.audit import AuditReport, FixVerdict, ImageAudit
+from patchset.verbs.audit import AuditReport, FixStatus, FixVerdict, ImageAudit
 
 HEADERS = ("fix", "status", "evidence")
 
 
 def _status(f: FixVerdict) -> str:
-    return f.status if f.targeted or f.status in ("upstream", "carried") else f"{f.status} (not targeted)"
+    if f.targeted or f.status in (FixStatus.UPSTREAM, FixStatus.CARRIED):
+        return f.status
+    return f"{f.status} (not targeted)"
 
 
 def _title(i: ImageAudit) -> str:
@@ -41,8 +43,29 @@ def render_table(report: AuditReport) -> str:
     return "".join(parts)
 
 
+def fix_doc(f: FixVerdict) -> dict:
+    return {"id": f.id, "title": f.title, "origin": f.origin, "upstream": f.upstream,
+            "status": f.status, "evidence": f.evidence, "targeted": f.targeted, "sha256": f.sha256}
+
+
+BYTECODE_KEYS = ("pyc", "tag", "level", "kind", "verdict")  # of each judged .pyc; "why" and digests stay out
+
+
+def image_doc(i: ImageAudit) -> dict:
+    out: dict = {"image": i.image, "vllm": i.vllm, "ok": i.ok, "digest": i.digest, "id": i.id,
+                 "site": i.site, "provenance": i.provenance, "fixes": [fix_doc(f) for f in i.fixes],
+                 "bytecode": [{k: b[k] for k in BYTECODE_KEYS} for b in i.bytecode], "warnings": i.warnings}
+    if i.error:
+        out["error"] = i.error
+    return out
+
+
+def audit_doc(report: AuditReport) -> dict:
+    return {"ok": report.ok, "manifest": report.manifest, "images": [image_doc(i) for i in report.images]}
+
+
 def render_json(report: AuditReport) -> str:
-    return dump_json(report.to_json())
+    return dump_json(audit_doc(report))
 
 
 def render_markdown(report: AuditReport) -> str:

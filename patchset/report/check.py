@@ -1,9 +1,12 @@
-"""How a check report looks: terminal table, JSON, JUnit XML, Markdown."""
+"""How a check report looks: terminal table, JSON, JUnit XML, Markdown.
+
+Also the JSON shape of a hunk, a patch and a release, which next, import and the other verbs reuse.
+"""
 
 from __future__ import annotations
 
-from patchset.core.engine import HunkResult
-from patchset.core.series import PatchResult
+from patchset.core.engine import HunkResult, HunkStatus
+from patchset.core.series import NOT_APPLYING, PatchResult, PatchStatus, ReleaseResult
 from patchset.report.common import Case, dump_json, github_annotation, junit, markdown_table, render, table
 from patchset.verbs.check import CheckReport
 
@@ -16,11 +19,11 @@ def hunk_summary(hunks: tuple[HunkResult, ...]) -> str:
         return ""
     kinds: dict[str, int] = {}
     for h in hunks:
-        if h.status == "offset":
+        if h.status == HunkStatus.OFFSET:
             key = f"offset {h.offset:+d}"
-        elif h.status == "fuzz":
+        elif h.status == HunkStatus.FUZZ:
             key = f"fuzz {h.fuzz} (#{h.number} @ line {h.line})"
-        elif h.status in ("exact", "already-applied"):
+        elif h.status in (HunkStatus.EXACT, HunkStatus.ALREADY):
             key = h.status
         else:
             key = f"{h.status} (#{h.number})"
@@ -30,9 +33,7 @@ def hunk_summary(hunks: tuple[HunkResult, ...]) -> str:
 
 
 def detail(p: PatchResult) -> str:
-    if p.status == "upstream":
-        return p.evidence
-    if p.status == "not-targeted":
+    if p.status in (PatchStatus.UPSTREAM, PatchStatus.NOT_TARGETED):
         return p.evidence
     text = hunk_summary(p.hunks)
     if p.message:
@@ -45,7 +46,7 @@ def detail(p: PatchResult) -> str:
 def failure_text(p: PatchResult) -> str:
     lines = [p.message] if p.message else []
     for h in p.hunks:
-        if h.applied or h.status == "already-applied" and p.status != "failed":
+        if h.applied or h.status == HunkStatus.ALREADY and p.status != PatchStatus.FAILED:
             continue
         where = f"{p.patch_file}:{h.patch_line}: " if h.patch_line else ""
         lines.append(f"{where}hunk {h.number} ({h.file}): {h.status}" + (f" - {h.message}" if h.message else ""))
@@ -63,7 +64,7 @@ def render_table(report: CheckReport) -> str:
     out = [render(table("patchset check", HEADERS, rows(report))).rstrip("\n")]
     for t in report.targets:
         for p in t.patches:
-            if p.status in ("failed", "blocked", "partly-upstream"):
+            if p.status in NOT_APPLYING:
                 out.append(f"\n{t.vllm} {p.id}: {p.status}")
                 out.append(failure_text(p))
         for w in t.warnings:
@@ -72,8 +73,45 @@ def render_table(report: CheckReport) -> str:
     return "\n".join(out) + "\n"
 
 
+def hunk_doc(h: HunkResult) -> dict:
+    out: dict = {"file": h.file, "hunk": h.number, "status": h.status, "line": h.line, "offset": h.offset}
+    if h.fuzz:
+        out["fuzz"] = h.fuzz
+    if h.message:
+        out["message"] = h.message
+    if h.candidates:
+        out["candidates"] = list(h.candidates)
+    if h.differ:
+        out["differ"] = list(h.differ)
+    if h.patch_line:
+        out["patch_line"] = h.patch_line
+    return out
+
+
+def patch_doc(p: PatchResult) -> dict:
+    out: dict = {"id": p.id, "status": p.status, "evidence": p.evidence or None,
+                 "hunks": [hunk_doc(h) for h in p.hunks]}
+    if p.message:
+        out["message"] = p.message
+    if p.patch_file:
+        out["patch"] = p.patch_file
+        out["sha256"] = p.sha256
+    if p.skipped:
+        out["skipped_files"] = list(p.skipped)
+    return out
+
+
+def release_doc(r: ReleaseResult) -> dict:
+    return {"vllm": r.vllm, "ok": r.ok, "source": r.source, "warnings": r.warnings,
+            "patches": [patch_doc(p) for p in r.patches]}
+
+
+def check_doc(report: CheckReport) -> dict:
+    return {"ok": report.ok, "manifest": report.manifest, "targets": [release_doc(t) for t in report.targets]}
+
+
 def render_json(report: CheckReport) -> str:
-    return dump_json(report.to_json())
+    return dump_json(check_doc(report))
 
 
 def render_markdown(report: CheckReport) -> str:
@@ -82,7 +120,7 @@ def render_markdown(report: CheckReport) -> str:
     extra = []
     for t in report.targets:
         for p in t.patches:
-            if p.status in ("failed", "blocked", "partly-upstream"):
+            if p.status in NOT_APPLYING:
                 extra.append(f"<details><summary>{t.vllm} {p.id}: {p.status}</summary>\n\n```\n"
                              f"{failure_text(p)}\n```\n</details>\n")
         extra += [f"- warning ({t.vllm}): {w}" for w in t.warnings]
@@ -98,11 +136,11 @@ def render_junit(report: CheckReport) -> str:
     for t in report.targets:
         for p in t.patches:
             c = Case(suite=f"vllm-{t.vllm}", name=p.id, detail=detail(p))
-            if p.status in ("failed", "blocked", "partly-upstream"):
+            if p.status in NOT_APPLYING:
                 c.failure = f"{p.status}: {p.message}"
                 c.detail = failure_text(p)
-            elif p.status == "not-targeted":
-                c.skipped = "not-targeted"
+            elif p.status == PatchStatus.NOT_TARGETED:
+                c.skipped = str(p.status)
             cases.append(c)
     return junit(cases, "patchset check")
 
@@ -111,9 +149,9 @@ def github_annotations(report: CheckReport) -> list[str]:
     out = []
     for t in report.targets:
         for p in t.patches:
-            if p.status not in ("failed", "blocked", "partly-upstream"):
+            if p.status not in NOT_APPLYING:
                 continue
-            bad = [h for h in p.hunks if not h.applied and h.status != "already-applied"]
+            bad = [h for h in p.hunks if not h.applied and h.status != HunkStatus.ALREADY]
             line = bad[0].patch_line if bad else None
             a = github_annotation("error", f"vLLM {t.vllm}: {p.id} {p.status}: {p.message}", p.patch_file, line)
             if a:

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from patchset.errors import PatchsetError
+
 if TYPE_CHECKING:  # rich is imported for tables only: --format json never pays for it
     from rich.console import Console
     from rich.table import Table
@@ -19,6 +21,11 @@ if TYPE_CHECKING:  # rich is imported for tables only: --format json never pays 
 
 def dump_json(obj: object) -> str:
     return json.dumps(obj, indent=2, sort_keys=False) + "\n"
+
+
+def error_doc(e: PatchsetError) -> dict:
+    """The ``error`` object of ``{"ok": false, "error": ...}`` (``--format json``)."""
+    return {"file": e.file, "line": e.line, "message": e.subject() + e.message, "hint": e.hint}
 
 
 @dataclass

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 
 from patchset.core.manifest import load_manifest
+from patchset.core.series import PatchStatus
 from patchset.errors import PatchsetError
 from patchset.report.common import dump_json, render, table
 from patchset.verbs.check import CheckReport
-from patchset.verbs.deps import DepsReport, merge
+from patchset.verbs.deps import DepsReport, Edge, Stale, merge
 
 # Colours by status on the release, light enough to read the ids on.
-FILL = {"applies": "#d4edda", "upstream": "#cce5ff", "not-targeted": "#eeeeee", "failed": "#f8d7da",
-        "blocked": "#fff3cd", "excluded": "#eeeeee"}
+FILL = {PatchStatus.APPLIES: "#d4edda", PatchStatus.UPSTREAM: "#cce5ff", PatchStatus.NOT_TARGETED: "#eeeeee",
+        PatchStatus.FAILED: "#f8d7da", PatchStatus.BLOCKED: "#fff3cd", PatchStatus.EXCLUDED: "#eeeeee"}
 
 
 def render_table(report: DepsReport) -> str:
@@ -38,8 +39,22 @@ def render_table(report: DepsReport) -> str:
     return "\n".join(out) + "\n"
 
 
+def edge_doc(e: Edge) -> dict:
+    return {"patch": e.patch, "needs": e.needs, "why": e.why}
+
+
+def stale_doc(s: Stale) -> dict:
+    return {"patch": s.patch, "after": s.after, "why": s.why}
+
+
+def deps_doc(report: DepsReport) -> dict:
+    return {"ok": report.ok, "vllm": report.vllm, "edges": [edge_doc(e) for e in report.edges],
+            "undeclared": [edge_doc(e) for e in report.undeclared], "stale": [stale_doc(s) for s in report.stale],
+            "free": report.free, "patches": [{"id": i, "status": report.statuses[i]} for i in report.order]}
+
+
 def render_json(report: DepsReport) -> str:
-    return dump_json(report.to_json())
+    return dump_json(deps_doc(report))
 
 
 def _label(text: str) -> str:
@@ -51,7 +66,7 @@ def render_mermaid(report: DepsReport, *, fenced: bool = True) -> str:
     node = {pid: f"p{i}" for i, pid in enumerate(report.order)}
     lines = ["flowchart TD"]
     for pid in report.order:
-        status = report.statuses.get(pid, "applies")
+        status = report.statuses.get(pid, PatchStatus.APPLIES)
         lines.append(f'  {node[pid]}["{_label(pid)}<br/>{status}"]:::{_cls(status)}')
     undeclared = {(e.patch, e.needs) for e in report.undeclared}
     for e in report.edges:
@@ -74,7 +89,7 @@ def render_dot(report: DepsReport) -> str:
     lines = [f"digraph {q('patchset deps ' + report.vllm)} {{", "  rankdir=TB;",
              '  node [shape=box, style="rounded,filled", fontname="Helvetica"];']
     for pid in report.order:
-        status = report.statuses.get(pid, "applies")
+        status = report.statuses.get(pid, PatchStatus.APPLIES)
         lines.append(f"  {q(pid)} [fillcolor={q(FILL.get(status, '#ffffff'))}, tooltip={q(status)}];")
     undeclared = {(e.patch, e.needs) for e in report.undeclared}
     for e in report.edges:

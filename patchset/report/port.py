@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from patchset.report.check import hunk_summary
+from patchset.report.check import hunk_summary, patch_doc
 from patchset.report.common import dump_json, markdown_table, render, table
-from patchset.verbs.next import NextPatch, NextReport
-from patchset.verbs.port import PortedPatch, PortReport
+from patchset.verbs.next import NextPatch, NextReport, NextStatus, UpstreamChange
+from patchset.verbs.port import Conflict, PortedPatch, PortReport, PortStatus
 from patchset.verbs.refresh import RefreshReport
 
 NEXT_HEADERS = ("patch", "status", "from", "detail")
@@ -14,12 +14,12 @@ PORT_HEADERS = ("patch", "result", "from", "detail")
 
 def next_detail(p: NextPatch) -> str:
     r = p.result
-    if p.status == "upstream":
+    if p.status == NextStatus.UPSTREAM:
         return r.evidence
     text = hunk_summary(r.hunks)
     if p.already:
         text += f"; upstream already has hunk(s) {', '.join(map(str, p.already))}"
-    if r.message and p.status != "carries":
+    if r.message and p.status != NextStatus.CARRIES:
         text = (text + "; " if text else "") + r.message
     return text
 
@@ -51,8 +51,28 @@ def next_table(report: NextReport) -> str:
     return "\n".join(out) + "\n"
 
 
+def upstream_change_doc(c: UpstreamChange) -> dict:
+    return {"file": c.file, "hunk": c.hunk, "diff": c.diff, "line": c.line, "moved_to": c.moved_to,
+            "summary": c.summary}
+
+
+def next_patch_doc(p: NextPatch) -> dict:
+    """check's patch object, with the status on the next release and what upstream changed."""
+    out = patch_doc(p.result)
+    out.update(status=p.status, **{"from": p.from_release})
+    if p.already:
+        out["already_upstream"] = list(p.already)
+    out["upstream_change"] = [upstream_change_doc(c) for c in p.upstream_change]
+    return out
+
+
+def next_doc(report: NextReport) -> dict:
+    return {"ok": report.ok, "vllm": report.vllm, "newer": report.newer, "source": report.source,
+            "patches": [next_patch_doc(p) for p in report.patches], "warnings": report.warnings}
+
+
 def next_json(report: NextReport) -> str:
-    return dump_json(report.to_json())
+    return dump_json(next_doc(report))
 
 
 def next_markdown(report: NextReport) -> str:
@@ -69,13 +89,13 @@ def next_markdown(report: NextReport) -> str:
 
 
 def port_detail(p: PortedPatch) -> str:
-    if p.result == "retired":
+    if p.result == PortStatus.RETIRED:
         return p.evidence
-    if p.result == "conflict":
+    if p.result == PortStatus.CONFLICT:
         where = "; ".join(f"{c.file}:{c.line}" if c.line else c.file for c in p.conflicts)
         return " ".join(x for x in (p.message, f"({where})" if where else "", f"workspace {p.workspace}"
                                     if p.workspace else "") if x)
-    if p.result == "blocked":
+    if p.result == PortStatus.BLOCKED:
         return p.message
     return f"{p.patch} ({len(p.files)} file(s))" if p.patch else p.message
 
@@ -90,14 +110,31 @@ def port_table(report: PortReport) -> str:
     out = [render(table(title, PORT_HEADERS, _port_rows(report))).rstrip("\n")]
     out += [f"wrote {w}" for w in report.written]
     counts = {k: sum(1 for p in report.patches if p.result == k)
-              for k in ("carried", "retired", "ported", "conflict", "blocked")}
+              for k in PortStatus}
     out.append(", ".join(f"{n} {k}" for k, n in counts.items()) + f" in {report.seconds:.1f} s")
     out.append(f"a merge is not a proof: run patchset test --vllm {report.to}")
     return "\n".join(out) + "\n"
 
 
+def conflict_doc(c: Conflict) -> dict:
+    return {"file": c.file, "line": c.line, "message": c.message, "upstream_change": c.upstream}
+
+
+def ported_doc(p: PortedPatch) -> dict:
+    return {"id": p.id, "result": p.result, "from": p.from_release, "patch": p.patch,
+            "workspace": p.workspace, "conflicts": [conflict_doc(c) for c in p.conflicts],
+            "evidence": p.evidence or None, "message": p.message or None, "files": list(p.files)}
+
+
+def port_doc(report: PortReport) -> dict:
+    return {"ok": report.ok, "to": report.to, "manifest": report.manifest, "dry_run": report.dry_run,
+            "patches": [ported_doc(p) for p in report.patches], "manifest_diff": report.manifest_diff,
+            "written": report.written, "next": f"patchset test --vllm {report.to}",
+            "seconds": round(report.seconds, 2)}
+
+
 def port_json(report: PortReport) -> str:
-    return dump_json(report.to_json())
+    return dump_json(port_doc(report))
 
 
 def port_markdown(report: PortReport) -> str:
@@ -115,8 +152,13 @@ def refresh_text(report: RefreshReport) -> str:
     return "\n".join(out) + "\n"
 
 
+def refresh_doc(report: RefreshReport) -> dict:
+    return {"ok": True, "id": report.id, "vllm": report.vllm, "mode": report.mode, "patch": report.patch,
+            "message": report.message, "manifest_diff": report.manifest_diff, "written": report.written}
+
+
 def refresh_json(report: RefreshReport) -> str:
-    return dump_json(report.to_json())
+    return dump_json(refresh_doc(report))
 
 
 NEXT = {"table": next_table, "json": next_json, "markdown": next_markdown}

@@ -13,9 +13,7 @@ so two renderings of the same audit are byte-identical.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import os
 import uuid
 
 from cyclonedx.model import AttachedText, Property, XsUri
@@ -26,6 +24,7 @@ from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
 from patchset import __version__
+from patchset.core import provenance
 from patchset.core.manifest import Manifest
 from patchset.core.manifest import Patch as ManifestPatch
 from patchset.verbs.audit import CARRIED, SBOM_PATH, ImageAudit
@@ -42,7 +41,7 @@ def render(audit: ImageAudit, manifest: Manifest) -> str:
 
 def image_bom(audit: ImageAudit, manifest: Manifest) -> Bom:
     bom = Bom(serial_number=_serial(audit, manifest))
-    bom.metadata.timestamp = _timestamp()
+    bom.metadata.timestamp = provenance.record_time()
     bom.metadata.component = Component(
         name=audit.image, type=ComponentType.CONTAINER, bom_ref=f"image:{audit.image}",
         version=audit.digest or audit.id or None)
@@ -88,15 +87,8 @@ def _resolves(p: ManifestPatch) -> list[IssueType]:
                       source=IssueTypeSource(name=UPSTREAM_REPO, url=XsUri(url) if url else None))]
 
 
-def _timestamp() -> dt.datetime:
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch and epoch.isdigit():
-        return dt.datetime.fromtimestamp(int(epoch), tz=dt.timezone.utc)
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-
-
 def _serial(audit: ImageAudit, manifest: Manifest) -> uuid.UUID:
-    if os.environ.get("SOURCE_DATE_EPOCH"):
+    if provenance.source_date_epoch() is not None:
         return uuid.uuid5(uuid.NAMESPACE_URL, f"patchset:{audit.image}:{audit.digest}:{manifest.sha256}")
     return uuid.uuid4()
 

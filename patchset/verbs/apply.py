@@ -18,7 +18,7 @@ from pathlib import Path
 from patchset import journal
 from patchset.core import bytecode, provenance
 from patchset.core.manifest import Manifest, same_release
-from patchset.core.series import ReleaseResult, evaluate_release, failure_summary, syntax_error
+from patchset.core.series import PatchStatus, ReleaseResult, evaluate_release, failure_summary, syntax_error
 from patchset.errors import Finding, PatchsetError
 from patchset.sources.tree import TargetTree
 
@@ -94,7 +94,7 @@ def _apply_locked(manifest: Manifest, version: str, tree: TargetTree, compile_by
     report.skipped = sorted({f for p in result.patches for f in p.skipped})
     report.written = sorted(e.path for e in plan.entries if e.new_sha256 is not None)
     report.deleted = sorted(e.path for e in plan.entries if e.new_sha256 is None)
-    applied = sum(1 for p in result.patches if p.status == "applies")
+    applied = sum(1 for p in result.patches if p.status == PatchStatus.APPLIES)
     report.message = f"applied {applied} patch{'' if applied == 1 else 'es'}"
     return report
 

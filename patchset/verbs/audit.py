@@ -39,18 +39,11 @@ from docker.models.images import Image
 from packaging.version import InvalidVersion, Version
 
 from patchset.core import bytecode, engine, provenance
+from patchset.core.digest import sha256
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.patchfile import PatchFile, parse_patch
-from patchset.core.series import (
-    APPLIES,
-    BLOCKED,
-    FAILED,
-    NOT_TARGETED,
-    UPSTREAM,
-    PatchResult,
-    ReleaseResult,
-    evaluate_release,
-)
+from patchset.core.series import PatchResult, PatchStatus, ReleaseResult, evaluate_release
+from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.images.engine import (
     ImageFiles,
@@ -63,21 +56,31 @@ from patchset.images.engine import (
 )
 from patchset.sources import Source, open_source
 
-CARRIED = "carried"
-MISSING = "missing"
-STALE = "stale"
-TAMPERED = "tampered"
-UNKNOWN = "unknown"
-FAILING = (MISSING, STALE, TAMPERED)
+
+class FixStatus(Word):
+    """What an image holds of one fix, judged from its files (decided by ``_Judge``)."""
+
+    CARRIED = "carried"
+    UPSTREAM = "upstream"
+    MISSING = "missing"
+    STALE = "stale"  # carries another revision of the patch than the manifest's
+    TAMPERED = "tampered"  # a file differs from what the provenance record says
+    UNKNOWN = "unknown"
+
+
+# the short names report/sbom.py and the tests import
+CARRIED, MISSING, STALE = FixStatus.CARRIED, FixStatus.MISSING, FixStatus.STALE
+TAMPERED, UNKNOWN = FixStatus.TAMPERED, FixStatus.UNKNOWN
+FAILING = (FixStatus.MISSING, FixStatus.STALE, FixStatus.TAMPERED)
 LABEL_PREFIX = "io.patchset.patch."  # written by `patchset build`
 SBOM_PATH = "/usr/share/patchset/sbom.cdx.json"  # written by `patchset build --sbom` (report/sbom.py renders it)
-STATUSES = (CARRIED, UPSTREAM, MISSING, STALE, TAMPERED, UNKNOWN)
+STATUSES = tuple(FixStatus)
 
 
 @dataclass
 class FixVerdict:
     id: str
-    status: str
+    status: FixStatus
     evidence: str
     targeted: bool
     title: str = ""
@@ -88,10 +91,6 @@ class FixVerdict:
     @property
     def failing(self) -> bool:
         return self.targeted and self.status in FAILING
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "title": self.title, "origin": self.origin, "upstream": self.upstream,
-                "status": self.status, "evidence": self.evidence, "targeted": self.targeted, "sha256": self.sha256}
 
 
 @dataclass
@@ -111,16 +110,6 @@ class ImageAudit:
     def ok(self) -> bool:
         return self.error is None and not any(f.failing for f in self.fixes)
 
-    def to_json(self) -> dict:
-        out: dict = {"image": self.image, "vllm": self.vllm, "ok": self.ok, "digest": self.digest, "id": self.id,
-                     "site": self.site, "provenance": self.provenance,
-                     "fixes": [f.to_json() for f in self.fixes],
-                     "bytecode": [{k: b[k] for k in ("pyc", "tag", "level", "kind", "verdict")} for b in self.bytecode],
-                     "warnings": self.warnings}
-        if self.error:
-            out["error"] = self.error
-        return out
-
 
 @dataclass
 class AuditReport:
@@ -130,9 +119,6 @@ class AuditReport:
     @property
     def ok(self) -> bool:
         return all(i.ok for i in self.images)
-
-    def to_json(self) -> dict:
-        return {"ok": self.ok, "manifest": self.manifest, "images": [i.to_json() for i in self.images]}
 
 
 def audit(manifest: Manifest, images: Sequence[str], *, source: str = "wheel", pull: bool = False,
@@ -289,7 +275,7 @@ def _labels_disagree(labels: dict[str, str], fixes: list[FixVerdict]) -> list[st
     out = []
     for f in fixes:
         claimed = labels.get(f"{LABEL_PREFIX}{f.id}")
-        if claimed and f.status != CARRIED:
+        if claimed and f.status != FixStatus.CARRIED:
             out.append(f"the image's label {LABEL_PREFIX}{f.id} claims the fix is carried; its files say {f.status}")
     return out
 
@@ -310,7 +296,7 @@ def _sbom_disagrees(raw: bytes, vllm: str, fixes: list[FixVerdict]) -> list[str]
         if claimed != f.status:
             said = f"says {f.id} is {claimed}" if claimed else f"does not mention {f.id}"
             out.append(f"the image's SBOM {SBOM_PATH} {said}; its files say {f.status}")
-    carried = sum(status == CARRIED for status in claims.values())
+    carried = sum(status == FixStatus.CARRIED for status in claims.values())
     if listed != carried:
         out.append(f"the image's SBOM {SBOM_PATH} lists {listed} patches in the vLLM pedigree but claims "
                    f"{carried} fixes carried")
@@ -337,10 +323,6 @@ def _read_record(files: ImageFiles, install: VllmInstall,
     return record
 
 
-def sha256(data: bytes | None) -> str | None:
-    return hashlib.sha256(data).hexdigest() if data is not None else None
-
-
 class _Judge:
     """Decides each fix's status from the expected series, the image's files and the record."""
 
@@ -365,73 +347,87 @@ class _Judge:
         return FixVerdict(patch.id, status, evidence, targeted, title=patch.title, origin=patch.origin,
                           upstream=upstream, sha256=self._carried_sha256(patch, status))
 
-    def _carried_sha256(self, patch: Patch, status: str) -> str | None:
+    def _carried_sha256(self, patch: Patch, status: FixStatus) -> str | None:
         """The sha256 of the patch revision the image carries: the record's, else the one its files show."""
         entry = self.recorded.get(patch.id, {})
-        if status in (CARRIED, STALE, TAMPERED) and entry.get("status") == APPLIES and entry.get("sha256"):
+        recorded = entry.get("status") == PatchStatus.APPLIES and entry.get("sha256")
+        if status in (FixStatus.CARRIED, FixStatus.STALE, FixStatus.TAMPERED) and recorded:
             return str(entry["sha256"])
-        if status == STALE:
+        if status == FixStatus.STALE:
             return self.revision_found
-        current = self._load(patch) if status == CARRIED else None
+        current = self._load(patch) if status == FixStatus.CARRIED else None
         return current.sha256 if current is not None else None
 
-    def _decide(self, patch: Patch, targeted: bool) -> tuple[str, str]:
+    def _decide(self, patch: Patch, targeted: bool) -> tuple[FixStatus, str]:
+        """In order: tampered, upstream, no patch to compare, the record's claim, then the files alone."""
         r = self.expected.patch(patch.id)
         entry = self.recorded.get(patch.id, {})
-        carried_per_record = entry.get("status") == APPLIES
+        carried_per_record = entry.get("status") == PatchStatus.APPLIES
 
         tampered = self._tampered_evidence(patch, r, entry, carried_per_record)
         if tampered:
-            return TAMPERED, tampered
-        if r.status == UPSTREAM:
-            return UPSTREAM, r.evidence
+            return FixStatus.TAMPERED, tampered
+        if r.status == PatchStatus.UPSTREAM:
+            return FixStatus.UPSTREAM, r.evidence
 
         current = self._load(patch)
         if current is None:  # no patch file for this release
-            if r.status == NOT_TARGETED:
-                return MISSING, f"not targeted: {r.evidence}"
-            return UNKNOWN, r.message or "no patch for this release"
+            if r.status == PatchStatus.NOT_TARGETED:
+                return FixStatus.MISSING, f"not targeted: {r.evidence}"
+            return FixStatus.UNKNOWN, r.message or "no patch for this release"
         if not _vllm_files(current):
-            return UNKNOWN, f"{current.path} changes nothing under vllm/: an image cannot show it"
-        present = self._hunks_present(current)
-
+            return FixStatus.UNKNOWN, f"{current.path} changes nothing under vllm/: an image cannot show it"
         if carried_per_record:
-            recorded_sha = entry.get("sha256") or ""
-            if recorded_sha != current.sha256:
-                older = self._revision_named(patch, recorded_sha)
-                return STALE, (f"the image carries {entry.get('patch') or patch.id} sha256 {recorded_sha[:12]}"
-                               f"{older}; the manifest's {current.path} is sha256 {current.sha256[:12]}")
-            if present or (self.series_equal and r.status == APPLIES):
-                return CARRIED, self._carried_evidence(present, "provenance sha256 matches the manifest")
-            return UNKNOWN, ("the provenance record lists this patch and its files match the record, but the "
-                             f"files are not what the series makes of pristine vLLM {self.version}")
+            return self._decide_recorded(patch, r, entry, current)
+        return self._decide_from_files(patch, r, current)
 
-        if r.status == APPLIES and self.series_equal:
-            return CARRIED, self._carried_evidence(present, "no provenance record")
+    def _decide_recorded(self, patch: Patch, r: PatchResult, entry: dict,
+                         current: PatchFile) -> tuple[FixStatus, str]:
+        """The provenance record says the image carries the patch: which revision, and do the files agree."""
+        recorded_sha = entry.get("sha256") or ""
+        if recorded_sha != current.sha256:
+            older = self._revision_named(patch, recorded_sha)
+            return FixStatus.STALE, (f"the image carries {entry.get('patch') or patch.id} sha256 "
+                                     f"{recorded_sha[:12]}{older}; the manifest's {current.path} is sha256 "
+                                     f"{current.sha256[:12]}")
+        present = self._hunks_present(current)
+        if present or (self.series_equal and r.status == PatchStatus.APPLIES):
+            return FixStatus.CARRIED, self._carried_evidence(present, "provenance sha256 matches the manifest")
+        return FixStatus.UNKNOWN, ("the provenance record lists this patch and its files match the record, but "
+                                   f"the files are not what the series makes of pristine vLLM {self.version}")
+
+    def _decide_from_files(self, patch: Patch, r: PatchResult, current: PatchFile) -> tuple[FixStatus, str]:
+        """No record claims the patch: the image's files alone say carried, stale, missing or unknown."""
+        present = self._hunks_present(current)
+        if r.status == PatchStatus.APPLIES and self.series_equal:
+            return FixStatus.CARRIED, self._carried_evidence(present, "no provenance record")
         if present:
             note = "no provenance record" if self.record is None else "not in the provenance record"
-            return CARRIED, f"every hunk of {current.path} is already in the image's files ({note})"
+            return FixStatus.CARRIED, f"every hunk of {current.path} is already in the image's files ({note})"
         older = self._older_revision_present(patch)
         if older:
-            return STALE, older
-        if r.status == NOT_TARGETED:
-            return MISSING, f"not targeted: {r.evidence}"
+            return FixStatus.STALE, older
+        if r.status == PatchStatus.NOT_TARGETED:
+            return FixStatus.MISSING, f"not targeted: {r.evidence}"
         own = _vllm_paths(current)
         if all(self.image.get(f) == self.expected.pristine.get(f) for f in own):
-            return MISSING, f"{', '.join(own)} {'is' if len(own) == 1 else 'are'} pristine vLLM {self.version}"
-        if r.status in (FAILED, BLOCKED):
-            return UNKNOWN, f"the series does not apply to pristine vLLM {self.version} ({r.status}: {r.message})"
+            return FixStatus.MISSING, (f"{', '.join(own)} {'is' if len(own) == 1 else 'are'} pristine "
+                                       f"vLLM {self.version}")
+        if r.status in (PatchStatus.FAILED, PatchStatus.BLOCKED):
+            return FixStatus.UNKNOWN, (f"the series does not apply to pristine vLLM {self.version} "
+                                       f"({r.status}: {r.message})")
         outcome = engine.apply_patch(self.image, _only_vllm(current), max_fuzz=patch.fuzz)
         if outcome.ok:
-            return MISSING, f"the hunks of {current.path} would still apply to the image's files"
-        return UNKNOWN, f"the files are neither pristine nor patched: {outcome.message}"
+            return FixStatus.MISSING, f"the hunks of {current.path} would still apply to the image's files"
+        return FixStatus.UNKNOWN, f"the files are neither pristine nor patched: {outcome.message}"
 
     # --- evidence ----------------------------------------------------------------------------------
 
     def _tampered_evidence(self, patch: Patch, r: PatchResult, entry: dict, carried_per_record: bool) -> str:
         """Why the files or the bytecode Python runs are not what the patch wrote ("" when they are)."""
         tampered = self._tampered(entry.get("files") or []) if carried_per_record else []
-        written = (entry.get("files") or []) if carried_per_record else r.files if r.status == APPLIES else []
+        applied = r.files if r.status == PatchStatus.APPLIES else ()
+        written = (entry.get("files") or []) if carried_per_record else applied
         tampered += self._bytecode_tampered(set(written))
         if not tampered:
             return ""
@@ -480,7 +476,7 @@ class _Judge:
 
     def _hunks_present(self, pf: PatchFile) -> bool:
         outcome = engine.apply_patch(self.image, _only_vllm(pf))
-        return outcome.status == "already-applied"
+        return outcome.status == engine.OutcomeStatus.ALREADY
 
     def _revision_named(self, patch: Patch, sha: str) -> str:
         for rev in _git_revisions(self.manifest, patch, self.version):

@@ -32,7 +32,7 @@ from docker.models.images import Image
 
 from patchset.core import provenance
 from patchset.core.manifest import Manifest, same_release
-from patchset.core.series import APPLIES, ReleaseResult, evaluate_release, failure_summary, syntax_error
+from patchset.core.series import APPLIES, UPSTREAM, ReleaseResult, evaluate_release, failure_summary, syntax_error
 from patchset.errors import Finding, PatchsetError
 from patchset.images.context import build_context, build_time, dockerfile_for, sbom_context
 from patchset.images.engine import (
@@ -91,16 +91,6 @@ class BuildReport:
     @property
     def added_bytes(self) -> int:
         return sum(layer.size for layer in self.layers)
-
-    def to_json(self) -> dict:
-        return {
-            "ok": True, "vllm": self.vllm, "image": self.tag, "id": self.image_id,
-            "base": {"name": self.base, "digest": self.base_digest}, "site": self.site,
-            "patches": [{"id": p.id, "status": p.status, "sha256": p.sha256} for p in self.result.patches],
-            "written": self.written, "deleted": self.deleted, "labels": self.labels,
-            "layers": [{"created_by": layer.created_by, "size": layer.size} for layer in self.layers],
-            "added_bytes": self.added_bytes,
-        } | ({"sbom": self.sbom} if self.sbom else {})
 
 
 def default_base(manifest: Manifest, version: str) -> str:
@@ -278,8 +268,8 @@ def image_labels(manifest: Manifest, version: str, base: str, base_digest: str,
     for p in result.patches:
         if p.status == APPLIES and p.sha256:
             labels[f"{LABEL_NS}.patch.{p.id}"] = p.sha256
-        elif p.status == "upstream":
-            labels[f"{LABEL_NS}.upstream.{p.id}"] = p.evidence or "upstream"
+        elif p.status == UPSTREAM:
+            labels[f"{LABEL_NS}.upstream.{p.id}"] = p.evidence or str(UPSTREAM)
     return labels
 
 

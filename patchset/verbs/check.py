@@ -21,9 +21,6 @@ class CheckReport:
     def ok(self) -> bool:
         return all(t.ok for t in self.targets)
 
-    def to_json(self) -> dict:
-        return {"ok": self.ok, "manifest": self.manifest, "targets": [t.to_json() for t in self.targets]}
-
 
 def releases_to_check(manifest: Manifest, asked: Sequence[str]) -> list[str]:
     if not asked:

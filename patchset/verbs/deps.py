@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from patchset.core import engine
 from patchset.core.manifest import Manifest
 from patchset.core.patchfile import FilePatch, Hunk, HunkLine, PatchFile
-from patchset.core.series import APPLIES, ReleaseResult, evaluate_release
+from patchset.core.series import APPLIES, PatchStatus, ReleaseResult, evaluate_release
 from patchset.errors import PatchsetError
 from patchset.sources import open_source
 
@@ -37,9 +37,6 @@ class Edge:
     needs: str  # A, the earlier patch B cannot do without
     why: str
 
-    def to_json(self) -> dict:
-        return {"patch": self.patch, "needs": self.needs, "why": self.why}
-
 
 @dataclass(frozen=True)
 class Stale:
@@ -47,15 +44,12 @@ class Stale:
     after: str
     why: str
 
-    def to_json(self) -> dict:
-        return {"patch": self.patch, "after": self.after, "why": self.why}
-
 
 @dataclass
 class DepsReport:
     vllm: str
     order: list[str]  # the series order
-    statuses: dict[str, str]  # patch id -> its status on this release (check's words)
+    statuses: dict[str, PatchStatus]  # patch id -> its status on this release
     edges: list[Edge]
     declared: list[tuple[str, str]]  # (patch, after) as the manifest says
     undeclared: list[Edge] = field(default_factory=list)
@@ -66,11 +60,6 @@ class DepsReport:
     def ok(self) -> bool:
         """The order holds by declaration, not by the luck of listing."""
         return not self.undeclared
-
-    def to_json(self) -> dict:
-        return {"ok": self.ok, "vllm": self.vllm, "edges": [e.to_json() for e in self.edges],
-                "undeclared": [e.to_json() for e in self.undeclared], "stale": [s.to_json() for s in self.stale],
-                "free": self.free, "patches": [{"id": i, "status": self.statuses[i]} for i in self.order]}
 
 
 def deps(manifest: Manifest, version: str | None = None, source: str = "pypi") -> DepsReport:
@@ -99,7 +88,8 @@ def compare(manifest: Manifest, result: ReleaseResult, edges: list[Edge]) -> Dep
     return DepsReport(result.vllm, order, statuses, edges, declared, undeclared, stale, free)
 
 
-RANK = {"failed": 0, "blocked": 1, "applies": 2, "upstream": 3, "not-targeted": 4, "excluded": 5}
+RANK = {PatchStatus.FAILED: 0, PatchStatus.BLOCKED: 1, PatchStatus.APPLIES: 2, PatchStatus.UPSTREAM: 3,
+        PatchStatus.NOT_TARGETED: 4, PatchStatus.EXCLUDED: 5}  # worst first
 
 
 def merge(manifest: Manifest, results: list[ReleaseResult]) -> DepsReport:

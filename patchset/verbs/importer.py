@@ -40,6 +40,8 @@ MBOX_FROM = re.compile(rb"^From \S+ +\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4}\s*$")
 GIT_FROM = re.compile(rb"^From ([0-9a-f]{40}) ")
 PR_REFS = (re.compile(r"vllm-project/vllm#(\d+)"), re.compile(r"vllm-project/vllm/pull/(\d+)"),
            re.compile(r"/pull/(\d+)"))
+
+
 SUBJECT_PR = re.compile(r"\(#(\d+)\)\s*$")  # upstream vLLM's squash-merge subjects end in "(#54288)"
 CHERRY = re.compile(r"cherry[- ]picked from commit ([0-9a-f]{7,40})")
 COMMIT_URL = re.compile(r"vllm-project/vllm/commit/([0-9a-f]{7,40})")
@@ -78,10 +80,6 @@ class Planned:
     commit: str | None = None
     after: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
-        return {"id": self.id, "patch": self.file, "layout": {"strip": self.strip, "root": self.root},
-                "origin": self.origin, "upstream": {"pr": self.pr, "commit": self.commit}, "after": self.after}
-
 
 @dataclass
 class ImportResult:
@@ -98,11 +96,6 @@ class ImportResult:
     @property
     def ok(self) -> bool:
         return self.check.ok
-
-    def to_json(self) -> dict:
-        return {"ok": self.ok, "manifest": str(self.manifest), "dry_run": self.dry_run, "written": self.written,
-                "notes": self.notes, "disabled": self.disabled, "patches": [p.to_json() for p in self.patches],
-                "edges": [e.to_json() for e in self.edges], "check": self.check.to_json()}
 
 
 def import_series(sources: Sequence[str], into: str | Path = ".", targets: Sequence[str] = (),

@@ -22,15 +22,23 @@ from packaging.version import InvalidVersion, Version
 from patchset.core import engine, series
 from patchset.core.manifest import Manifest, Patch, PatchChoice
 from patchset.core.patchfile import Hunk
+from patchset.core.words import Word
 from patchset.errors import ManifestError, SourceError
 from patchset.sources import Source, index, open_source
 
-CARRIES = "carries"
-UPSTREAM = "upstream"
-PARTLY = "partly-upstream"
-NEEDS_PORT = "needs-port"
-BLOCKED = "blocked"
-GOOD = (CARRIES, UPSTREAM)
+
+class NextStatus(Word):
+    """Where a patch stands on the next release (decided by ``_classify``)."""
+
+    CARRIES = "carries"
+    UPSTREAM = "upstream"
+    PARTLY = "partly-upstream"
+    NEEDS_PORT = "needs-port"
+    BLOCKED = "blocked"
+    NOT_TARGETED = "not-targeted"  # covers no target and has no file for V
+
+
+GOOD = (NextStatus.CARRIES, NextStatus.UPSTREAM)
 
 
 @dataclass(frozen=True)
@@ -42,27 +50,15 @@ class UpstreamChange:
     moved_to: int | None = None  # where those lines start in V, when they moved
     summary: str = ""
 
-    def to_json(self) -> dict:
-        return {"file": self.file, "hunk": self.hunk, "diff": self.diff, "line": self.line,
-                "moved_to": self.moved_to, "summary": self.summary}
-
 
 @dataclass
 class NextPatch:
     id: str
-    status: str
+    status: NextStatus
     from_release: str | None
     result: series.PatchResult
     already: tuple[int, ...] = ()  # hunks upstream already has
     upstream_change: list[UpstreamChange] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        out = self.result.to_json()
-        out.update(status=self.status, **{"from": self.from_release})
-        if self.already:
-            out["already_upstream"] = list(self.already)
-        out["upstream_change"] = [c.to_json() for c in self.upstream_change]
-        return out
 
 
 @dataclass
@@ -76,10 +72,6 @@ class NextReport:
     @property
     def ok(self) -> bool:
         return all(p.status in GOOD for p in self.patches)
-
-    def to_json(self) -> dict:
-        return {"ok": self.ok, "vllm": self.vllm, "newer": self.newer, "source": self.source,
-                "patches": [p.to_json() for p in self.patches], "warnings": self.warnings}
 
 
 def released_versions(project: str, pre: bool = False) -> list[Version]:
@@ -157,12 +149,12 @@ def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = 
         message, culprits = broken
         last = (culprits or "").split(", ")[-1]  # the patch that left the file as it is
         for np in patches:
-            if np.status == CARRIES and np.id == last:
-                np.status = NEEDS_PORT
+            if np.status == NextStatus.CARRIES and np.id == last:
+                np.status = NextStatus.NEEDS_PORT
                 np.result.message = message
     # The in-memory ranges (==V) would make every upstream patch warn "narrow releases": its status says it.
-    upstream = tuple(p.id + " " for p in patches if p.status == UPSTREAM) + tuple(
-        p.id + ":" for p in patches if p.status == UPSTREAM)
+    upstream = tuple(p.id + " " for p in patches if p.status == NextStatus.UPSTREAM) + tuple(
+        p.id + ":" for p in patches if p.status == NextStatus.UPSTREAM)
     warnings = [w for w in result.warnings if not w.startswith(upstream)] if upstream else list(result.warnings)
     return NextReport(version, newer, result.source, patches, warnings)
 
@@ -186,15 +178,15 @@ def _classify(manifest: Manifest, p: Patch, r: series.PatchResult, version: str,
     u = newest_covered_target(manifest, p)
     already = tuple(h.number for h in r.hunks if h.status == engine.ALREADY)
     if r.status == series.UPSTREAM:
-        return NextPatch(p.id, UPSTREAM, u, r)
+        return NextPatch(p.id, NextStatus.UPSTREAM, u, r)
     if r.status == series.BLOCKED:
-        return NextPatch(p.id, BLOCKED, u, r)
+        return NextPatch(p.id, NextStatus.BLOCKED, u, r)
     if r.status == series.NOT_TARGETED:  # covers no target and has no file for V: nothing to carry
-        return NextPatch(p.id, r.status, u, r)
+        return NextPatch(p.id, NextStatus.NOT_TARGETED, u, r)
     placed = all(h.status in (engine.EXACT, engine.OFFSET) for h in r.hunks)
     if r.status == series.APPLIES and placed:
-        return NextPatch(p.id, CARRIES, u, r)
-    status = PARTLY if already else NEEDS_PORT
+        return NextPatch(p.id, NextStatus.CARRIES, u, r)
+    status = NextStatus.PARTLY if already else NextStatus.NEEDS_PORT
     broken = [h for h in r.hunks if h.status in (engine.FAILED, engine.FUZZ)]
     changes = upstream_changes(p, u, version, broken, trees.get, manifest) if u and broken else []
     return NextPatch(p.id, status, u, r, already, changes)

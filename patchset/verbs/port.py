@@ -33,16 +33,24 @@ from patchset.core import engine, merge
 from patchset.core.manifest import Manifest, Patch, load_manifest
 from patchset.core.manifest_edit import ManifestEditor
 from patchset.core.patchfile import PatchFile, parse_patch, read_patch
+from patchset.core.series import python_syntax_errors, upstream_evidence
+from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.sources import Source
 from patchset.verbs.next import Trees, newest_covered_target, window_change
 
-CARRIED = "carried"
-RETIRED = "retired"
-PORTED = "ported"
-CONFLICT = "conflict"
-BLOCKED = "blocked"
-GOOD = (CARRIED, RETIRED, PORTED)
+
+class PortStatus(Word):
+    """What ``port`` did with one patch (``PortedPatch.result``)."""
+
+    CARRIED = "carried"
+    RETIRED = "retired"
+    PORTED = "ported"
+    CONFLICT = "conflict"
+    BLOCKED = "blocked"
+
+
+GOOD = (PortStatus.CARRIED, PortStatus.RETIRED, PortStatus.PORTED)
 WORKSPACE_META = ".patchset-port.json"
 DEFAULT_WORKDIR = ".patchset/port"
 
@@ -54,14 +62,11 @@ class Conflict:
     message: str
     upstream: str = ""  # the upstream change on those lines (a small diff)
 
-    def to_json(self) -> dict:
-        return {"file": self.file, "line": self.line, "message": self.message, "upstream_change": self.upstream}
-
 
 @dataclass
 class PortedPatch:
     id: str
-    result: str
+    result: PortStatus
     from_release: str | None
     patch: str | None = None  # the patch file that serves V afterwards (new for ported)
     evidence: str = ""
@@ -70,11 +75,6 @@ class PortedPatch:
     conflicts: list[Conflict] = field(default_factory=list)
     files: tuple[str, ...] = ()  # files the patch changes on V
     text: str | None = None  # the new patch file's content (ported)
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "result": self.result, "from": self.from_release, "patch": self.patch,
-                "workspace": self.workspace, "conflicts": [c.to_json() for c in self.conflicts],
-                "evidence": self.evidence or None, "message": self.message or None, "files": list(self.files)}
 
 
 @dataclass
@@ -90,11 +90,6 @@ class PortReport:
     @property
     def ok(self) -> bool:
         return all(p.result in GOOD for p in self.patches)
-
-    def to_json(self) -> dict:
-        return {"ok": self.ok, "to": self.to, "manifest": self.manifest, "dry_run": self.dry_run,
-                "patches": [p.to_json() for p in self.patches], "manifest_diff": self.manifest_diff,
-                "written": self.written, "next": f"patchset test --vllm {self.to}", "seconds": round(self.seconds, 2)}
 
 
 @dataclass
@@ -134,7 +129,7 @@ def port(manifest: Manifest, to: str, *, from_release: str | None = None, only: 
         r = step(manifest, walk, p, from_release)
         if only and p.id not in only:
             continue  # it still shapes V for the patches after it; it is not reported or rewritten
-        if r.result == CONFLICT:
+        if r.result == PortStatus.CONFLICT:
             r.workspace = str(work / p.id)
         report.patches.append(r)
     editor = plan_manifest(manifest, report, walk)
@@ -208,14 +203,15 @@ def step(manifest: Manifest, walk: Walk, p: Patch, from_release: str | None) -> 
 
 
 def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
-    broken = [d for d in p.after if d in walk.results and walk.results[d].result in (CONFLICT, BLOCKED)]
+    stuck = (PortStatus.CONFLICT, PortStatus.BLOCKED)
+    broken = [d for d in p.after if d in walk.results and walk.results[d].result in stuck]
     if broken:
-        return PortedPatch(p.id, BLOCKED, u, message="comes after " + ", ".join(
+        return PortedPatch(p.id, PortStatus.BLOCKED, u, message="comes after " + ", ".join(
             f"{d} ({walk.results[d].result})" for d in broken))
     target = walk.sources[walk.to]
-    evidence = _upstream_evidence(p, target, walk.pristine)
+    evidence = upstream_evidence(p, target, walk.pristine)
     if evidence:
-        return PortedPatch(p.id, RETIRED, u, evidence=evidence)
+        return PortedPatch(p.id, PortStatus.RETIRED, u, evidence=evidence)
     own = p.choice_for(walk.to) or p.choice_for(u)
     assert own is not None
     pf = covered(_load(p, own.path, manifest), target)
@@ -224,20 +220,12 @@ def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     placed = outcome.ok and all(h.status in (engine.EXACT, engine.OFFSET) for h in outcome.hunks)
     if placed and not compile_errors(outcome.files):
         walk.ours.update(outcome.files)
-        return PortedPatch(p.id, CARRIED, u, patch=rel, files=tuple(sorted(outcome.files)))
-    if outcome.status == "already-applied" and all(walk.ours.get(x) == walk.pristine.get(x) for x in pf.touched):
-        return PortedPatch(p.id, RETIRED, u, evidence="reverse-apply: every hunk is already in "
+        return PortedPatch(p.id, PortStatus.CARRIED, u, patch=rel, files=tuple(sorted(outcome.files)))
+    untouched = all(walk.ours.get(x) == walk.pristine.get(x) for x in pf.touched)
+    if outcome.status == engine.OutcomeStatus.ALREADY and untouched:
+        return PortedPatch(p.id, PortStatus.RETIRED, u, evidence="reverse-apply: every hunk is already in "
                            f"vllm {walk.to} (weak evidence: add a present probe)")
     return _merge(manifest, walk, p, u)
-
-
-def _upstream_evidence(p: Patch, src: Source, pristine: dict[str, bytes | None]) -> str:
-    if p.present and all(src.covers(x.file) and x.holds(pristine.get(x.file)) for x in p.present):
-        return "probe: " + "; ".join(x.describe(pristine.get(x.file)) for x in p.present)
-    contains = getattr(src, "contains_commit", None)
-    if contains and p.upstream_commit and contains(p.upstream_commit):
-        return f"ancestry: upstream commit {p.upstream_commit} is an ancestor of {getattr(src, 'tag', '')}"
-    return ""
 
 
 def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
@@ -246,7 +234,7 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     base = walk.bases[u][p.id]
     theirs_out = engine.apply_patch(base, pf, max_fuzz=p.fuzz)
     if not theirs_out.ok:
-        return PortedPatch(p.id, CONFLICT, u, message=f"it does not apply to vllm {u} itself "
+        return PortedPatch(p.id, PortStatus.CONFLICT, u, message=f"it does not apply to vllm {u} itself "
                            f"({theirs_out.message}): fix it there first (patchset check --vllm {u})")
     labels = (f"vllm {walk.to}", f"vllm {u}", f"{p.id} on {u}")
     merged: dict[str, bytes | None] = {}
@@ -261,18 +249,19 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     changed = {k: v for k, v in merged.items() if v != walk.ours.get(k)}
     if conflicts:
         _explain(conflicts, p, u, walk, pf)
-        r = PortedPatch(p.id, CONFLICT, u, conflicts=conflicts, files=tuple(sorted(merged)),
+        r = PortedPatch(p.id, PortStatus.CONFLICT, u, conflicts=conflicts, files=tuple(sorted(merged)),
                         message=f"{len(conflicts)} conflict(s); resolve them in the workspace, then run "
                                 f"patchset refresh {p.id} --vllm {walk.to}")
         walk.workspaces[p.id] = (dict(walk.ours), merged, u)
         return r
     if not changed:
-        return PortedPatch(p.id, RETIRED, u, evidence=f"3-way merge: vllm {walk.to} already has every change")
+        return PortedPatch(p.id, PortStatus.RETIRED, u,
+                           evidence=f"3-way merge: vllm {walk.to} already has every change")
     text = regenerate(p, manifest, u, walk.to, walk.ours, changed, how="3-way merge")
     verify(text, p, walk.ours, changed)
     walk.ours.update(changed)
     rel = new_patch_path(manifest, p, walk.to)
-    return PortedPatch(p.id, PORTED, u, patch=rel, files=tuple(sorted(changed)), text=text)
+    return PortedPatch(p.id, PortStatus.PORTED, u, patch=rel, files=tuple(sorted(changed)), text=text)
 
 
 def _merge_file(path: str, base: bytes | None, theirs: bytes | None, ours: bytes | None,
@@ -294,15 +283,8 @@ def _merge_file(path: str, base: bytes | None, theirs: bytes | None, ours: bytes
 
 def compile_errors(files: dict[str, bytes | None]) -> list[Conflict]:
     """A clean merge of a Python file that does not compile is a conflict too."""
-    out = []
-    for path, content in files.items():
-        if content is None or not path.endswith(".py"):
-            continue
-        try:
-            compile(content, path, "exec", dont_inherit=True)
-        except SyntaxError as e:
-            out.append(Conflict(path, e.lineno or 0, f"merged cleanly but does not compile: {e.msg}"))
-    return out
+    return [Conflict(path, e.lineno or 0, f"merged cleanly but does not compile: {e.msg}")
+            for path, e in python_syntax_errors(files)]
 
 
 def _explain(conflicts: list[Conflict], p: Patch, u: str, walk: Walk, pf: PatchFile) -> None:
@@ -374,12 +356,12 @@ def plan_manifest(manifest: Manifest, report: PortReport, walk: Walk) -> Manifes
     """The manifest as it will be after this port: only decided patches change."""
     editor = ManifestEditor(manifest.path)
     for r in report.patches:
-        if r.result == CARRIED:
+        if r.result == PortStatus.CARRIED:
             assert r.from_release is not None
             editor.carry(r.id, report.to, r.from_release)
-        elif r.result == RETIRED:
+        elif r.result == PortStatus.RETIRED:
             editor.retire(r.id, report.to, r.evidence)
-        elif r.result == PORTED:
+        elif r.result == PortStatus.PORTED:
             assert r.patch is not None
             editor.add_patch_file(r.id, report.to, r.patch)
             editor.include(r.id, report.to)
@@ -394,14 +376,15 @@ def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: 
     written: list[str] = []
     # Workspaces first: they live outside the manifest and recipes, and a refused one stops the port
     # before anything the series is made of has changed.
-    conflicts = [r for r in report.patches if r.result == CONFLICT and r.workspace and r.id in walk.workspaces]
+    conflicts = [r for r in report.patches
+                 if r.result == PortStatus.CONFLICT and r.workspace and r.id in walk.workspaces]
     for r in conflicts:
         _check_workspace(Path(r.workspace or ""), walk.workspaces[r.id][1])
     for r in conflicts:
         written += write_workspace(Path(r.workspace or ""), r, walk, report.to)
     try:
         for r in report.patches:
-            if r.result == PORTED and r.text is not None and r.patch:
+            if r.result == PortStatus.PORTED and r.text is not None and r.patch:
                 dest = manifest.base / r.patch
                 if dest.exists() and dest.read_text(encoding="utf-8", errors="surrogateescape") != r.text:
                     raise PatchsetError(f"{r.patch} exists and differs from the port",
@@ -410,11 +393,8 @@ def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: 
                     atomic_write(dest, r.text.encode("utf-8", errors="surrogateescape"))
                     created.append(dest)
                 written.append(r.patch)
-        text = editor.text()
-        if text != editor.original:
-            check_manifest(manifest.path, text)
-            atomic_write(manifest.path, text.encode("utf-8"))
-            written.append(os.path.relpath(manifest.path, manifest.base))
+        saved = save_manifest(manifest, editor)
+        written += [saved] if saved else []
     except BaseException:
         for f in created:
             f.unlink(missing_ok=True)
@@ -429,6 +409,16 @@ def _check_workspace(folder: Path, merged: dict[str, bytes | None]) -> None:
         if f.is_file() and f.read_bytes() != content:
             raise PatchsetError(f"{f} differs from what this port would write there (resolved by hand?)",
                                 hint=f"run patchset refresh {folder.name} first, or delete {folder} to start over")
+
+
+def save_manifest(manifest: Manifest, editor: ManifestEditor) -> str | None:
+    """Write the edited manifest when it changed and still loads; its path as written down, else None."""
+    text = editor.text()
+    if text == editor.original:
+        return None
+    check_manifest(manifest.path, text)
+    atomic_write(manifest.path, text.encode("utf-8"))
+    return os.path.relpath(manifest.path, manifest.base)
 
 
 def check_manifest(path: Path, text: str) -> None:

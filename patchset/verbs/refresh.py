@@ -20,19 +20,24 @@ from pathlib import Path
 from patchset.core import engine, merge
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.manifest_edit import ManifestEditor
+from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.verbs import port as porting
 
-WORKSPACE = "workspace"
-OFFSETS = "offsets"
-EXACT = "exact"
+
+class RefreshMode(Word):
+    """What ``refresh`` did to the patch file (``RefreshReport.mode``)."""
+
+    WORKSPACE = "workspace"  # regenerated from a resolved conflict
+    OFFSETS = "offsets"  # line numbers made exact
+    EXACT = "exact"  # nothing to do
 
 
 @dataclass
 class RefreshReport:
     id: str
     vllm: str
-    mode: str  # workspace: regenerated from a resolved conflict; offsets: line numbers made exact; exact: nothing to do
+    mode: RefreshMode
     patch: str | None
     message: str
     manifest_diff: str = ""
@@ -40,19 +45,27 @@ class RefreshReport:
 
     ok = True  # a refresh that cannot be done raises: bad input, exit 2
 
-    def to_json(self) -> dict:
-        return {"ok": True, "id": self.id, "vllm": self.vllm, "mode": self.mode, "patch": self.patch,
-                "message": self.message, "manifest_diff": self.manifest_diff, "written": self.written}
-
 
 def refresh(manifest: Manifest, patch_id: str, version: str, *, workdir: str | Path | None = None,
             source: str = "pypi", dry_run: bool = False) -> RefreshReport:
     p = manifest.patch(patch_id)
     folder = (Path(workdir) if workdir else manifest.base / porting.DEFAULT_WORKDIR) / patch_id
     meta = folder / porting.WORKSPACE_META
+    ask = _Ask(manifest, p, version, source, dry_run)
     if meta.is_file():
-        return _from_workspace(manifest, p, version, folder, json.loads(meta.read_text()), source, dry_run)
-    return _exact_offsets(manifest, p, version, source, dry_run)
+        return _from_workspace(ask, folder, json.loads(meta.read_text()))
+    return _exact_offsets(ask)
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """One refresh: the patch, the release, where its pristine tree comes from, and whether to write."""
+
+    manifest: Manifest
+    patch: Patch
+    version: str
+    source: str
+    dry_run: bool
 
 
 def _walk_to(manifest: Manifest, p: Patch, version: str, from_release: str | None,
@@ -65,16 +78,40 @@ def _walk_to(manifest: Manifest, p: Patch, version: str, from_release: str | Non
         if porting.walk_from(manifest, q, from_release) is None:
             continue
         r = porting.step(manifest, walk, q, from_release)
-        if r.result in (porting.CONFLICT, porting.BLOCKED) and q.id in p.after:
+        if r.result in (porting.PortStatus.CONFLICT, porting.PortStatus.BLOCKED) and q.id in p.after:
             raise PatchsetError(f"{p.id} comes after {q.id}, which is a {r.result} on vLLM {version}",
                                 patch=p.id, hint=f"resolve {q.id} first (patchset refresh {q.id} --vllm {version})")
     raise AssertionError("unreachable: p is in the series")
 
 
-def _from_workspace(manifest: Manifest, p: Patch, version: str, folder: Path, meta: dict, source: str,
-                    dry_run: bool) -> RefreshReport:
+def _from_workspace(ask: _Ask, folder: Path, meta: dict) -> RefreshReport:
+    manifest, p, version = ask.manifest, ask.patch, ask.version
     if meta.get("to") != version:
         raise PatchsetError(f"{folder} holds a port to vLLM {meta.get('to')}, not {version}", patch=p.id)
+    files = _resolved_files(p, folder, meta)
+    walk = _walk_to(manifest, p, version, meta.get("from_option"), ask.source)
+    changed = {k: v for k, v in files.items() if v != walk.ours.get(k)}
+    if not changed:
+        raise PatchsetError(f"the workspace changes nothing on vLLM {version}", file=str(folder), patch=p.id,
+                            hint=f"if upstream has the fix, retire it: patchset port --to {version}")
+    u = meta["from"]
+    text = porting.regenerate(p, manifest, u, version, walk.ours, changed,
+                              how="3-way merge, conflicts resolved by hand")
+    porting.verify(text, p, walk.ours, changed)
+    rel = porting.new_patch_path(manifest, p, version)
+    editor = ManifestEditor(manifest.path)
+    if os.path.abspath(manifest.base / rel) not in {os.path.abspath(c.path) for c in p.choices}:
+        editor.add_patch_file(p.id, version, rel)
+    editor.include(p.id, version)
+    report = RefreshReport(p.id, version, RefreshMode.WORKSPACE, rel,
+                           f"regenerated from {folder} ({len(changed)} file(s))", editor.diff())
+    if not ask.dry_run:
+        report.written = _write(manifest, rel, text, editor)
+    return report
+
+
+def _resolved_files(p: Patch, folder: Path, meta: dict) -> dict[str, bytes | None]:
+    """The workspace's files, once every conflict is resolved by hand and every module compiles."""
     files: dict[str, bytes | None] = {}
     for path in meta["files"]:
         f = folder / path
@@ -90,33 +127,16 @@ def _from_workspace(manifest: Manifest, p: Patch, version: str, folder: Path, me
         e = errors[0]
         raise PatchsetError(f"does not compile: {e.message.split(': ', 1)[-1]}", file=str(folder / e.file),
                             line=e.line, patch=p.id, hint="fix the file, then refresh")
-    walk = _walk_to(manifest, p, version, meta.get("from_option"), source)
-    changed = {k: v for k, v in files.items() if v != walk.ours.get(k)}
-    if not changed:
-        raise PatchsetError(f"the workspace changes nothing on vLLM {version}", file=str(folder), patch=p.id,
-                            hint=f"if upstream has the fix, retire it: patchset port --to {version}")
-    u = meta["from"]
-    text = porting.regenerate(p, manifest, u, version, walk.ours, changed,
-                              how="3-way merge, conflicts resolved by hand")
-    porting.verify(text, p, walk.ours, changed)
-    rel = porting.new_patch_path(manifest, p, version)
-    editor = ManifestEditor(manifest.path)
-    if os.path.abspath(manifest.base / rel) not in {os.path.abspath(c.path) for c in p.choices}:
-        editor.add_patch_file(p.id, version, rel)
-    editor.include(p.id, version)
-    report = RefreshReport(p.id, version, WORKSPACE, rel, f"regenerated from {folder} ({len(changed)} file(s))",
-                           editor.diff())
-    if not dry_run:
-        report.written = _write(manifest, rel, text, editor)
-    return report
+    return files
 
 
-def _exact_offsets(manifest: Manifest, p: Patch, version: str, source: str, dry_run: bool) -> RefreshReport:
+def _exact_offsets(ask: _Ask) -> RefreshReport:
+    manifest, p, version = ask.manifest, ask.patch, ask.version
     choice = p.choice_for(version)
     if choice is None:
         raise PatchsetError(f"no patch file serves vLLM {version} and no workspace holds a port",
                             patch=p.id, hint=f"port it first: patchset port --to {version} --patch {p.id}")
-    walk = _walk_to(manifest, p, version, None, source)
+    walk = _walk_to(manifest, p, version, None, ask.source)
     pf = porting.covered(p.load(version, manifest.base), walk.sources[version])
     outcome = engine.apply_patch(walk.ours, pf)
     rel = os.path.relpath(choice.path, manifest.base)
@@ -124,7 +144,7 @@ def _exact_offsets(manifest: Manifest, p: Patch, version: str, source: str, dry_
         raise PatchsetError(f"does not apply to vLLM {version} ({outcome.message})", file=rel, patch=p.id,
                             hint=f"port it: patchset port --to {version} --patch {p.id}")
     if all(h.status == engine.EXACT for h in outcome.hunks):
-        return RefreshReport(p.id, version, EXACT, rel, "every hunk is exact already: nothing to do")
+        return RefreshReport(p.id, version, RefreshMode.EXACT, rel, "every hunk is exact already: nothing to do")
     old = choice.path.read_text(encoding="utf-8", errors="surrogateescape")
     body = merge.render_diff({k: walk.ours.get(k) for k in outcome.files}, outcome.files, strip=p.strip,
                              root=p.root)
@@ -136,8 +156,8 @@ def _exact_offsets(manifest: Manifest, p: Patch, version: str, source: str, dry_
     msg = f"line numbers made exact (offsets {', '.join(f'{o:+d}' for o in moved)} removed)"
     if others:
         msg += f"; the file also serves {', '.join(others)}: patchset check there"
-    report = RefreshReport(p.id, version, OFFSETS, rel, msg)
-    if not dry_run:
+    report = RefreshReport(p.id, version, RefreshMode.OFFSETS, rel, msg)
+    if not ask.dry_run:
         porting.atomic_write(choice.path, text.encode("utf-8", errors="surrogateescape"))
         report.written = [rel]
     return report
@@ -149,11 +169,8 @@ def _write(manifest: Manifest, rel: str, text: str, editor: ManifestEditor) -> l
     porting.atomic_write(dest, text.encode("utf-8", errors="surrogateescape"))
     written = [rel]
     try:
-        new = editor.text()
-        if new != editor.original:
-            porting.check_manifest(manifest.path, new)
-            porting.atomic_write(manifest.path, new.encode("utf-8"))
-            written.append(os.path.relpath(manifest.path, manifest.base))
+        saved = porting.save_manifest(manifest, editor)
+        written += [saved] if saved else []
     except BaseException:
         if previous is None:
             dest.unlink(missing_ok=True)

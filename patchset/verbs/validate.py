@@ -39,22 +39,6 @@ class ValidateReport:
         more = f" (stopped at {MAX_ERRORS}; fix these and run it again)" if self.truncated else ""
         return f"{self.manifest}: {len(self.errors)} problem{'s' if len(self.errors) != 1 else ''}{more}"
 
-    def to_json(self) -> dict:
-        out: dict = {"ok": self.ok, "manifest": self.manifest}
-        if self.errors:
-            out["error"] = error_json(self.errors[0])
-            out["errors"] = [error_json(e) for e in self.errors]
-            out["truncated"] = self.truncated
-        else:
-            out.update({"patches": self.patches, "patch_files": self.files, "hunks": self.hunks,
-                        "targets": self.targets})
-        return out
-
-
-def error_json(e: PatchsetError) -> dict:
-    return {"file": e.file, "line": e.line, "patch": e.patch, "hunk": e.hunk, "message": e.message,
-            "hint": e.hint}
-
 
 def validate(manifest_path: str | Path) -> ValidateReport:
     """Every problem of the manifest and its patch files, up to MAX_ERRORS; none means it is valid."""
