@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from patchset.report.common import Case, dump_json, junit, markdown_table, render, table
+from patchset.runners import Outcome
 from patchset.verbs import baseline as bl
-from patchset.verbs.test import ConfigRun, PatchVerdict, ProofReport, SuiteResult
+from patchset.verbs.test import ConfigRun, PatchVerdict, ProofReport, SuiteResult, Verdict
 
-MARK = {"proven": "✔", "upstream": "·", "not-targeted": "·"}
+MARK = {Verdict.PROVEN: "✔", Verdict.UPSTREAM: "·", Verdict.NOT_TARGETED: "·"}
 
 
 def _run_cell(run: ConfigRun | None, patch_id: str = "") -> str:
@@ -31,7 +32,7 @@ def _suite_rows(report: ProofReport):
             continue
         if s.comparison is None:
             detail = ", ".join(s.run.failing[:10]) or "; ".join(f"{n}: {w}" for n, w in s.run.needs_gpu[:5])
-            skips = sorted({r.message for r in s.run.results if r.outcome == "skipped"})
+            skips = sorted({r.message for r in s.run.results if r.outcome == Outcome.SKIPPED})
             if skips and not s.run.failing:
                 detail = "; ".join(filter(None, [detail, "skipped: " + "; ".join(skips[:5])]))
             detail = "; ".join(filter(None, [detail, _baseline_note(s)]))
@@ -56,7 +57,7 @@ def _suite_detail(s: SuiteResult) -> str:
                          + (f": {tests[0].message}" if tests[0].message else ""))
     for t in c.of(bl.FIXED)[:5]:
         parts.append(f"fixed: {t.nodeid}" + (f" (tests of {', '.join(t.patches)})" if t.patches else ""))
-    if s.run.count("passed") == 0:
+    if s.run.count(Outcome.PASSED) == 0:
         parts.append("nothing passed")
     parts.append(_baseline_note(s))
     return "; ".join(p for p in parts if p)
@@ -142,7 +143,7 @@ def render_markdown(report: ProofReport) -> str:
 
 def _patch_case(report: ProofReport, p: PatchVerdict) -> Case:
     suite = f"patchset.test.vllm-{report.vllm}"
-    if p.verdict in ("upstream", "not-targeted") or (p.verdict == "unproven" and not p.tests):
+    if p.verdict in (Verdict.UPSTREAM, Verdict.NOT_TARGETED) or (p.verdict == Verdict.UNPROVEN and not p.tests):
         return Case(suite, p.id, skipped=f"{p.verdict}: {p.reason}")
     if p.ok:
         return Case(suite, p.id, detail=f"{p.verdict}: {p.reason}")
@@ -163,7 +164,7 @@ def _suite_case(report: ProofReport, s: SuiteResult) -> Case:
     if s.comparison is not None:
         return Case(suite, s.path, failure=f"{len(s.comparison.failures)} regression(s): {s.run.summary()}",
                     detail="\n".join(f"{t.nodeid}: {t.status} {t.message}" for t in s.comparison.failures))
-    bad = [r for r in s.run.results if r.outcome in ("failed", "error")]
+    bad = [r for r in s.run.results if r.outcome in (Outcome.FAILED, Outcome.ERROR)]
     return Case(suite, s.path, failure=s.run.summary(),
                 detail="\n".join(f"{r.nodeid}: {r.outcome} {r.message}" for r in bad))
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from patchset.cache import Cache
 from patchset.core.manifest import Suite
-from patchset.runners import ERROR, FAILED, NodeResult, Progress, RunConfig, Runner, RunOutcome
+from patchset.runners import ERROR, FAILED, NodeResult, Outcome, Progress, RunConfig, Runner, RunOutcome
 from patchset.verbs import baseline as bl
 
 if TYPE_CHECKING:  # patchset.verbs.test imports this module's callers; imported lazily at run time
@@ -215,7 +215,7 @@ def load_baseline(path: Path, key: str) -> Baseline | None:
         return None
     if data.get("format") != BASELINE_FORMAT or data.get("key") != key:
         return None
-    runs = [{n: NodeResult(n, r["outcome"], r.get("message", ""), r.get("detail", "")) for n, r in run.items()}
+    runs = [{n: NodeResult(n, Outcome(r["outcome"]), r.get("message", ""), r.get("detail", "")) for n, r in run.items()}
             for run in data["runs"]]
     return Baseline(key, True, runs, "", float(data.get("seconds", 0)))
 
