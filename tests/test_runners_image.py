@@ -10,6 +10,7 @@ from helpers import udiff, write_patch
 
 from patchset.core.manifest import load_manifest
 from patchset.errors import PatchsetError
+from patchset.report import testreport
 from patchset.runners import RunConfig
 from patchset.runners.image import ImageRunner, device_requests
 from patchset.sources.local import DirSource
@@ -179,9 +180,9 @@ def test_the_offload_tests_give_the_same_verdicts_in_the_image_as_in_the_venv(
     in_venv = vt.prove(series_manifest, VERSION, VenvRunner(), source, workdir=tmp_path / "venv", timeout=1200)
     image_verdicts = {p.id: p.verdict for p in in_image.patches}
     assert image_verdicts == {p.id: p.verdict for p in in_venv.patches}, "\n".join(lines[-20:])
-    assert set(image_verdicts.values()) == {"proven"}, in_image.to_json()
+    assert set(image_verdicts.values()) == {"proven"}, testreport.proof_doc(in_image)
     assert [s.ok for s in in_image.suites] == [s.ok for s in in_venv.suites]
-    assert in_image.ok, in_image.to_json()
+    assert in_image.ok, testreport.proof_doc(in_image)
 
 
 @pytest.mark.docker

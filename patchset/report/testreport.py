@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from patchset.report.common import Case, dump_json, junit, markdown_table, render, table
-from patchset.runners import Outcome
+from patchset.runners import NodeResult, Outcome
 from patchset.verbs import baseline as bl
+from patchset.verbs.suites import Baseline
 from patchset.verbs.test import ConfigRun, PatchVerdict, ProofReport, SuiteResult, Verdict
 
 MARK = {Verdict.PROVEN: "✔", Verdict.UPSTREAM: "·", Verdict.NOT_TARGETED: "·"}
@@ -92,8 +93,85 @@ def render_table(report: ProofReport) -> str:
     return "\n".join(out) + "\n"
 
 
+def node_doc(r: NodeResult) -> dict:
+    out: dict = {"nodeid": r.nodeid, "outcome": r.outcome}
+    if r.message:
+        out["message"] = r.message
+    return out
+
+
+def config_run_doc(run: ConfigRun) -> dict:
+    return {
+        "config": run.label,
+        "excluded": list(run.excluded),
+        "selectors": list(run.selectors),
+        "exit_code": run.exit_code, "crash": run.crash,
+        **{str(o): run.count(o) for o in Outcome},
+        "failing": run.failing,
+        "needs_gpu": [{"nodeid": n, "reason": why} for n, why in run.needs_gpu],
+        "summary": run.summary(),
+        "tests": [node_doc(r) for r in run.results],
+    }
+
+
+def patch_verdict_doc(p: PatchVerdict) -> dict:
+    return {"id": p.id, "verdict": p.verdict, "reason": p.reason,
+            "without_fix": config_run_doc(p.without_fix) if p.without_fix else None,
+            "with_fix": config_run_doc(p.with_fix) if p.with_fix else None}
+
+
+def baseline_doc(b: Baseline) -> dict:
+    out: dict = {"cached": b.cached, "key": b.key}
+    if b.error:
+        out["error"] = b.error
+    return out
+
+
+def comparison_doc(t: bl.TestComparison) -> dict:
+    out: dict = {"nodeid": t.nodeid, "patched": list(t.patched), "pristine": list(t.pristine)}
+    if t.message:
+        out["message"] = t.message
+    if t.status == bl.FIXED:
+        out["patches"] = list(t.patches)
+    return out
+
+
+def suite_baseline_doc(s: SuiteResult) -> dict:
+    """The fields of a suite's JSON that judge it against the pristine release."""
+    c = s.comparison
+    out: dict = {"result": s.result, "gpu": s.gpu,
+                 "baseline": baseline_doc(s.baseline) if s.baseline is not None else None}
+    if s.not_run:
+        out["not_run"] = s.not_run
+        out["needs_gpu"] = [{"nodeid": s.path, "reason": s.not_run}]
+    if c is None:
+        return {**out, "regressions": [], "pre_existing": [], "fixed": [], "flaky": [], "new": []}
+    status = {t.nodeid: t.status for t in c.tests}
+    out.update({
+        "regressions": [comparison_doc(t) for t in c.of(bl.REGRESSION)],
+        "pre_existing": [comparison_doc(t) for t in c.of(bl.PRE_EXISTING)],
+        "fixed": [comparison_doc(t) for t in c.of(bl.FIXED)],
+        "flaky": [comparison_doc(t) for t in c.of(bl.FLAKY)],
+        "new": [comparison_doc(t) for t in c.of(bl.NEW)],
+        "needs_gpu": [{"nodeid": t.nodeid, "reason": t.message} for t in c.of(bl.NEEDS_GPU)],
+        # every test keeps its outcome and gains its class
+        "tests": [{**node_doc(r), "class": status.get(r.nodeid, bl.PASSES)} for r in s.run.results],
+    })
+    return out
+
+
+def suite_doc(s: SuiteResult) -> dict:
+    out = {"path": s.path, "ok": s.ok, **{k: v for k, v in config_run_doc(s.run).items() if k != "selectors"}}
+    return {**out, **suite_baseline_doc(s)}
+
+
+def proof_doc(report: ProofReport) -> dict:
+    return {"ok": report.ok, "vllm": report.vllm, "patches": [patch_verdict_doc(p) for p in report.patches],
+            "suites": [suite_doc(s) for s in report.suites]}
+
+
 def render_json(report: ProofReport) -> str:
-    return dump_json(report.to_json())
+    return dump_json(proof_doc(report))
 
 
 def _markdown_failures(report: ProofReport) -> list[str]:

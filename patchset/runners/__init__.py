@@ -58,12 +58,6 @@ class NodeResult:
     detail: str = ""  # the traceback tail, for failures and errors
     duration: float = 0.0
 
-    def to_json(self) -> dict:
-        out: dict = {"nodeid": self.nodeid, "outcome": self.outcome}
-        if self.message:
-            out["message"] = self.message
-        return out
-
 
 @dataclass(frozen=True)
 class RunConfig:

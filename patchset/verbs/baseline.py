@@ -82,14 +82,6 @@ class TestComparison:
     def fails_suite(self) -> bool:
         return self.status == REGRESSION or (self.status == NEW and self.patched[-1] in _BAD)
 
-    def to_json(self) -> dict:
-        out: dict = {"nodeid": self.nodeid, "patched": list(self.patched), "pristine": list(self.pristine)}
-        if self.message:
-            out["message"] = self.message
-        if self.status == FIXED:
-            out["patches"] = list(self.patches)
-        return out
-
 
 @dataclass
 class Comparison:
@@ -215,27 +207,3 @@ def _first_error_line(detail: str) -> str:
         if line.startswith("E   "):
             return line[4:].strip()[:300]
     return ""
-
-
-def suite_json(suite) -> dict:
-    """The baseline fields of a suite's JSON (``suite``: a patchset.verbs.test.SuiteResult)."""
-    c: Comparison | None = suite.comparison
-    out: dict = {"result": suite.result, "gpu": suite.gpu,
-                 "baseline": suite.baseline.to_json() if suite.baseline is not None else None}
-    if suite.not_run:
-        out["not_run"] = suite.not_run
-        out["needs_gpu"] = [{"nodeid": suite.path, "reason": suite.not_run}]
-    if c is None:
-        return {**out, "regressions": [], "pre_existing": [], "fixed": [], "flaky": [], "new": []}
-    status = {t.nodeid: t.status for t in c.tests}
-    out.update({
-        "regressions": [t.to_json() for t in c.of(REGRESSION)],
-        "pre_existing": [t.to_json() for t in c.of(PRE_EXISTING)],
-        "fixed": [t.to_json() for t in c.of(FIXED)],
-        "flaky": [t.to_json() for t in c.of(FLAKY)],
-        "new": [t.to_json() for t in c.of(NEW)],
-        "needs_gpu": [{"nodeid": t.nodeid, "reason": t.message} for t in c.of(NEEDS_GPU)],
-        # every test keeps its outcome and gains its class
-        "tests": [{**r.to_json(), "class": status.get(r.nodeid, PASSES)} for r in suite.run.results],
-    })
-    return out

@@ -54,12 +54,6 @@ class Baseline:
     error: str = ""  # why there is no usable pristine result
     duration: float = 0.0
 
-    def to_json(self) -> dict:
-        out: dict = {"cached": self.cached, "key": self.key}
-        if self.error:
-            out["error"] = self.error
-        return out
-
 
 @dataclass
 class SuiteJob:

@@ -55,7 +55,7 @@ from patchset.runners import (
     RunOutcome,
     no_progress,
 )
-from patchset.verbs.baseline import Comparison, suite_json
+from patchset.verbs.baseline import Comparison
 
 
 class Verdict(Word):
@@ -154,19 +154,6 @@ class ConfigRun:
             parts.append(f"{len(self.needs_gpu)} need a GPU")
         return ", ".join(parts) or "nothing ran"
 
-    def to_json(self) -> dict:
-        return {
-            "config": self.label,
-            "excluded": list(self.excluded),
-            "selectors": list(self.selectors),
-            "exit_code": self.exit_code, "crash": self.crash,
-            **{str(o): self.count(o) for o in Outcome},
-            "failing": self.failing,
-            "needs_gpu": [{"nodeid": n, "reason": why} for n, why in self.needs_gpu],
-            "summary": self.summary(),
-            "tests": [r.to_json() for r in self.results],
-        }
-
 
 @dataclass
 class PatchVerdict:
@@ -182,11 +169,6 @@ class PatchVerdict:
         if self.verdict in (Verdict.PROVEN, Verdict.UPSTREAM, Verdict.NOT_TARGETED):
             return True
         return self.verdict == Verdict.UNPROVEN and not self.tests  # nothing claimed, nothing to prove
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "verdict": self.verdict, "reason": self.reason,
-                "without_fix": self.without_fix.to_json() if self.without_fix else None,
-                "with_fix": self.with_fix.to_json() if self.with_fix else None}
 
 
 @dataclass
@@ -212,11 +194,6 @@ class SuiteResult:
             return self.comparison.ok and self.run.count(Outcome.PASSED) > 0
         return not self.run.failing and not self.run.needs_gpu_errors and self.run.count(Outcome.PASSED) > 0
 
-    def to_json(self) -> dict:
-        out = {"path": self.path, "ok": self.ok, **{k: v for k, v in self.run.to_json().items()
-                                                     if k not in ("selectors",)}}
-        return {**out, **suite_json(self)}
-
 
 @dataclass
 class ProofReport:
@@ -231,10 +208,6 @@ class ProofReport:
     @property
     def ok(self) -> bool:
         return all(p.ok for p in self.patches) and all(s.ok for s in self.suites)
-
-    def to_json(self) -> dict:
-        return {"ok": self.ok, "vllm": self.vllm, "patches": [p.to_json() for p in self.patches],
-                "suites": [s.to_json() for s in self.suites]}
 
 
 # --- the test tree ---------------------------------------------------------------------------------------
