@@ -454,7 +454,6 @@ def test_reports_have_the_documented_shapes(project):
 
 def test_cli_runs_the_verb_and_exits_by_the_verdicts(project, monkeypatch, capsys, tmp_path):
     from patchset.cli import main
-    from patchset.cli import test as cli_test
 
     root, src, site = project
     manifest = manifest_with(root, {"watermark": fix_patch(WATERMARK_FIXED)}, """
@@ -462,7 +461,7 @@ def test_cli_runs_the_verb_and_exits_by_the_verdicts(project, monkeypatch, capsy
           patch: recipes/watermark.patch
           tests: ["tests/test_watermark.py::test_final_sampled_token_is_not_offloaded"]
         """)
-    monkeypatch.setattr(cli_test, "make_runner", lambda args: VenvRunner(
+    monkeypatch.setattr(vt, "make_runner", lambda image, gpus: VenvRunner(
         PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False))
     junit = tmp_path / "out.xml"
     code = main(["test", "--vllm", "1.0", "--venv", "--manifest", str(manifest), "--source", f"dir:{src}",

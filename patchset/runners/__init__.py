@@ -100,7 +100,11 @@ class Runner(Protocol):
     """Runs pytest for a configuration somewhere: a local venv, a container."""
 
     name: str  # "venv", "image"
-    needs_accelerator_reason: str | None  # why GPU-only tests cannot run here, or None if they can
+
+    @property
+    def needs_accelerator_reason(self) -> str | None:
+        """Why GPU-only tests cannot run here, or None if they can."""
+        ...
 
     def prepare(self, project: str, version: str, progress: Progress) -> str:
         """Make the environment for ``version`` ready (build, pull, cache); say what it is."""

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -385,6 +386,48 @@ def crash_reason(outcome: RunOutcome, selectors: Sequence[str], not_found: Mappi
 
 
 # --- the verb ------------------------------------------------------------------------------------------
+
+
+def make_runner(image: str | None = None, gpus: str | None = None) -> Runner:
+    """The image runner for ``image`` (Docker, ``gpus`` as ``docker --gpus``), else the venv runner (CPU)."""
+    if image:
+        from patchset.runners.image import ImageRunner  # Docker's client: imported only for the image runner
+
+        return ImageRunner(image, gpus=gpus)
+    from patchset.runners.venv import VenvRunner
+
+    return VenvRunner()
+
+
+def prove_release(manifest: Manifest, vllm: str, *, source: str = "pypi", image: str | None = None,
+                  gpus: str | None = None, workdir: Path | None = None, patch_ids: Sequence[str] = (),
+                  suites: bool = True, timeout: float | None = None, rebaseline: bool = False,
+                  progress: Progress = no_progress) -> ProofReport:
+    """:func:`prove` on the release ``vllm`` names, with the runner and the pristine source (``pypi``,
+    ``dir:PATH``) named; in ``workdir`` (kept), else in a temporary folder removed afterwards."""
+    from patchset.sources import open_source
+
+    version = manifest.target(vllm).version
+    for pid in patch_ids:
+        manifest.patch(pid)  # an unknown id is bad input before anything is fetched or built
+    runner = make_runner(image, gpus)
+    progress(f"vLLM {version}: getting the pristine tree ({source}) ...")
+    tree = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
+
+    def in_(folder: Path) -> ProofReport:
+        return prove(manifest, version, runner, tree, workdir=folder, patch_ids=patch_ids, suites=suites,
+                     timeout=timeout, progress=progress, rebaseline=rebaseline)
+
+    if workdir is not None:
+        workdir = workdir.resolve()  # runs happen in the tree: a relative path would move
+        workdir.mkdir(parents=True, exist_ok=True)
+        return in_(workdir)
+    scratch = Path(tempfile.mkdtemp(prefix=f"patchset-test-{version}-"))
+    try:
+        return in_(scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
 
 
 def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: Path,
