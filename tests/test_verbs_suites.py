@@ -46,8 +46,8 @@ def run_prove(root: Path, src: Path, site: Path, manifest: Path, **kw) -> vt.Pro
     n = len(list(root.glob("work*")))
     work = root / (f"work{n}" if n else "work")
     work.mkdir()
-    return vt.prove(load_manifest(manifest), "1.0", runner, DirSource(src), workdir=work, timeout=300,
-                    cache=Cache(root / "cache"), **kw)
+    return vt.prove(load_manifest(manifest), "1.0", runner, DirSource(src), workdir=work,
+                    options=vt.ProofOptions(timeout=300, **kw), cache=Cache(root / "cache"))
 
 
 GPU_ONLY = 'import pytest\n\n\ndef test_kernel():\n    pytest.skip("requires CUDA")\n'

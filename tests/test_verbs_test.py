@@ -98,13 +98,17 @@ def manifest_with(root: Path, patches: dict[str, str], entries: str, suites: str
     return path
 
 
+OPTIONS = ("patch_ids", "suites", "timeout", "rebaseline", "progress")  # vt.ProofOptions' fields
+
+
 def run_prove(root: Path, src: Path, site: Path, manifest: Path, **kw) -> vt.ProofReport:
     runner = VenvRunner(PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False)
     work = kw.pop("workdir", root / "work")
     work.mkdir(exist_ok=True)
-    kw.setdefault("timeout", 300)
+    options = vt.ProofOptions(**{"timeout": 300, **{k: kw.pop(k) for k in OPTIONS if k in kw}})
     kw.setdefault("cache", Cache(root / "cache"))
-    return vt.prove(load_manifest(manifest), "1.0", kw.pop("runner", runner), DirSource(src), workdir=work, **kw)
+    return vt.prove(load_manifest(manifest), "1.0", kw.pop("runner", runner), DirSource(src), workdir=work,
+                    options=options, **kw)
 
 
 def verdicts(report: vt.ProofReport) -> dict[str, str]:

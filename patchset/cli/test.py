@@ -78,10 +78,10 @@ def run(args: argparse.Namespace) -> int:
     if args.gpus and not args.image:
         raise PatchsetError("--gpus needs --image: the venv runner runs on the CPU")
     check_outputs(args)
-    report = verb.prove_release(manifest, args.vllm, source=args.source, image=args.image, gpus=args.gpus,
-                                workdir=Path(args.workdir) if args.workdir is not None else None,
-                                patch_ids=args.patch, suites=not args.no_suites, timeout=args.timeout,
+    options = verb.ProofOptions(patch_ids=tuple(args.patch), suites=not args.no_suites, timeout=args.timeout,
                                 rebaseline=args.rebaseline, progress=progress)
+    report = verb.prove_release(manifest, args.vllm, source=args.source, image=args.image, gpus=args.gpus,
+                                workdir=Path(args.workdir) if args.workdir is not None else None, options=options)
     if args.junit:
         Path(args.junit).write_text(testreport.render_junit(report))
     sys.stdout.write(testreport.RENDERERS[args.format](report))

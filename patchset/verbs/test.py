@@ -211,6 +211,17 @@ class ProofReport:
         return all(p.ok for p in self.patches) and all(s.ok for s in self.suites)
 
 
+@dataclass(frozen=True)
+class ProofOptions:
+    """What one ``patchset test`` proves and how: the choices its caller makes, in one value."""
+
+    patch_ids: tuple[str, ...] = ()  # prove only these patches (default: every patch)
+    suites: bool = True  # run the manifest's suites too
+    timeout: float | None = None  # the limit for each pytest run, in seconds
+    rebaseline: bool = False  # run the suites on the pristine release again instead of using the cache
+    progress: Progress = no_progress
+
+
 # --- the test tree ---------------------------------------------------------------------------------------
 
 
@@ -400,23 +411,22 @@ def make_runner(image: str | None = None, gpus: str | None = None) -> Runner:
 
 
 def prove_release(manifest: Manifest, vllm: str, *, source: str = "pypi", image: str | None = None,
-                  gpus: str | None = None, workdir: Path | None = None, patch_ids: Sequence[str] = (),
-                  suites: bool = True, timeout: float | None = None, rebaseline: bool = False,
-                  progress: Progress = no_progress) -> ProofReport:
+                  gpus: str | None = None, workdir: Path | None = None,
+                  options: ProofOptions | None = None) -> ProofReport:
     """:func:`prove` on the release ``vllm`` names, with the runner and the pristine source (``pypi``,
     ``dir:PATH``) named; in ``workdir`` (kept), else in a temporary folder removed afterwards."""
     from patchset.sources import open_source
 
+    options = options or ProofOptions()
     version = manifest.target(vllm).version
-    for pid in patch_ids:
+    for pid in options.patch_ids:
         manifest.patch(pid)  # an unknown id is bad input before anything is fetched or built
     runner = make_runner(image, gpus)
-    progress(f"vLLM {version}: getting the pristine tree ({source}) ...")
+    options.progress(f"vLLM {version}: getting the pristine tree ({source}) ...")
     tree = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
 
     def in_(folder: Path) -> ProofReport:
-        return prove(manifest, version, runner, tree, workdir=folder, patch_ids=patch_ids, suites=suites,
-                     timeout=timeout, progress=progress, rebaseline=rebaseline)
+        return prove(manifest, version, runner, tree, workdir=folder, options=options)
 
     if workdir is not None:
         workdir = workdir.resolve()  # runs happen in the tree: a relative path would move
@@ -431,14 +441,15 @@ def prove_release(manifest: Manifest, vllm: str, *, source: str = "pypi", image:
 
 
 def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: Path,
-          patch_ids: Sequence[str] = (), suites: bool = True, timeout: float | None = None,
-          progress: Progress = no_progress, evaluate: Evaluate | None = None, cache: Cache | None = None,
-          rebaseline: bool = False) -> ProofReport:
+          options: ProofOptions | None = None, evaluate: Evaluate | None = None,
+          cache: Cache | None = None) -> ProofReport:
     """Run each selected patch's tests with and without it, and the suites, on ``version``."""
     if evaluate is None:
         from patchset.core.series import evaluate_release
 
         evaluate = evaluate_release
+    options = options or ProofOptions()
+    patch_ids, progress = options.patch_ids, options.progress
     version = manifest.target(version).version
     for pid in patch_ids:
         manifest.patch(pid)  # unknown ids are an error, not silently nothing
@@ -457,14 +468,15 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
     progress("preparing the test tree (upstream tests/ + the series' test hunks) ...")
     tree = prepare_test_tree(pristine_tests_root(source), full.files, workdir / "tree")
     environment = runner.prepare(manifest.pypi, version, progress)
-    session = _Session(manifest, version, source, evaluate, full, package_paths, tree, runner, workdir, timeout,
-                       progress, {"prepare": round(time.monotonic() - t0, 1)})
+    session = _Session(manifest=manifest, version=version, source=source, evaluate=evaluate, full=full,
+                       package_paths=package_paths, tree=tree, runner=runner, workdir=workdir, options=options,
+                       seconds={"prepare": round(time.monotonic() - t0, 1)})
 
     testable = [p for p in selected if status[p.id].status == PatchStatus.APPLIES and p.tests]
     verdicts, _ = session.prove(testable, [])
     suite_results: list[SuiteResult] = []
-    if suites and manifest.suites:
-        suite_results = _suites(session, cache, rebaseline)
+    if options.suites and manifest.suites:
+        suite_results = _suites(session, cache)
     out: list[PatchVerdict] = []
     for p in selected:
         st = status[p.id].status
@@ -492,7 +504,7 @@ class _Ran:
                          self.outcome.exit_code, self.outcome.duration, self.crash, self.accelerator)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Session:
     """What every configuration of one ``prove`` shares."""
 
@@ -505,9 +517,16 @@ class _Session:
     tree: Path
     runner: Runner
     workdir: Path
-    timeout: float | None
-    progress: Progress
-    seconds: dict[str, float]
+    options: ProofOptions
+    seconds: dict[str, float]  # by configuration label, filled in as they run
+
+    @property
+    def progress(self) -> Progress:
+        return self.options.progress
+
+    @property
+    def timeout(self) -> float | None:
+        return self.options.timeout
 
     def prove(self, testable: list[Patch], suite_paths: list[str]) -> tuple[dict[str, PatchVerdict],
                                                                            list[SuiteResult]]:
@@ -555,7 +574,7 @@ class _Session:
         return self.run(label, files, p.tests).view(label, excluded, p.tests)
 
 
-def _suites(session: _Session, cache: Cache | None, rebaseline: bool) -> list[SuiteResult]:
+def _suites(session: _Session, cache: Cache | None) -> list[SuiteResult]:
     """The manifest's suites, each in a run of its own, judged against the pristine release (verbs.suites)."""
     from patchset.cache import Cache
     from patchset.verbs.suites import SuiteJob, run_suite
@@ -564,7 +583,7 @@ def _suites(session: _Session, cache: Cache | None, rebaseline: bool) -> list[Su
     job = SuiteJob(s.runner, s.manifest.pypi, s.version, import_name(s.manifest.pypi),
                    {p: s.full.files[p] for p in paths}, {p: s.full.pristine.get(p) for p in paths},
                    s.tree, pristine_tests_root(s.source), s.workdir, s.timeout, s.progress,
-                   {p.id: p.tests for p in s.manifest.patches}, cache or Cache(), rebaseline, s.seconds)
+                   {p.id: p.tests for p in s.manifest.patches}, cache or Cache(), s.options.rebaseline, s.seconds)
     return [run_suite(job, suite) for suite in s.manifest.suites]
 
 
