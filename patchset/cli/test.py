@@ -8,7 +8,7 @@ from pathlib import Path
 
 from patchset.cli.options import add_manifest, add_vllm, image_reference, manifest_from
 from patchset.cli.registry import subparser
-from patchset.errors import PatchsetError, UsageError
+from patchset.errors import UsageError
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -75,8 +75,6 @@ def run(args: argparse.Namespace) -> int:
     from patchset.verbs import test as verb
 
     manifest = manifest_from(args)
-    if args.gpus and not args.image:
-        raise PatchsetError("--gpus needs --image: the venv runner runs on the CPU")
     check_outputs(args)
     options = verb.ProofOptions(patch_ids=tuple(args.patch), suites=not args.no_suites, timeout=args.timeout,
                                 rebaseline=args.rebaseline, progress=progress)

@@ -421,6 +421,8 @@ def prove_release(manifest: Manifest, vllm: str, *, source: str = "pypi", image:
     version = manifest.target(vllm).version
     for pid in options.patch_ids:
         manifest.patch(pid)  # an unknown id is bad input before anything is fetched or built
+    if gpus and not image:
+        raise PatchsetError("--gpus needs --image: the venv runner runs on the CPU")
     runner = make_runner(image, gpus)
     options.progress(f"vLLM {version}: getting the pristine tree ({source}) ...")
     tree = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
