@@ -46,8 +46,8 @@ def run_prove(root: Path, src: Path, site: Path, manifest: Path, **kw) -> vt.Pro
     n = len(list(root.glob("work*")))
     work = root / (f"work{n}" if n else "work")
     work.mkdir()
-    return vt.prove(load_manifest(manifest), "1.0", runner, DirSource(src), workdir=work, timeout=300,
-                    cache=Cache(root / "cache"), **kw)
+    return vt.prove(load_manifest(manifest), "1.0", runner, DirSource(src), workdir=work,
+                    options=vt.ProofOptions(timeout=300, **kw), cache=Cache(root / "cache"))
 
 
 GPU_ONLY = 'import pytest\n\n\ndef test_kernel():\n    pytest.skip("requires CUDA")\n'
@@ -284,14 +284,13 @@ def test_a_crashed_run_is_never_judged_and_a_crashed_pristine_run_is_not_cached(
 
 def test_cli_rebaseline_and_a_relative_workdir(tmp_path, monkeypatch, capsys):
     from patchset.cli import main
-    from patchset.cli import test as cli_test
 
     src, site, manifest = project_with_suite(tmp_path, {"watermark": fix_patch(WATERMARK_FIXED)}, """
         - id: watermark
           patch: recipes/watermark.patch
         """)
     monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(cli_test, "make_runner", lambda args: VenvRunner(
+    monkeypatch.setattr(vt, "make_runner", lambda image, gpus: VenvRunner(
         PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False))
     monkeypatch.chdir(tmp_path)
     args = ["test", "--vllm", "1.0", "--manifest", str(manifest), "--source", f"dir:{src}", "--format", "json"]

@@ -98,13 +98,17 @@ def manifest_with(root: Path, patches: dict[str, str], entries: str, suites: str
     return path
 
 
+OPTIONS = ("patch_ids", "suites", "timeout", "rebaseline", "progress")  # vt.ProofOptions' fields
+
+
 def run_prove(root: Path, src: Path, site: Path, manifest: Path, **kw) -> vt.ProofReport:
     runner = VenvRunner(PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False)
     work = kw.pop("workdir", root / "work")
     work.mkdir(exist_ok=True)
-    kw.setdefault("timeout", 300)
+    options = vt.ProofOptions(**{"timeout": 300, **{k: kw.pop(k) for k in OPTIONS if k in kw}})
     kw.setdefault("cache", Cache(root / "cache"))
-    return vt.prove(load_manifest(manifest), "1.0", kw.pop("runner", runner), DirSource(src), workdir=work, **kw)
+    return vt.prove(load_manifest(manifest), "1.0", kw.pop("runner", runner), DirSource(src), workdir=work,
+                    options=options, **kw)
 
 
 def verdicts(report: vt.ProofReport) -> dict[str, str]:
@@ -454,7 +458,6 @@ def test_reports_have_the_documented_shapes(project):
 
 def test_cli_runs_the_verb_and_exits_by_the_verdicts(project, monkeypatch, capsys, tmp_path):
     from patchset.cli import main
-    from patchset.cli import test as cli_test
 
     root, src, site = project
     manifest = manifest_with(root, {"watermark": fix_patch(WATERMARK_FIXED)}, """
@@ -462,7 +465,7 @@ def test_cli_runs_the_verb_and_exits_by_the_verdicts(project, monkeypatch, capsy
           patch: recipes/watermark.patch
           tests: ["tests/test_watermark.py::test_final_sampled_token_is_not_offloaded"]
         """)
-    monkeypatch.setattr(cli_test, "make_runner", lambda args: VenvRunner(
+    monkeypatch.setattr(vt, "make_runner", lambda image, gpus: VenvRunner(
         PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False))
     junit = tmp_path / "out.xml"
     code = main(["test", "--vllm", "1.0", "--venv", "--manifest", str(manifest), "--source", f"dir:{src}",
@@ -515,8 +518,8 @@ def test_a_crashed_negative_control_is_inconclusive_never_proven():
                   crashed(-1, "pytest timed out after 60 s and was killed (exit -1): ...", "without p"))
     assert (v.verdict, v.ok) == ("inconclusive", False)
     assert "without the fix: pytest timed out" in v.reason and "exit -1" in v.reason
-    assert v.to_json()["without_fix"]["crash"].startswith("pytest timed out")
-    assert v.to_json()["without_fix"]["exit_code"] == -1
+    assert testreport.patch_verdict_doc(v)["without_fix"]["crash"].startswith("pytest timed out")
+    assert testreport.patch_verdict_doc(v)["without_fix"]["exit_code"] == -1
 
 
 def test_a_crashed_run_with_the_fix_is_inconclusive_not_failing():

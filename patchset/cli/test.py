@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from patchset.cli.options import add_manifest, add_vllm, image_reference, manifest_from
 from patchset.cli.registry import subparser
-from patchset.errors import PatchsetError, UsageError
+from patchset.errors import UsageError
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -42,21 +40,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
-def make_runner(args: argparse.Namespace):
-    if args.image:
-        try:
-            from patchset.runners.image import ImageRunner
-        except ImportError as e:
-            raise PatchsetError("the image runner is not available in this build of patchset",
-                                hint="use --venv (CPU)") from e
-        return ImageRunner(args.image, gpus=args.gpus)
-    if args.gpus:
-        raise PatchsetError("--gpus needs --image: the venv runner runs on the CPU")
-    from patchset.runners.venv import VenvRunner
-
-    return VenvRunner()
-
-
 def seconds(value: str) -> float:
     try:
         limit = float(value)
@@ -83,36 +66,20 @@ def check_outputs(args: argparse.Namespace) -> None:
                              hint="name a file in an existing folder")
 
 
+def progress(line: str) -> None:
+    print(f"patchset test: {line}", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     from patchset.report import testreport
-    from patchset.sources import open_source
-    from patchset.verbs.test import prove
+    from patchset.verbs import test as verb
 
     manifest = manifest_from(args)
-    version = manifest.target(args.vllm).version
-    for pid in args.patch:
-        manifest.patch(pid)  # an unknown id is bad input before anything is fetched or built
-
-    def progress(line: str) -> None:
-        print(f"patchset test: {line}", file=sys.stderr, flush=True)
-
-    runner = make_runner(args)
     check_outputs(args)
-    progress(f"vLLM {version}: getting the pristine tree ({args.source}) ...")
-    source = open_source(args.source, version, project=manifest.pypi, tag=manifest.tag)
-    keep = args.workdir is not None
-    if keep:
-        workdir = Path(args.workdir).resolve()  # runs happen in the tree: a relative path would move
-        workdir.mkdir(parents=True, exist_ok=True)
-    else:
-        workdir = Path(tempfile.mkdtemp(prefix=f"patchset-test-{version}-"))
-    try:
-        report = prove(manifest, version, runner, source, workdir=workdir, patch_ids=args.patch,
-                       suites=not args.no_suites, timeout=args.timeout, progress=progress,
-                       rebaseline=args.rebaseline)
-    finally:
-        if not keep:
-            shutil.rmtree(workdir, ignore_errors=True)
+    options = verb.ProofOptions(patch_ids=tuple(args.patch), suites=not args.no_suites, timeout=args.timeout,
+                                rebaseline=args.rebaseline, progress=progress)
+    report = verb.prove_release(manifest, args.vllm, source=args.source, image=args.image, gpus=args.gpus,
+                                workdir=Path(args.workdir) if args.workdir is not None else None, options=options)
     if args.junit:
         Path(args.junit).write_text(testreport.render_junit(report))
     sys.stdout.write(testreport.RENDERERS[args.format](report))

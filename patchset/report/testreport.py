@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from patchset.report.common import Case, dump_json, junit, markdown_table, render, table
+from patchset.runners import NodeResult, Outcome
 from patchset.verbs import baseline as bl
-from patchset.verbs.test import ConfigRun, PatchVerdict, ProofReport, SuiteResult
+from patchset.verbs.suites import Baseline
+from patchset.verbs.test import ConfigRun, PatchVerdict, ProofReport, SuiteResult, Verdict
 
-MARK = {"proven": "✔", "upstream": "·", "not-targeted": "·"}
+MARK = {Verdict.PROVEN: "✔", Verdict.UPSTREAM: "·", Verdict.NOT_TARGETED: "·"}
 
 
 def _run_cell(run: ConfigRun | None, patch_id: str = "") -> str:
@@ -31,7 +33,7 @@ def _suite_rows(report: ProofReport):
             continue
         if s.comparison is None:
             detail = ", ".join(s.run.failing[:10]) or "; ".join(f"{n}: {w}" for n, w in s.run.needs_gpu[:5])
-            skips = sorted({r.message for r in s.run.results if r.outcome == "skipped"})
+            skips = sorted({r.message for r in s.run.results if r.outcome == Outcome.SKIPPED})
             if skips and not s.run.failing:
                 detail = "; ".join(filter(None, [detail, "skipped: " + "; ".join(skips[:5])]))
             detail = "; ".join(filter(None, [detail, _baseline_note(s)]))
@@ -56,7 +58,7 @@ def _suite_detail(s: SuiteResult) -> str:
                          + (f": {tests[0].message}" if tests[0].message else ""))
     for t in c.of(bl.FIXED)[:5]:
         parts.append(f"fixed: {t.nodeid}" + (f" (tests of {', '.join(t.patches)})" if t.patches else ""))
-    if s.run.count("passed") == 0:
+    if s.run.count(Outcome.PASSED) == 0:
         parts.append("nothing passed")
     parts.append(_baseline_note(s))
     return "; ".join(p for p in parts if p)
@@ -91,8 +93,85 @@ def render_table(report: ProofReport) -> str:
     return "\n".join(out) + "\n"
 
 
+def node_doc(r: NodeResult) -> dict:
+    out: dict = {"nodeid": r.nodeid, "outcome": r.outcome}
+    if r.message:
+        out["message"] = r.message
+    return out
+
+
+def config_run_doc(run: ConfigRun) -> dict:
+    return {
+        "config": run.label,
+        "excluded": list(run.excluded),
+        "selectors": list(run.selectors),
+        "exit_code": run.exit_code, "crash": run.crash,
+        **{str(o): run.count(o) for o in Outcome},
+        "failing": run.failing,
+        "needs_gpu": [{"nodeid": n, "reason": why} for n, why in run.needs_gpu],
+        "summary": run.summary(),
+        "tests": [node_doc(r) for r in run.results],
+    }
+
+
+def patch_verdict_doc(p: PatchVerdict) -> dict:
+    return {"id": p.id, "verdict": p.verdict, "reason": p.reason,
+            "without_fix": config_run_doc(p.without_fix) if p.without_fix else None,
+            "with_fix": config_run_doc(p.with_fix) if p.with_fix else None}
+
+
+def baseline_doc(b: Baseline) -> dict:
+    out: dict = {"cached": b.cached, "key": b.key}
+    if b.error:
+        out["error"] = b.error
+    return out
+
+
+def comparison_doc(t: bl.TestComparison) -> dict:
+    out: dict = {"nodeid": t.nodeid, "patched": list(t.patched), "pristine": list(t.pristine)}
+    if t.message:
+        out["message"] = t.message
+    if t.status == bl.FIXED:
+        out["patches"] = list(t.patches)
+    return out
+
+
+def suite_baseline_doc(s: SuiteResult) -> dict:
+    """The fields of a suite's JSON that judge it against the pristine release."""
+    c = s.comparison
+    out: dict = {"result": s.result, "gpu": s.gpu,
+                 "baseline": baseline_doc(s.baseline) if s.baseline is not None else None}
+    if s.not_run:
+        out["not_run"] = s.not_run
+        out["needs_gpu"] = [{"nodeid": s.path, "reason": s.not_run}]
+    if c is None:
+        return {**out, "regressions": [], "pre_existing": [], "fixed": [], "flaky": [], "new": []}
+    status = {t.nodeid: t.status for t in c.tests}
+    out.update({
+        "regressions": [comparison_doc(t) for t in c.of(bl.REGRESSION)],
+        "pre_existing": [comparison_doc(t) for t in c.of(bl.PRE_EXISTING)],
+        "fixed": [comparison_doc(t) for t in c.of(bl.FIXED)],
+        "flaky": [comparison_doc(t) for t in c.of(bl.FLAKY)],
+        "new": [comparison_doc(t) for t in c.of(bl.NEW)],
+        "needs_gpu": [{"nodeid": t.nodeid, "reason": t.message} for t in c.of(bl.NEEDS_GPU)],
+        # every test keeps its outcome and gains its class
+        "tests": [{**node_doc(r), "class": status.get(r.nodeid, bl.PASSES)} for r in s.run.results],
+    })
+    return out
+
+
+def suite_doc(s: SuiteResult) -> dict:
+    out = {"path": s.path, "ok": s.ok, **{k: v for k, v in config_run_doc(s.run).items() if k != "selectors"}}
+    return {**out, **suite_baseline_doc(s)}
+
+
+def proof_doc(report: ProofReport) -> dict:
+    return {"ok": report.ok, "vllm": report.vllm, "patches": [patch_verdict_doc(p) for p in report.patches],
+            "suites": [suite_doc(s) for s in report.suites]}
+
+
 def render_json(report: ProofReport) -> str:
-    return dump_json(report.to_json())
+    return dump_json(proof_doc(report))
 
 
 def _markdown_failures(report: ProofReport) -> list[str]:
@@ -142,7 +221,7 @@ def render_markdown(report: ProofReport) -> str:
 
 def _patch_case(report: ProofReport, p: PatchVerdict) -> Case:
     suite = f"patchset.test.vllm-{report.vllm}"
-    if p.verdict in ("upstream", "not-targeted") or (p.verdict == "unproven" and not p.tests):
+    if p.verdict in (Verdict.UPSTREAM, Verdict.NOT_TARGETED) or (p.verdict == Verdict.UNPROVEN and not p.tests):
         return Case(suite, p.id, skipped=f"{p.verdict}: {p.reason}")
     if p.ok:
         return Case(suite, p.id, detail=f"{p.verdict}: {p.reason}")
@@ -163,7 +242,7 @@ def _suite_case(report: ProofReport, s: SuiteResult) -> Case:
     if s.comparison is not None:
         return Case(suite, s.path, failure=f"{len(s.comparison.failures)} regression(s): {s.run.summary()}",
                     detail="\n".join(f"{t.nodeid}: {t.status} {t.message}" for t in s.comparison.failures))
-    bad = [r for r in s.run.results if r.outcome in ("failed", "error")]
+    bad = [r for r in s.run.results if r.outcome in (Outcome.FAILED, Outcome.ERROR)]
     return Case(suite, s.path, failure=s.run.summary(),
                 detail="\n".join(f"{r.nodeid}: {r.outcome} {r.message}" for r in bad))
 

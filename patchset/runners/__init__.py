@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from patchset.core.words import Word
+
 #: A progress line for humans (stderr); verbs and runners never print.
 Progress = Callable[[str], None]
 
@@ -28,11 +30,18 @@ Progress = Callable[[str], None]
 PLUGIN_DIR = Path(__file__).with_name("data")
 PLUGIN = "patchset_pytest_plugin"
 
-PASSED = "passed"
-FAILED = "failed"
-ERROR = "error"
-SKIPPED = "skipped"
-OUTCOMES = (PASSED, FAILED, ERROR, SKIPPED)
+
+
+class Outcome(Word):
+    """What pytest said about one test (junit.py reads it from the JUnit XML)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+
+PASSED, FAILED, ERROR, SKIPPED = Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.SKIPPED
 
 
 def no_progress(_: str) -> None:
@@ -44,16 +53,10 @@ class NodeResult:
     """What pytest said about one collected test (a node id, parameters included)."""
 
     nodeid: str
-    outcome: str  # passed · failed · error · skipped
+    outcome: Outcome
     message: str = ""  # the skip reason, or the failure's one-line summary
     detail: str = ""  # the traceback tail, for failures and errors
     duration: float = 0.0
-
-    def to_json(self) -> dict:
-        out: dict = {"nodeid": self.nodeid, "outcome": self.outcome}
-        if self.message:
-            out["message"] = self.message
-        return out
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,11 @@ class Runner(Protocol):
     """Runs pytest for a configuration somewhere: a local venv, a container."""
 
     name: str  # "venv", "image"
-    needs_accelerator_reason: str | None  # why GPU-only tests cannot run here, or None if they can
+
+    @property
+    def needs_accelerator_reason(self) -> str | None:
+        """Why GPU-only tests cannot run here, or None if they can."""
+        ...
 
     def prepare(self, project: str, version: str, progress: Progress) -> str:
         """Make the environment for ``version`` ready (build, pull, cache); say what it is."""

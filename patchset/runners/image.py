@@ -55,6 +55,7 @@ from patchset.runners import PLUGIN_DIR, Progress, RunConfig, RunOutcome, junit_
 from patchset.runners.junit import read_junit
 from patchset.runners.offline import cpu_env, write_hf_home
 from patchset.runners.output import RunOutput
+from patchset.runners.overlay import package_path
 
 TREE, BOOT, OUT, PLUGIN, OVERLAY, HF, TOOLS = (
     "/patchset/tree", "/patchset/boot", "/patchset/out", "/patchset/plugin", "/patchset/overlay", "/patchset/hf",
@@ -255,7 +256,7 @@ def _write_boot(boot: Path, config: RunConfig) -> None:
     files = config.package_files()
     for rel, content in files.items():
         if content is not None:
-            target = boot / "files" / _safe(rel)
+            target = boot / "files" / package_path(rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
     (boot / "files.json").write_text(json.dumps({
@@ -278,10 +279,3 @@ def _kill(container, killed: threading.Event) -> None:
     killed.set()
     with contextlib.suppress(docker.errors.APIError):
         container.kill()
-
-
-def _safe(rel: str) -> str:
-    parts = Path(rel).parts
-    if not parts or Path(rel).is_absolute() or ".." in parts:
-        raise PatchsetError(f"refusing to write {rel!r} outside the package")
-    return rel

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from patchset.errors import PatchsetError
+from patchset.journal import bytecode_files
 
 
 def make_overlay(installed: Path, dest: Path, files: Mapping[str, bytes | None]) -> Path:
@@ -42,24 +43,20 @@ def make_overlay(installed: Path, dest: Path, files: Mapping[str, bytes | None])
             os.symlink(Path(folder) / name, top / rel / name)  # os.walk does not descend into these
             dirs.remove(name)
     for path, content in files.items():
-        target = top / _safe(path)
+        target = top / package_path(path)
         target.unlink(missing_ok=True)
-        _drop_bytecode(target)
+        if target.suffix == ".py":
+            for pyc in bytecode_files(target):
+                pyc.unlink()
         if content is not None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
     return dest
 
 
-def _safe(rel: str) -> str:
+def package_path(rel: str) -> str:
+    """``rel``, a path relative to the package folder, refused if it would lead out of it."""
     parts = Path(rel).parts
     if not parts or Path(rel).is_absolute() or ".." in parts:
         raise PatchsetError(f"refusing to write {rel!r} outside the package")
     return rel
-
-
-def _drop_bytecode(source: Path) -> None:
-    cache = source.parent / "__pycache__"
-    if source.suffix == ".py" and cache.is_dir():
-        for pyc in cache.glob(source.stem + ".*.pyc"):
-            pyc.unlink()

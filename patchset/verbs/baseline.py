@@ -37,17 +37,27 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from patchset.runners import ERROR, FAILED, PASSED, SKIPPED, NodeResult
+from patchset.core.words import Word
+from patchset.runners import ERROR, FAILED, PASSED, SKIPPED, NodeResult, Outcome
 
-REGRESSION = "regression"
-PRE_EXISTING = "pre-existing"
-FIXED = "fixed"
-NEEDS_GPU = "needs-gpu"
-NEW = "new"
-FLAKY = "flaky"
-PASSES = "passes"  # passes with the series, as it did (or was skipped) without
-SKIPS = "skips"  # skipped with the series for a reason other than an accelerator
-CLASSES = (REGRESSION, PRE_EXISTING, FIXED, NEEDS_GPU, NEW, FLAKY, PASSES, SKIPS)
+
+class BaselineClass(Word):
+    """What one test of a suite did with the series, against the pristine release (decided by :func:`compare`)."""
+
+    REGRESSION = "regression"
+    PRE_EXISTING = "pre-existing"
+    FIXED = "fixed"
+    NEEDS_GPU = "needs-gpu"
+    NEW = "new"
+    FLAKY = "flaky"
+    PASSES = "passes"  # passes with the series, as it did (or was skipped) without
+    SKIPS = "skips"  # skipped with the series for a reason other than an accelerator
+
+
+# the short names the report and the tests use
+REGRESSION, PRE_EXISTING, FIXED = BaselineClass.REGRESSION, BaselineClass.PRE_EXISTING, BaselineClass.FIXED
+NEEDS_GPU, NEW, FLAKY = BaselineClass.NEEDS_GPU, BaselineClass.NEW, BaselineClass.FLAKY
+PASSES, SKIPS = BaselineClass.PASSES, BaselineClass.SKIPS
 
 _BAD = (FAILED, ERROR)
 
@@ -62,23 +72,15 @@ class TestComparison:
     """One test of a suite: what it did with the series and on the pristine release."""
 
     nodeid: str
-    status: str  # one of CLASSES
-    patched: tuple[str, ...]  # outcomes with the series, first run first (re-runs of a flaky test after it)
-    pristine: tuple[str, ...]  # outcomes on the pristine release; empty: the test does not exist there
+    status: BaselineClass
+    patched: tuple[Outcome, ...]  # outcomes with the series, first run first (re-runs of a flaky test after it)
+    pristine: tuple[Outcome, ...]  # outcomes on the pristine release; empty: the test does not exist there
     message: str = ""  # the first error line (failures), the reason (needs-gpu, skips)
     patches: tuple[str, ...] = ()  # fixed: the patches whose tests name this test
 
     @property
     def fails_suite(self) -> bool:
         return self.status == REGRESSION or (self.status == NEW and self.patched[-1] in _BAD)
-
-    def to_json(self) -> dict:
-        out: dict = {"nodeid": self.nodeid, "patched": list(self.patched), "pristine": list(self.pristine)}
-        if self.message:
-            out["message"] = self.message
-        if self.status == FIXED:
-            out["patches"] = list(self.patches)
-        return out
 
 
 @dataclass
@@ -87,7 +89,7 @@ class Comparison:
 
     tests: list[TestComparison] = field(default_factory=list)
 
-    def of(self, status: str) -> list[TestComparison]:
+    def of(self, status: BaselineClass) -> list[TestComparison]:
         return [t for t in self.tests if t.status == status]
 
     @property
@@ -100,10 +102,10 @@ class Comparison:
         return not self.failures
 
     def counts(self) -> dict[str, int]:
-        return {c: n for c in CLASSES if (n := len(self.of(c)))}
+        return {c: n for c in BaselineClass if (n := len(self.of(c)))}
 
 
-def pristine_view(nodeid: str, runs: Sequence[Results]) -> tuple[str, ...]:
+def pristine_view(nodeid: str, runs: Sequence[Results]) -> tuple[Outcome, ...]:
     """Every pristine outcome of ``nodeid``, one per run that reported it.
 
     Node ids need not match one to one: a file that fails to import is
@@ -111,7 +113,7 @@ def pristine_view(nodeid: str, runs: Sequence[Results]) -> tuple[str, ...]:
     ways round: a pristine import error covers the patched tree's tests, a
     patched import error is compared with all of the pristine file's tests).
     """
-    out: list[str] = []
+    out: list[Outcome] = []
     for run in runs:
         if nodeid in run:
             out.append(run[nodeid].outcome)
@@ -144,7 +146,7 @@ def classify(patched: Results, pristine: Sequence[Results], *, gpu_reason: GpuRe
     return out
 
 
-def compare(result: NodeResult, before: tuple[str, ...], again: tuple[str, ...], gpu_reason: GpuReason,
+def compare(result: NodeResult, before: tuple[Outcome, ...], again: tuple[Outcome, ...], gpu_reason: GpuReason,
             credit: Mapping[str, Sequence[str]]) -> TestComparison:
     """One test: ``result`` with the series, ``before`` its pristine outcomes, ``again`` its re-runs."""
     nodeid, outcome = result.nodeid, result.outcome
@@ -152,7 +154,7 @@ def compare(result: NodeResult, before: tuple[str, ...], again: tuple[str, ...],
     gpu = gpu_reason(result)
     first_line = result.message or _first_error_line(result.detail)
 
-    def make(status: str, message: str = "", patches: tuple[str, ...] = ()) -> TestComparison:
+    def make(status: BaselineClass, message: str = "", patches: tuple[str, ...] = ()) -> TestComparison:
         return TestComparison(nodeid, status, seen, before, message, patches)
 
     if not before:
@@ -190,7 +192,7 @@ def rerun_candidates(patched: Results, pristine: Sequence[Results]) -> list[str]
             if r.outcome in _BAD and PASSED in pristine_view(nodeid, pristine)]
 
 
-def _disagree(outcomes: Sequence[str]) -> bool:
+def _disagree(outcomes: Sequence[Outcome]) -> bool:
     """Whether pristine runs disagree on a test (failed and error agree: it does not pass)."""
     return len({FAILED if o in _BAD else o for o in outcomes}) > 1
 
@@ -205,27 +207,3 @@ def _first_error_line(detail: str) -> str:
         if line.startswith("E   "):
             return line[4:].strip()[:300]
     return ""
-
-
-def suite_json(suite) -> dict:
-    """The baseline fields of a suite's JSON (``suite``: a patchset.verbs.test.SuiteResult)."""
-    c: Comparison | None = suite.comparison
-    out: dict = {"result": suite.result, "gpu": suite.gpu,
-                 "baseline": suite.baseline.to_json() if suite.baseline is not None else None}
-    if suite.not_run:
-        out["not_run"] = suite.not_run
-        out["needs_gpu"] = [{"nodeid": suite.path, "reason": suite.not_run}]
-    if c is None:
-        return {**out, "regressions": [], "pre_existing": [], "fixed": [], "flaky": [], "new": []}
-    status = {t.nodeid: t.status for t in c.tests}
-    out.update({
-        "regressions": [t.to_json() for t in c.of(REGRESSION)],
-        "pre_existing": [t.to_json() for t in c.of(PRE_EXISTING)],
-        "fixed": [t.to_json() for t in c.of(FIXED)],
-        "flaky": [t.to_json() for t in c.of(FLAKY)],
-        "new": [t.to_json() for t in c.of(NEW)],
-        "needs_gpu": [{"nodeid": t.nodeid, "reason": t.message} for t in c.of(NEEDS_GPU)],
-        # every test keeps its outcome and gains its class
-        "tests": [{**r.to_json(), "class": status.get(r.nodeid, PASSES)} for r in suite.run.results],
-    })
-    return out

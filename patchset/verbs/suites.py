@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from patchset.cache import Cache
 from patchset.core.manifest import Suite
-from patchset.runners import ERROR, FAILED, NodeResult, Progress, RunConfig, Runner, RunOutcome
+from patchset.runners import ERROR, FAILED, NodeResult, Outcome, Progress, RunConfig, Runner, RunOutcome
 from patchset.verbs import baseline as bl
 
 if TYPE_CHECKING:  # patchset.verbs.test imports this module's callers; imported lazily at run time
@@ -53,12 +53,6 @@ class Baseline:
     runs: list[dict[str, NodeResult]] = field(default_factory=list)  # the run, then its failures again
     error: str = ""  # why there is no usable pristine result
     duration: float = 0.0
-
-    def to_json(self) -> dict:
-        out: dict = {"cached": self.cached, "key": self.key}
-        if self.error:
-            out["error"] = self.error
-        return out
 
 
 @dataclass
@@ -215,7 +209,7 @@ def load_baseline(path: Path, key: str) -> Baseline | None:
         return None
     if data.get("format") != BASELINE_FORMAT or data.get("key") != key:
         return None
-    runs = [{n: NodeResult(n, r["outcome"], r.get("message", ""), r.get("detail", "")) for n, r in run.items()}
+    runs = [{n: NodeResult(n, Outcome(r["outcome"]), r.get("message", ""), r.get("detail", "")) for n, r in run.items()}
             for run in data["runs"]]
     return Baseline(key, True, runs, "", float(data.get("seconds", 0)))
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -43,31 +44,34 @@ from typing import TYPE_CHECKING, Any
 from packaging.utils import canonicalize_name
 
 from patchset.core.manifest import Manifest, Patch
+from patchset.core.series import PatchStatus
+from patchset.core.words import Word
 from patchset.errors import Finding, PatchsetError
 from patchset.runners import (
-    ERROR,
-    FAILED,
-    PASSED,
-    SKIPPED,
     NodeResult,
+    Outcome,
     Progress,
     RunConfig,
     Runner,
     RunOutcome,
     no_progress,
 )
-from patchset.verbs.baseline import Comparison, suite_json
+from patchset.verbs.baseline import Comparison
 
-PROVEN = "proven"
-NOT_DISCRIMINATING = "not-discriminating"
-FAILING = "failing"
-UNPROVEN = "unproven"
-NEEDS_GPU = "needs-gpu"
-INCONCLUSIVE = "inconclusive"
-VERDICTS = (PROVEN, NOT_DISCRIMINATING, FAILING, UNPROVEN, NEEDS_GPU, INCONCLUSIVE)
-# Patches with nothing to prove on this release keep their status word from `check`.
-UPSTREAM = "upstream"
-NOT_TARGETED = "not-targeted"
+
+class Verdict(Word):
+    """What a patch's tests prove on a release (decided by :func:`decide`)."""
+
+    PROVEN = "proven"
+    NOT_DISCRIMINATING = "not-discriminating"
+    FAILING = "failing"
+    UNPROVEN = "unproven"
+    NEEDS_GPU = "needs-gpu"
+    INCONCLUSIVE = "inconclusive"
+    # Patches with nothing to prove on this release keep their status word from `check`.
+    UPSTREAM = "upstream"
+    NOT_TARGETED = "not-targeted"
+
 
 SERIES = "series"
 #: Upstream files that configure pytest for the tests/ tree (markers, asyncio mode).
@@ -98,9 +102,9 @@ def gpu_reason(r: NodeResult, accelerator: bool = False) -> str | None:
     """
     if accelerator:
         return None
-    if r.outcome == SKIPPED and _GPU_SKIP.search(r.message):
+    if r.outcome == Outcome.SKIPPED and _GPU_SKIP.search(r.message):
         return r.message
-    if r.outcome in (ERROR, FAILED):
+    if r.outcome in (Outcome.ERROR, Outcome.FAILED):
         for text in (r.message, _last_error_line(r.detail)):
             if text and _GPU_ERROR.search(text):
                 return text
@@ -120,13 +124,13 @@ class ConfigRun:
     crash: str | None = None  # why the run cannot be read as test outcomes (timeout, pytest exit 2/3/4, no report)
     accelerator: bool = False  # the run had an accelerator (GPU runner given --gpus)
 
-    def count(self, outcome: str) -> int:
+    def count(self, outcome: Outcome) -> int:
         return sum(1 for r in self.results if r.outcome == outcome)
 
     @property
     def failing(self) -> list[str]:
         return [r.nodeid for r in self.results
-                if r.outcome in (FAILED, ERROR) and not gpu_reason(r, self.accelerator)]
+                if r.outcome in (Outcome.FAILED, Outcome.ERROR) and not gpu_reason(r, self.accelerator)]
 
     @property
     def needs_gpu(self) -> list[tuple[str, str]]:
@@ -135,41 +139,27 @@ class ConfigRun:
     @property
     def needs_gpu_errors(self) -> list[str]:
         """Tests that errored or failed for lack of an accelerator (skips are upstream's own choice)."""
-        return [n for n, _ in self.needs_gpu if self.outcome_of(n) in (FAILED, ERROR)]
+        return [n for n, _ in self.needs_gpu if self.outcome_of(n) in (Outcome.FAILED, Outcome.ERROR)]
 
-    def outcome_of(self, nodeid: str) -> str | None:
+    def outcome_of(self, nodeid: str) -> Outcome | None:
         exact = next((r.outcome for r in self.results if r.nodeid == nodeid), None)
-        if exact is None and any(r.outcome == ERROR and covers(r.nodeid, nodeid) for r in self.results):
-            return ERROR  # its file failed to import: the test could not even be collected
+        if exact is None and any(r.outcome == Outcome.ERROR and covers(r.nodeid, nodeid) for r in self.results):
+            return Outcome.ERROR  # its file failed to import: the test could not even be collected
         return exact
 
     def summary(self) -> str:
-        parts = [f"{self.count(o)} {o}" for o in (PASSED, FAILED, ERROR, SKIPPED) if self.count(o)]
+        parts = [f"{self.count(o)} {o}" for o in Outcome if self.count(o)]
         if self.crash:
             parts.insert(0, f"crashed (pytest exit {self.exit_code})")
         if self.needs_gpu:
             parts.append(f"{len(self.needs_gpu)} need a GPU")
         return ", ".join(parts) or "nothing ran"
 
-    def to_json(self) -> dict:
-        return {
-            "config": self.label,
-            "excluded": list(self.excluded),
-            "selectors": list(self.selectors),
-            "exit_code": self.exit_code, "crash": self.crash,
-            "passed": self.count(PASSED), "failed": self.count(FAILED), "error": self.count(ERROR),
-            "skipped": self.count(SKIPPED),
-            "failing": self.failing,
-            "needs_gpu": [{"nodeid": n, "reason": why} for n, why in self.needs_gpu],
-            "summary": self.summary(),
-            "tests": [r.to_json() for r in self.results],
-        }
-
 
 @dataclass
 class PatchVerdict:
     id: str
-    verdict: str
+    verdict: Verdict
     reason: str
     tests: tuple[str, ...] = ()
     with_fix: ConfigRun | None = None
@@ -177,14 +167,9 @@ class PatchVerdict:
 
     @property
     def ok(self) -> bool:
-        if self.verdict in (PROVEN, UPSTREAM, NOT_TARGETED):
+        if self.verdict in (Verdict.PROVEN, Verdict.UPSTREAM, Verdict.NOT_TARGETED):
             return True
-        return self.verdict == UNPROVEN and not self.tests  # nothing claimed, nothing to prove
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "verdict": self.verdict, "reason": self.reason,
-                "without_fix": self.without_fix.to_json() if self.without_fix else None,
-                "with_fix": self.with_fix.to_json() if self.with_fix else None}
+        return self.verdict == Verdict.UNPROVEN and not self.tests  # nothing claimed, nothing to prove
 
 
 @dataclass
@@ -198,7 +183,7 @@ class SuiteResult:
 
     @property
     def result(self) -> str:
-        return NEEDS_GPU if self.not_run else "pass" if self.ok else "FAIL"
+        return Verdict.NEEDS_GPU if self.not_run else "pass" if self.ok else "FAIL"
 
     @property
     def ok(self) -> bool:
@@ -207,13 +192,8 @@ class SuiteResult:
         if self.run.crash:
             return False
         if self.comparison is not None:  # what the series broke, not what the runner cannot do
-            return self.comparison.ok and self.run.count(PASSED) > 0
-        return not self.run.failing and not self.run.needs_gpu_errors and self.run.count(PASSED) > 0
-
-    def to_json(self) -> dict:
-        out = {"path": self.path, "ok": self.ok, **{k: v for k, v in self.run.to_json().items()
-                                                     if k not in ("selectors",)}}
-        return {**out, **suite_json(self)}
+            return self.comparison.ok and self.run.count(Outcome.PASSED) > 0
+        return not self.run.failing and not self.run.needs_gpu_errors and self.run.count(Outcome.PASSED) > 0
 
 
 @dataclass
@@ -230,9 +210,16 @@ class ProofReport:
     def ok(self) -> bool:
         return all(p.ok for p in self.patches) and all(s.ok for s in self.suites)
 
-    def to_json(self) -> dict:
-        return {"ok": self.ok, "vllm": self.vllm, "patches": [p.to_json() for p in self.patches],
-                "suites": [s.to_json() for s in self.suites]}
+
+@dataclass(frozen=True)
+class ProofOptions:
+    """What one ``patchset test`` proves and how: the choices its caller makes, in one value."""
+
+    patch_ids: tuple[str, ...] = ()  # prove only these patches (default: every patch)
+    suites: bool = True  # run the manifest's suites too
+    timeout: float | None = None  # the limit for each pytest run, in seconds
+    rebaseline: bool = False  # run the suites on the pristine release again instead of using the cache
+    progress: Progress = no_progress
 
 
 # --- the test tree ---------------------------------------------------------------------------------------
@@ -307,7 +294,7 @@ def select(outcome: RunOutcome, selectors: Sequence[str], not_found: dict[str, s
         s = normalise_selector(sel)
         hits = [r for nid, r in outcome.results.items() if covers(s, nid)]
         # a file that failed to import is reported under its path; it "covers" the selector the other way
-        hits += [r for nid, r in outcome.results.items() if r.outcome == ERROR and covers(nid, s) and nid != s]
+        hits += [r for nid, r in outcome.results.items() if r.outcome == Outcome.ERROR and covers(nid, s) and nid != s]
         if not hits:
             if s in not_found:
                 why = f"not collected: {not_found[s]}"
@@ -315,7 +302,7 @@ def select(outcome: RunOutcome, selectors: Sequence[str], not_found: dict[str, s
                 why = "not collected: no test matches this node id"
             else:
                 why = f"pytest exited with code {outcome.exit_code}: {_last_output_line(outcome.output)}"
-            hits = [NodeResult(s, ERROR, why)]
+            hits = [NodeResult(s, Outcome.ERROR, why)]
         for r in hits:
             out.setdefault(r.nodeid, r)
     return list(out.values())
@@ -333,52 +320,53 @@ def decide(patch_id: str, tests: Sequence[str], with_fix: ConfigRun | None,
     tests = tuple(tests)
     control = without_fix if isinstance(without_fix, ConfigRun) else None
 
-    def verdict(word: str, reason: str) -> PatchVerdict:
+    def verdict(word: Verdict, reason: str) -> PatchVerdict:
         return PatchVerdict(patch_id, word, reason, tests, with_fix, control)
 
     if not tests:
-        return verdict(UNPROVEN, "the manifest names no tests for it")
+        return verdict(Verdict.UNPROVEN, "the manifest names no tests for it")
     assert with_fix is not None
     if with_fix.crash:
-        return verdict(INCONCLUSIVE, f"with the fix: {with_fix.crash}")
+        return verdict(Verdict.INCONCLUSIVE, f"with the fix: {with_fix.crash}")
     failing = with_fix.failing
     if failing:
-        return verdict(FAILING, f"{len(failing)} fail with the fix: " + ", ".join(failing))
+        return verdict(Verdict.FAILING, f"{len(failing)} fail with the fix: " + ", ".join(failing))
     gpu = with_fix.needs_gpu
     if gpu:
-        return verdict(NEEDS_GPU, "; ".join(f"{n}: {why}" for n, why in gpu))
-    passed = [r.nodeid for r in with_fix.results if r.outcome == PASSED]
+        return verdict(Verdict.NEEDS_GPU, "; ".join(f"{n}: {why}" for n, why in gpu))
+    passed = [r.nodeid for r in with_fix.results if r.outcome == Outcome.PASSED]
     if not passed:
-        reasons = sorted({r.message for r in with_fix.results if r.outcome == SKIPPED})
-        return verdict(UNPROVEN, "none of its tests ran: skipped (" + "; ".join(reasons) + ")")
+        reasons = sorted({r.message for r in with_fix.results if r.outcome == Outcome.SKIPPED})
+        return verdict(Verdict.UNPROVEN, "none of its tests ran: skipped (" + "; ".join(reasons) + ")")
     if control is None:
-        return verdict(UNPROVEN, without_fix if isinstance(without_fix, str) else "no negative control was run")
+        return verdict(Verdict.UNPROVEN, without_fix if isinstance(without_fix, str) else "no negative control was run")
     return verdict(*_negative_verdict(passed, control))
 
 
-def _negative_verdict(passed: list[str], without_fix: ConfigRun) -> tuple[str, str]:
+def _negative_verdict(passed: list[str], without_fix: ConfigRun) -> tuple[Verdict, str]:
     """What the negative control says about the tests that passed with the fix."""
     if without_fix.crash:
-        return INCONCLUSIVE, f"without the fix: {without_fix.crash} (a crashed run is no proof)"
+        return Verdict.INCONCLUSIVE, f"without the fix: {without_fix.crash} (a crashed run is no proof)"
     gpu_nodes = {n for n, _ in without_fix.needs_gpu}
     outcome = {n: without_fix.outcome_of(n) for n in passed}
     # Only a test that ran and failed inside the test proves the fix; an error is collection or setup.
-    caught = [n for n in passed if outcome[n] == FAILED and n not in gpu_nodes]
+    caught = [n for n in passed if outcome[n] == Outcome.FAILED and n not in gpu_nodes]
     if caught:
-        return PROVEN, f"{len(caught)} of {len(passed)} fail without the fix and pass with it"
+        return Verdict.PROVEN, f"{len(caught)} of {len(passed)} fail without the fix and pass with it"
     if without_fix.needs_gpu:
-        return NEEDS_GPU, "without the fix: " + "; ".join(f"{n}: {why}" for n, why in without_fix.needs_gpu)
-    did_not_run = [n for n in passed if outcome[n] != PASSED]
+        return Verdict.NEEDS_GPU, "without the fix: " + "; ".join(f"{n}: {why}" for n, why in without_fix.needs_gpu)
+    did_not_run = [n for n in passed if outcome[n] != Outcome.PASSED]
     if did_not_run:
         n = did_not_run[0]
         # pytest's message for a collection error is "collection failure": the exception line says why
         why = next((_last_error_line(r.detail) or r.message for r in without_fix.results
                     if r.nodeid == n or covers(r.nodeid, n)), "")
         said = outcome[n] or "not collected"
-        return INCONCLUSIVE, (f"without the fix {len(did_not_run)} of {len(passed)} did not run "
+        return Verdict.INCONCLUSIVE, (f"without the fix {len(did_not_run)} of {len(passed)} did not run "
                               f"({n}: {said}{': ' + why if why else ''}); only a test that runs and fails "
                               "without the fix proves it (import what the fix adds inside the test)")
-    return NOT_DISCRIMINATING, f"all {len(passed)} that pass with the fix also pass without it: they prove nothing"
+    return (Verdict.NOT_DISCRIMINATING,
+            f"all {len(passed)} that pass with the fix also pass without it: they prove nothing")
 
 
 #: pytest's exit codes that mean the run did not end normally (0 passed, 1 some failed, 5 nothing collected).
@@ -411,15 +399,59 @@ def crash_reason(outcome: RunOutcome, selectors: Sequence[str], not_found: Mappi
 # --- the verb ------------------------------------------------------------------------------------------
 
 
+def make_runner(image: str | None = None, gpus: str | None = None) -> Runner:
+    """The image runner for ``image`` (Docker, ``gpus`` as ``docker --gpus``), else the venv runner (CPU)."""
+    if image:
+        from patchset.runners.image import ImageRunner  # Docker's client: imported only for the image runner
+
+        return ImageRunner(image, gpus=gpus)
+    from patchset.runners.venv import VenvRunner
+
+    return VenvRunner()
+
+
+def prove_release(manifest: Manifest, vllm: str, *, source: str = "pypi", image: str | None = None,
+                  gpus: str | None = None, workdir: Path | None = None,
+                  options: ProofOptions | None = None) -> ProofReport:
+    """:func:`prove` on the release ``vllm`` names, with the runner and the pristine source (``pypi``,
+    ``dir:PATH``) named; in ``workdir`` (kept), else in a temporary folder removed afterwards."""
+    from patchset.sources import open_source
+
+    options = options or ProofOptions()
+    version = manifest.target(vllm).version
+    for pid in options.patch_ids:
+        manifest.patch(pid)  # an unknown id is bad input before anything is fetched or built
+    if gpus and not image:
+        raise PatchsetError("--gpus needs --image: the venv runner runs on the CPU")
+    runner = make_runner(image, gpus)
+    options.progress(f"vLLM {version}: getting the pristine tree ({source}) ...")
+    tree = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
+
+    def in_(folder: Path) -> ProofReport:
+        return prove(manifest, version, runner, tree, workdir=folder, options=options)
+
+    if workdir is not None:
+        workdir = workdir.resolve()  # runs happen in the tree: a relative path would move
+        workdir.mkdir(parents=True, exist_ok=True)
+        return in_(workdir)
+    scratch = Path(tempfile.mkdtemp(prefix=f"patchset-test-{version}-"))
+    try:
+        return in_(scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+
 def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: Path,
-          patch_ids: Sequence[str] = (), suites: bool = True, timeout: float | None = None,
-          progress: Progress = no_progress, evaluate: Evaluate | None = None, cache: Cache | None = None,
-          rebaseline: bool = False) -> ProofReport:
+          options: ProofOptions | None = None, evaluate: Evaluate | None = None,
+          cache: Cache | None = None) -> ProofReport:
     """Run each selected patch's tests with and without it, and the suites, on ``version``."""
     if evaluate is None:
         from patchset.core.series import evaluate_release
 
         evaluate = evaluate_release
+    options = options or ProofOptions()
+    patch_ids, progress = options.patch_ids, options.progress
     version = manifest.target(version).version
     for pid in patch_ids:
         manifest.patch(pid)  # unknown ids are an error, not silently nothing
@@ -428,7 +460,7 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
     progress(f"evaluating the series on vLLM {version} ...")
     full = evaluate(manifest, version, source)
     status = {r.id: r for r in full.patches}
-    broken = [r for r in full.patches if r.status in ("failed", "blocked")]
+    broken = [r for r in full.patches if r.status in (PatchStatus.FAILED, PatchStatus.BLOCKED)]
     if broken:
         raise Finding(f"the series does not apply to vLLM {version}: "
                       + ", ".join(f"{r.id} {r.status}" for r in broken),
@@ -438,21 +470,22 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
     progress("preparing the test tree (upstream tests/ + the series' test hunks) ...")
     tree = prepare_test_tree(pristine_tests_root(source), full.files, workdir / "tree")
     environment = runner.prepare(manifest.pypi, version, progress)
-    session = _Session(manifest, version, source, evaluate, full, package_paths, tree, runner, workdir, timeout,
-                       progress, {"prepare": round(time.monotonic() - t0, 1)})
+    session = _Session(manifest=manifest, version=version, source=source, evaluate=evaluate, full=full,
+                       package_paths=package_paths, tree=tree, runner=runner, workdir=workdir, options=options,
+                       seconds={"prepare": round(time.monotonic() - t0, 1)})
 
-    testable = [p for p in selected if status[p.id].status == "applies" and p.tests]
+    testable = [p for p in selected if status[p.id].status == PatchStatus.APPLIES and p.tests]
     verdicts, _ = session.prove(testable, [])
     suite_results: list[SuiteResult] = []
-    if suites and manifest.suites:
-        suite_results = _suites(session, cache, rebaseline)
+    if options.suites and manifest.suites:
+        suite_results = _suites(session, cache)
     out: list[PatchVerdict] = []
     for p in selected:
         st = status[p.id].status
         if p.id in verdicts:
             out.append(verdicts[p.id])
-        elif st in (UPSTREAM, NOT_TARGETED):
-            out.append(PatchVerdict(p.id, st, status[p.id].evidence or st, p.tests))
+        elif st in (PatchStatus.UPSTREAM, PatchStatus.NOT_TARGETED):
+            out.append(PatchVerdict(p.id, Verdict(st), status[p.id].evidence or st, p.tests))
         else:
             out.append(decide(p.id, p.tests, None, None))
     session.seconds["total"] = round(time.monotonic() - t0, 1)
@@ -473,7 +506,7 @@ class _Ran:
                          self.outcome.exit_code, self.outcome.duration, self.crash, self.accelerator)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Session:
     """What every configuration of one ``prove`` shares."""
 
@@ -486,9 +519,16 @@ class _Session:
     tree: Path
     runner: Runner
     workdir: Path
-    timeout: float | None
-    progress: Progress
-    seconds: dict[str, float]
+    options: ProofOptions
+    seconds: dict[str, float]  # by configuration label, filled in as they run
+
+    @property
+    def progress(self) -> Progress:
+        return self.options.progress
+
+    @property
+    def timeout(self) -> float | None:
+        return self.options.timeout
 
     def prove(self, testable: list[Patch], suite_paths: list[str]) -> tuple[dict[str, PatchVerdict],
                                                                            list[SuiteResult]]:
@@ -502,7 +542,7 @@ class _Session:
         for p in testable:
             with_fix = series.view(SERIES, (), p.tests)
             v = decide(p.id, p.tests, with_fix, self.negative_control(p))
-            if v.verdict == NEEDS_GPU and why_no_gpu:
+            if v.verdict == Verdict.NEEDS_GPU and why_no_gpu:
                 v.reason += f" ({why_no_gpu})"
             verdicts[p.id] = v
             self.progress(f"{p.id}: {v.verdict} ({v.reason})")
@@ -525,7 +565,7 @@ class _Session:
         label = f"without {p.id}"
         self.progress(f"{label}: evaluating the series minus {', '.join(excluded)} ...")
         ev = self.evaluate(self.manifest, self.version, self.source, exclude=frozenset(excluded))
-        broken = [r for r in ev.patches if r.status in ("failed", "blocked")]
+        broken = [r for r in ev.patches if r.status in (PatchStatus.FAILED, PatchStatus.BLOCKED)]
         if broken:
             return (f"without {p.id} the rest of the series does not apply ("
                     + ", ".join(f"{r.id} {r.status}" for r in broken)
@@ -536,7 +576,7 @@ class _Session:
         return self.run(label, files, p.tests).view(label, excluded, p.tests)
 
 
-def _suites(session: _Session, cache: Cache | None, rebaseline: bool) -> list[SuiteResult]:
+def _suites(session: _Session, cache: Cache | None) -> list[SuiteResult]:
     """The manifest's suites, each in a run of its own, judged against the pristine release (verbs.suites)."""
     from patchset.cache import Cache
     from patchset.verbs.suites import SuiteJob, run_suite
@@ -545,7 +585,7 @@ def _suites(session: _Session, cache: Cache | None, rebaseline: bool) -> list[Su
     job = SuiteJob(s.runner, s.manifest.pypi, s.version, import_name(s.manifest.pypi),
                    {p: s.full.files[p] for p in paths}, {p: s.full.pristine.get(p) for p in paths},
                    s.tree, pristine_tests_root(s.source), s.workdir, s.timeout, s.progress,
-                   {p.id: p.tests for p in s.manifest.patches}, cache or Cache(), rebaseline, s.seconds)
+                   {p.id: p.tests for p in s.manifest.patches}, cache or Cache(), s.options.rebaseline, s.seconds)
     return [run_suite(job, suite) for suite in s.manifest.suites]
 
 
