@@ -34,52 +34,36 @@ CASES = {
 }
 
 
-def stable(doc: object) -> object:
+IMAGE_VOLATILE = VOLATILE | {"id", "digest", "base_digest", "image", "applied_at", "created", "manifest_sha256"}
+
+
+def stable(doc: object, volatile: set[str]) -> object:
     if isinstance(doc, dict):
-        return {k: stable(v) for k, v in doc.items() if k not in VOLATILE}
+        return {k: stable(v, volatile) for k, v in doc.items() if k not in volatile}
     if isinstance(doc, list):
-        return [stable(v) for v in doc]
+        return [stable(v, volatile) for v in doc]
     return doc
+
+
+def golden_cli(name: str, argv: list[str], volatile: set[str] = VOLATILE) -> None:
+    run = subprocess.run([sys.executable, "-m", "patchset", *argv, "--format", "json"], cwd=REPO,
+                         capture_output=True, text=True, timeout=900)
+    doc = json.loads(run.stdout)  # exactly one document, whatever the exit code
+    got = json.dumps({"exit": run.returncode, "output": stable(doc, volatile)}, indent=2, sort_keys=True) + "\n"
+    path = GOLDEN / f"{name}.json"
+    if os.environ.get("PATCHSET_UPDATE_GOLDEN") == "1":
+        path.write_text(got)
+    assert path.is_file(), f"no golden file {path}: run with PATCHSET_UPDATE_GOLDEN=1 once and review it"
+    assert got == path.read_text(), f"{name}: --format json changed (PATCHSET_UPDATE_GOLDEN=1 to accept)"
 
 
 @pytest.mark.network
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_json_output_is_unchanged(name):
-    run = subprocess.run([sys.executable, "-m", "patchset", *CASES[name], "--format", "json"], cwd=REPO,
-                         capture_output=True, text=True, timeout=600)
-    doc = json.loads(run.stdout)  # exactly one document, whatever the exit code
-    got = json.dumps({"exit": run.returncode, "output": stable(doc)}, indent=2, sort_keys=True) + "\n"
-    path = GOLDEN / f"{name}.json"
-    if os.environ.get("PATCHSET_UPDATE_GOLDEN") == "1":
-        path.write_text(got)
-    assert path.is_file(), f"no golden file {path}: run with PATCHSET_UPDATE_GOLDEN=1 once and review it"
-    assert got == path.read_text(), f"{name}: --format json changed (PATCHSET_UPDATE_GOLDEN=1 to accept)"
-
-
-IMAGE_VOLATILE = VOLATILE | {"id", "digest", "base_digest", "image", "applied_at", "created"}
-
-
-def image_stable(doc: object) -> object:
-    if isinstance(doc, dict):
-        return {k: image_stable(v) for k, v in doc.items() if k not in IMAGE_VOLATILE}
-    if isinstance(doc, list):
-        return [image_stable(v) for v in doc]
-    return doc
-
-
-def golden_cli(name: str, argv: list[str]) -> None:
-    run = subprocess.run([sys.executable, "-m", "patchset", *argv, "--format", "json"], cwd=REPO,
-                         capture_output=True, text=True, timeout=900)
-    doc = json.loads(run.stdout)
-    got = json.dumps({"exit": run.returncode, "output": image_stable(doc)}, indent=2, sort_keys=True) + "\n"
-    path = GOLDEN / f"{name}.json"
-    if os.environ.get("PATCHSET_UPDATE_GOLDEN") == "1":
-        path.write_text(got)
-    assert path.is_file(), f"no golden file {path}: run with PATCHSET_UPDATE_GOLDEN=1 once and review it"
-    assert got == path.read_text(), f"{name}: --format json changed (PATCHSET_UPDATE_GOLDEN=1 to accept)"
+    golden_cli(name, CASES[name])
 
 
 @pytest.mark.docker
 @pytest.mark.slow
 def test_audit_json_is_unchanged(built, standin, pristine_source):
-    golden_cli("audit", ["audit", built.tag, standin, "--source", pristine_source])
+    golden_cli("audit", ["audit", built.tag, standin, "--source", pristine_source], IMAGE_VOLATILE)
