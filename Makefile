@@ -29,6 +29,7 @@ engine:
 
 test: setup engine
 	$(BIN)/ruff check .
+	$(BIN)/mypy patchset
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # make fuzz N=30000 [SEED=1]: the differential harness (engine against GNU patch -F0 and git apply)
