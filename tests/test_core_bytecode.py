@@ -151,7 +151,7 @@ def test_a_stale_timestamp_pyc_runs_only_when_mtime_and_size_match(tmp_path):
 
 
 def test_bytecode_compiled_from_the_source_matches_at_every_level(tmp_path):
-    source = module(tmp_path, b'"""doc"""\nassert True\n' + PATCHED)
+    source = module(tmp_path, b'"""doc"""\nassert __debug__\n' + PATCHED)
     for level in bytecode.LEVELS:
         py_compile.compile(str(source), cfile=str(pyc_path(source, level)), optimize=level,
                            invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH, doraise=True)

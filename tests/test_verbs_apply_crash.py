@@ -81,7 +81,7 @@ def world(tmp_path_factory) -> tuple[Path, Path]:
         udiff(MODS[4], m[MODS[4]], edit(m[MODS[4]], "m4", 30)) + creation(NEW, "x = 1\n"),
         udiff(MODS[5], m[MODS[5]], edit(m[MODS[5]], "m5", 20)) + deletion(GONE, m[GONE]),
         udiff(MODS[6], m[MODS[6]], edit(m[MODS[6]], "m6", 33))
-        + udiff(TEST, m[TEST], m[TEST] + "def test_fixed():\n    assert True\n"),
+        + udiff(TEST, m[TEST], m[TEST] + "def test_fixed():\n    assert FIXED\n"),
     ]
     entries = []
     for i, text in enumerate(patches):
