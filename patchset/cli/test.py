@@ -67,7 +67,9 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def progress(line: str) -> None:
-    print(f"patchset test: {line}", file=sys.stderr, flush=True)
+    """Each step (pristine tree, venv or image, each run) on a terminal's stderr; silent in pipes and logs."""
+    if sys.stderr.isatty():
+        print(f"patchset test: {line}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
