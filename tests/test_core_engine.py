@@ -411,3 +411,23 @@ def test_where_gnu_patch_and_git_apply_would_place_a_hunk_differently_it_is_refu
     _, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
     _, _, git = git_apply(tmp_path, {F: tree}, diff)
     assert gnu[F].endswith(b"g\nX\nh\n") and git[F].startswith(b"a\nb\nc\nd\ne\nf\ng\nX\n")
+
+
+def test_the_fast_scans_find_what_comparing_every_window_finds():
+    """matches() and the nearest-candidate scores, against the plain definitions, on seeded data."""
+    import random
+
+    from patchset.core.engine import _Buffer, _window_scores
+
+    rng = random.Random(7)
+    for _ in range(300):
+        lines = [rng.choice([b"a\n", b"b\n", b"\n", b"c\n", b"d\n"]) for _ in range(rng.randint(0, 40))]
+        old = [rng.choice([b"a\n", b"b\n", b"\n", b"x\n"]) for _ in range(rng.randint(1, 6))]
+        floor = rng.randint(0, 5)
+        buf = _Buffer(b"".join(lines))
+        plain = [p for p in range(floor, len(lines) - len(old) + 1) if lines[p:p + len(old)] == old]
+        assert buf.find(old, floor, start=False, end=False) == plain
+        hi = max(floor, len(lines) - len(old))
+        every = {p: sum(a == b for a, b in zip(lines[p:p + len(old)], old, strict=False))
+                 for p in range(floor, hi + 1)}
+        assert _window_scores(lines, old, floor, hi) == {p: s for p, s in every.items() if s}

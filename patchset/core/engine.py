@@ -286,8 +286,17 @@ class _Buffer:
             return [p] if p >= floor and lines[p:] == pattern else []
         if k == 0:
             return []
-        first = pattern[0]
-        return [p for p in range(floor, len(lines) - k + 1) if lines[p] == first and lines[p:p + k] == pattern]
+        first, last_start, found = pattern[0], len(lines) - k, []
+        p = floor
+        while p <= last_start:  # list.index scans in C: the same places, far faster than a Python loop
+            try:
+                p = lines.index(first, p, last_start + 1)
+            except ValueError:
+                break
+            if lines[p:p + k] == pattern:
+                found.append(p)
+            p += 1
+        return found
 
     def render(self) -> bytes:
         return b"".join(self.lines)
@@ -514,6 +523,23 @@ def _fits(p: int, k: int, n: int, start: bool, end: bool) -> bool:
     return (not start or p == 0) and (not end or p + k == n)
 
 
+def _window_scores(keys: list[bytes], old: list[bytes], lo: int, hi: int) -> dict[int, int]:
+    """For every window start p in [lo, hi] where any line agrees: how many of ``old``'s lines equal
+    ``keys[p + i]``. Counted from where each of old's lines occurs, not by comparing every window."""
+    wanted = set(old)
+    where: dict[bytes, list[int]] = {}
+    for q, line in enumerate(keys):
+        if line in wanted:
+            where.setdefault(line, []).append(q)
+    scores: dict[int, int] = {}
+    for i, line in enumerate(old):
+        for q in where.get(line, ()):
+            p = q - i
+            if lo <= p <= hi:
+                scores[p] = scores.get(p, 0) + 1
+    return scores
+
+
 def _nearest(buf: _Buffer, old: list[bytes], expected: int, floor: int) -> tuple[int | None, tuple[str, ...]]:
     """Where the hunk comes closest, and how those lines differ from what it expects."""
     k = len(old)
@@ -522,12 +548,9 @@ def _nearest(buf: _Buffer, old: list[bytes], expected: int, floor: int) -> tuple
         return None, ()
     best: tuple[int, int] | None = None  # (score, -distance)
     best_at = None
-    for p in range(floor, max(floor, len(keys) - k) + 1):
-        window = keys[p:p + k]
-        score = sum(1 for a, b in zip(window, old, strict=False) if a == b)
-        if score == 0:
-            continue
-        key = (score, -abs(p - expected))
+    scores = _window_scores(keys, old, floor, max(floor, len(keys) - k))
+    for p in sorted(scores):
+        key = (scores[p], -abs(p - expected))
         if best is None or key > best:
             best, best_at = key, p
     if best_at is None:
