@@ -24,6 +24,7 @@ package (``a/v1/...``) is read with ``root="vllm"``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import posixpath
 import re
@@ -152,6 +153,13 @@ def read_patch(path: str | Path, *, strip: int = 1, root: str = "", display: str
         data = Path(path).read_bytes()
     except OSError as e:
         raise PatchFileError(f"cannot read patch file: {e.strerror}", file=name) from e
+    return _parsed(data, name, strip, root)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(data: bytes, name: str, strip: int, root: str) -> PatchFile:
+    """One parse per patch content in a process: a series checked on ten releases reads each patch once.
+    Safe to share: a PatchFile is frozen and nothing changes its header (refusals are raised again, not cached)."""
     return parse_patch(data, name=name, strip=strip, root=root)
 
 
