@@ -65,3 +65,16 @@ def write_patch(root: Path, rel: str, text: str, header: str = "Description: tes
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(header + text)
     return path
+
+
+#: One patch "fix" (recipes/fix/fix.patch) on target 0.29.0, proven by tests/test_sched.py.
+ONE_PATCH_MANIFEST = textwrap.dedent("""\
+    schema: 1
+    targets:
+      "0.29.0": {}
+    patches:
+      - id: fix
+        releases: ">=0.28.0"
+        patch: recipes/fix/fix.patch
+        tests: ["tests/test_sched.py"]
+    """)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from helpers import udiff
+from helpers import ONE_PATCH_MANIFEST, udiff
 
 from patchset.cli import main
 
@@ -27,16 +27,7 @@ PRISTINE = "".join(f"line{i} = {i}\n" for i in range(1, 31))
 FIXED = PRISTINE.replace("line10 = 10\n", "line10 = 10 - 1\n")
 HEADER = "Description: test patch\n---\n"
 GOOD_PATCH = HEADER + udiff(MOD, PRISTINE, FIXED)
-MANIFEST = textwrap.dedent("""\
-    schema: 1
-    targets:
-      "0.29.0": {}
-    patches:
-      - id: fix
-        releases: ">=0.28.0"
-        patch: recipes/fix/fix.patch
-        tests: ["tests/test_sched.py"]
-    """)
+MANIFEST = ONE_PATCH_MANIFEST
 SRC = ["--source", "dir:trees/{version}"]
 AT_MANIFEST = r"patches\.yaml:\d+: "
 AT_PATCH = r"recipes/fix/fix\.patch:\d+: "

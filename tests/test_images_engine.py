@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
-from helpers import udiff
+from helpers import ONE_PATCH_MANIFEST, udiff
 
 from patchset.cli import main
 from patchset.errors import EXIT_BAD_INPUT, PatchsetError
@@ -29,16 +28,7 @@ def project(tmp_path, monkeypatch):
     (tmp_path / "recipes" / "fix").mkdir(parents=True)
     (tmp_path / "recipes" / "fix" / "fix.patch").write_text(
         "Description: test patch\n---\n" + udiff(MOD, PRISTINE, PRISTINE.replace("line10 = 10\n", "line10 = 9\n")))
-    (tmp_path / "patches.yaml").write_text(textwrap.dedent("""\
-        schema: 1
-        targets:
-          "0.29.0": {}
-        patches:
-          - id: fix
-            releases: ">=0.28.0"
-            patch: recipes/fix/fix.patch
-            tests: ["tests/test_sched.py"]
-        """))
+    (tmp_path / "patches.yaml").write_text(ONE_PATCH_MANIFEST)
     monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
     monkeypatch.chdir(tmp_path)
