@@ -198,7 +198,10 @@ def inspect_manifest(path: str | Path = DEFAULT_MANIFEST, *,
     except yamlnodes.SyntaxProblem as e:
         return None, [ManifestError(f"not valid YAML: {e.message}", file=str(path), line=e.line)]
     loader = _Loader(path, raw, doc, orphans_are_errors)
-    return loader.load(), loader.errors
+    manifest = loader.load()
+    if manifest is not None and not loader.errors:
+        yamlnodes.keep(raw.decode("utf-8"), doc)
+    return manifest, loader.errors
 
 
 class ManifestErrors(ManifestError):

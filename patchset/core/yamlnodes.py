@@ -1,28 +1,30 @@
-"""YAML for the manifest, through ruamel.yaml: line numbers for every error, duplicate keys refused.
+"""The manifest's YAML as the loader reads it: plain containers that know where each key and item stands.
 
-ruamel.yaml's round-trip loader records where each key, value and list item stands (``.lc``),
-which the hand-written node tracker this replaces had to rebuild; its composer sees every key of
-a mapping, so a key written twice is found with both lines instead of the second silently winning.
+Parsing is ruamel.yaml's (:mod:`patchset.core.yamlparse`): YAML 1.2, every key of a mapping seen so a key
+written twice is reported with both lines, positions recorded for every key, value and list item. Its
+result is turned into :class:`Mapping` and :class:`Sequence`, which carry the same positions (``.lc``).
+
+Parsing costs more than everything else a warm ``check`` does (ruamel.yaml is pure Python: about 20 ms to
+import and 20 ms to read a manifest), so a parse is kept in the cache under the sha256 of the text and of
+the parser's own files once the loader found no problem in it, and read back as JSON: the same text gives the same document, containers,
+positions, duplicates and written forms alike. Only documents of plain scalars (str, int, bool, null)
+with no aliases are kept; anything else (a float, a date, a block string, an anchor) is parsed every
+time, so the loader's messages about those never depend on the cache. ``PATCHSET_NO_PARSE_CACHE=1``
+turns the cache off. A cache that cannot be read or written is passed over silently: it only saves time.
 """
 
 from __future__ import annotations
 
-import io
-import re
-from collections.abc import Iterator
+import contextlib
+import hashlib
+import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.constructor import DuplicateKeyError
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-
-Mapping = CommentedMap
-Sequence = CommentedSeq
-
 STR_TAG = "tag:yaml.org,2002:str"
+_PLAIN = (str, int, bool, type(None))  # exact types: a subclass (ruamel's HexInt, LiteralScalarString) is not plain
+_FORMAT = "1"  # bump when the JSON form below changes
 
 
 class SyntaxProblem(Exception):
@@ -32,6 +34,43 @@ class SyntaxProblem(Exception):
         super().__init__(message)
         self.message = message
         self.line = line
+
+
+class LineCol:
+    """0-based positions, as ruamel.yaml's ``.lc``: the container's, and per key (key then value) or item."""
+
+    def __init__(self, line: int | None = None, col: int | None = None, data: dict | None = None) -> None:
+        self.line, self.col = line, col
+        self.data: dict[Any, list[int]] = data if data is not None else {}
+
+    def key(self, k: object) -> tuple[int, int]:
+        return self.data[k][0], self.data[k][1]
+
+    def value(self, k: object) -> tuple[int, int]:
+        return self.data[k][2], self.data[k][3]
+
+    def item(self, i: int) -> tuple[int, int]:
+        return self.data[i][0], self.data[i][1]
+
+
+class Mapping(dict):
+    """A YAML mapping, in the order written."""
+
+    lc: LineCol
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lc = LineCol()
+
+
+class Sequence(list):
+    """A YAML list."""
+
+    lc: LineCol
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.lc = LineCol()
 
 
 @dataclass(frozen=True)
@@ -48,6 +87,7 @@ class Document:
     # How a scalar that is not a string was written, by its 0-based (line, column): `0.30` stays
     # `0.30` in the hint, where the loaded float would print as 0.3.
     written: dict[tuple[int, int], str] = field(default_factory=dict)
+    plain: bool = True  # only plain scalars, no aliases: the JSON form gives back the same document
 
     def text_at(self, position: tuple[int, int] | None, value: object) -> str:
         if position is not None and tuple(position) in self.written:
@@ -56,41 +96,22 @@ class Document:
 
 
 def load(text: str) -> Document:
-    """Parse ``text``; raise SyntaxProblem when it is not YAML. Duplicates are reported, not raised."""
-    try:
-        root = _loader().compose(io.StringIO(text))
-    except YAMLError as e:
-        raise _syntax(e) from e
-    doc = Document(None)
-    if root is None:
-        return doc
-    for node in _walk(root):
-        if isinstance(node, MappingNode):
-            doc.duplicates += _duplicates(node)
-        elif isinstance(node, ScalarNode) and _tag(node) != STR_TAG:
-            doc.written[(node.start_mark.line, node.start_mark.column)] = node.value
-    try:  # built from the nodes already composed: the text is parsed once
-        doc.data = _construct(root, allow_duplicates=bool(doc.duplicates))
-    except DuplicateKeyError as e:  # keys written differently but equal once loaded: 0.3 and 0.30
-        key = re.search(r'duplicate key "(.*?)"', str(e.problem))
-        doc.duplicates.append(Duplicate(key.group(1) if key else str(e.problem), _line(e.context_mark) or 0,
-                                        _line(e.problem_mark) or 0))
-        doc.data = _construct(root, allow_duplicates=True)
-    except YAMLError as e:
-        raise _syntax(e) from e
-    return doc
+    """Parse ``text`` (from the cache when it was kept); raise SyntaxProblem when it is not YAML."""
+    entry = _entry(text)
+    if entry is not None:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, IndexError):
+            return _from_json(json.loads(entry.read_bytes()))
+    from patchset.core import yamlparse
+
+    return yamlparse.parse(text)
 
 
-def _construct(root: Node, *, allow_duplicates: bool) -> object:
-    return _loader(allow_duplicates=allow_duplicates).constructor.construct_document(root)
-
-
-def _loader(*, allow_duplicates: bool = False) -> YAML:
-    # Once a duplicate is reported, the rest of the file is still read (keeping the first of the
-    # two) so that one run lists every problem.
-    yaml = YAML(typ="rt")
-    yaml.allow_duplicate_keys = allow_duplicates
-    return yaml
+def keep(text: str, doc: Document) -> None:
+    """Keep the parse of a text the loader found no problem in (bad input writes nothing, not even this)."""
+    entry = _entry(text)
+    if entry is not None and doc.plain and not entry.exists():
+        with contextlib.suppress(OSError):
+            _store(entry, json.dumps(_to_json(doc), separators=(",", ":")).encode())
 
 
 def line(container: object) -> int:
@@ -128,56 +149,72 @@ def value_position(m: object, key: object) -> tuple[int, int] | None:
         return None
 
 
-def _walk(root: Node) -> Iterator[Node]:
-    seen: set[int] = set()  # an alias shares its anchor's node; never walk it twice (or forever)
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        yield node
-        if isinstance(node, MappingNode):
-            for k, v in node.value:
-                stack += [v, k]
-        elif isinstance(node, SequenceNode):
-            stack += list(reversed(node.value))
+def _entry(text: str) -> Any:
+    """Where the parse of ``text`` is kept, or None when the cache is off."""
+    if os.environ.get("PATCHSET_NO_PARSE_CACHE"):
+        return None
+    from patchset.cache import cache_root
+
+    key = hashlib.sha256(_parser_fingerprint().encode() + b"\0" + text.encode("utf-8", "surrogatepass"))
+    return cache_root() / "yaml" / f"{key.hexdigest()}.json"
 
 
-def _duplicates(node: MappingNode) -> list[Duplicate]:
-    first: dict[tuple[bool, object], int] = {}
-    out = []
-    for key, _value in node.value:
-        if not isinstance(key, ScalarNode) or key.value == "<<":
-            continue
-        # Keys are equal when their loaded values are: 0.3 and 0.30 are one float key.
-        ident: tuple[bool, object] = (True, key.value) if _tag(key) == STR_TAG else (False, _scalar(key.value))
-        here = key.start_mark.line + 1
-        if ident in first:
-            out.append(Duplicate(key.value, first[ident], here))
-        else:
-            first[ident] = here
-    return out
+def _parser_fingerprint() -> str:
+    """What the parse depends on besides the text: this format, the parser module and ruamel.yaml's files."""
+    import importlib.util
+
+    parts = [_FORMAT]
+    for name in ("patchset.core.yamlparse", "ruamel.yaml", "ruamel.yaml.main"):
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None else None
+        st = os.stat(origin) if origin else None
+        parts.append(f"{origin}:{st.st_size}:{st.st_mtime_ns}" if st else f"{name}:?")
+    return "|".join(parts)
 
 
-def _scalar(text: str) -> object:
-    try:
-        value = _loader().load(text)
-    except YAMLError:
-        return text
-    return value if isinstance(value, (int, float, bool, type(None))) else text
+def _store(entry: Any, data: bytes) -> None:
+    from patchset.cache import Cache
+
+    Cache(entry.parent.parent).put_bytes(data, entry.parent.name, entry.name)
 
 
-def _tag(node: Node) -> str:
-    tag = node.tag
-    return str(getattr(tag, "value", tag))  # a str in ruamel.yaml 0.19, a Tag object in 0.18
+def _to_json(doc: Document) -> dict:
+    return {"data": _node_to_json(doc.data),
+            "duplicates": [[d.key, d.first, d.again] for d in doc.duplicates],
+            "written": [[line_, col, text] for (line_, col), text in doc.written.items()]}
 
 
-def _line(mark: object) -> int | None:
-    return mark.line + 1 if mark is not None and hasattr(mark, "line") else None
+def _node_to_json(node: object) -> object:
+    if isinstance(node, Mapping):
+        return {"m": [[_node_to_json(k), _node_to_json(v), node.lc.data.get(k)] for k, v in node.items()],
+                "at": [node.lc.line, node.lc.col]}
+    if isinstance(node, Sequence):
+        return {"s": [[_node_to_json(v), node.lc.data.get(i)] for i, v in enumerate(node)],
+                "at": [node.lc.line, node.lc.col]}
+    return node
 
 
-def _syntax(e: YAMLError) -> SyntaxProblem:
-    if isinstance(e, MarkedYAMLError):
-        return SyntaxProblem(str(e.problem or e.context or "not YAML"), _line(e.problem_mark or e.context_mark))
-    return SyntaxProblem(str(e), None)
+def _from_json(d: dict) -> Document:
+    return Document(_node_from_json(d["data"]), [Duplicate(k, a, b) for k, a, b in d["duplicates"]],
+                    {(line_, col): text for line_, col, text in d["written"]})
+
+
+def _node_from_json(node: object) -> object:
+    if not isinstance(node, dict):
+        return node
+    if "m" in node:
+        m = Mapping()
+        for k, v, at in node["m"]:
+            key = _node_from_json(k)
+            m[key] = _node_from_json(v)
+            if at is not None:
+                m.lc.data[key] = at
+        m.lc.line, m.lc.col = node["at"]
+        return m
+    s = Sequence()
+    for i, (v, at) in enumerate(node["s"]):
+        s.append(_node_from_json(v))
+        if at is not None:
+            s.lc.data[i] = at
+    s.lc.line, s.lc.col = node["at"]
+    return s

@@ -1,0 +1,116 @@
+"""The manifest parse cache: what is read back from it is exactly what ruamel.yaml's parse gave."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ruamel.yaml import YAML
+
+from patchset.core import yamlnodes, yamlparse
+from patchset.core.manifest import inspect_manifest, load_manifest
+
+from helpers import write_manifest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def shape(node: object) -> object:
+    """Everything the loader can see of a node: type, value, and every recorded position."""
+    if isinstance(node, yamlnodes.Mapping):
+        return ("map", node.lc.line, node.lc.col, sorted(node.lc.data.items(), key=repr),
+                [(shape(k), shape(v)) for k, v in node.items()])
+    if isinstance(node, yamlnodes.Sequence):
+        return ("seq", node.lc.line, node.lc.col, sorted(node.lc.data.items()), [shape(v) for v in node])
+    return (type(node).__name__, node)
+
+
+def kept_form(doc: yamlnodes.Document) -> yamlnodes.Document:
+    return yamlnodes._from_json(json.loads(json.dumps(yamlnodes._to_json(doc))))
+
+
+def same_document(a: yamlnodes.Document, b: yamlnodes.Document) -> None:
+    assert shape(a.data) == shape(b.data)
+    assert a.duplicates == b.duplicates and a.written == b.written
+
+
+scalars = st.one_of(st.text(max_size=12), st.integers(-10**6, 10**6), st.booleans(), st.none())
+keys = st.one_of(st.text(min_size=1, max_size=8), st.integers(0, 99), st.booleans())
+documents = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                           st.dictionaries(keys, inner, max_size=4)), max_leaves=20)
+
+
+def yaml_text(data: object, flow: bool) -> str:
+    yaml = YAML(typ="rt")
+    yaml.default_flow_style = flow
+    out = io.StringIO()
+    yaml.dump(data, out)
+    return out.getvalue()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(keys, documents, max_size=5), st.booleans())
+def test_the_kept_form_of_any_plain_document_is_the_parse(data: dict, flow: bool) -> None:
+    doc = yamlparse.parse(yaml_text(data, flow))
+    if doc.plain:  # others are never kept (ruamel reads some ints, 0 among them, as its own int type)
+        same_document(kept_form(doc), doc)
+
+
+def test_this_repositorys_manifest_reads_back_the_same() -> None:
+    doc = yamlparse.parse((REPO / "patches.yaml").read_text())
+    assert doc.plain and doc.written  # schema: 1 and the PR numbers are written scalars
+    same_document(kept_form(doc), doc)
+
+
+@pytest.mark.parametrize("text", [
+    "a: 0.30\n",  # a float: its message quotes how it was written
+    "a: &x [1]\nb: *x\n",  # an alias
+    "a: |\n  block\n",  # a block string (a str subclass)
+    "a: 0x10\n",  # a hex int (an int subclass)
+    "a: 2020-01-01\n",  # a date
+])
+def test_documents_with_more_than_plain_scalars_are_never_kept(text: str) -> None:
+    assert not yamlparse.parse(text).plain
+
+
+def test_a_good_manifest_is_kept_once_and_loads_the_same_from_the_cache(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("PATCHSET_NO_PARSE_CACHE", raising=False)
+    parsed = load_manifest(REPO / "patches.yaml")
+    kept = list((tmp_path / "cache" / "yaml").glob("*.json"))
+    assert len(kept) == 1
+    assert load_manifest(REPO / "patches.yaml") == parsed
+    monkeypatch.setattr(yamlparse, "parse", lambda text: pytest.fail("parsed again despite the cache"))
+    assert load_manifest(REPO / "patches.yaml") == parsed
+
+
+def test_a_manifest_with_problems_is_not_kept(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
+    path = write_manifest(tmp_path, """
+        schema: 2
+        targets:
+          - version: "0.29.0"
+        patches: []
+        """)
+    _, errors = inspect_manifest(path)
+    assert errors and "schema must be 1" in str(errors[0])
+    assert not (tmp_path / "cache" / "yaml").exists()
+
+
+def test_a_damaged_entry_is_parsed_again(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
+    parsed = load_manifest(REPO / "patches.yaml")
+    [entry] = (tmp_path / "cache" / "yaml").glob("*.json")
+    entry.write_text('{"data": {"m": [[1]]')  # cut short
+    assert load_manifest(REPO / "patches.yaml") == parsed
+
+
+def test_the_cache_can_be_turned_off(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATCHSET_NO_PARSE_CACHE", "1")
+    load_manifest(REPO / "patches.yaml")
+    assert not (tmp_path / "cache" / "yaml").exists()
