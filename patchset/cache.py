@@ -12,8 +12,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -87,6 +85,8 @@ class Cache:
         return final  # pragma: no cover - the loop returns or raises
 
     def _download(self, sha256: str, url: str, final: Path, progress: Callable[[int, int], None] | None) -> Path:
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.part-")
         try:
             digest = hashlib.sha256()
@@ -111,6 +111,8 @@ class Cache:
         return final
 
     def put_bytes(self, data: bytes, *parts: str) -> Path:
+        import tempfile
+
         final = self.path(*parts)
         final.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.part-")
@@ -134,6 +136,9 @@ class Cache:
                 return final
             final.parent.mkdir(parents=True, exist_ok=True)
             _clear_parts(final)
+            import shutil
+            import tempfile
+
             tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}.part-"))
             try:
                 shared_mode(tmp)
@@ -147,6 +152,8 @@ class Cache:
 
 def _clear_parts(final: Path) -> None:
     """Remove what an interrupted fill of ``final`` left behind; the caller holds ``final``'s lock."""
+    import shutil
+
     for part in final.parent.glob(f".{final.name}.part-*"):
         if part.is_dir() and not part.is_symlink():
             shutil.rmtree(part, ignore_errors=True)

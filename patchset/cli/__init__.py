@@ -18,8 +18,6 @@ import json
 import os
 import re
 import sys
-import tempfile
-import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -144,6 +142,9 @@ def _interrupted(prog: str, as_json: bool) -> int:
 
 
 def _internal(prog: str, e: BaseException, as_json: bool) -> int:
+    import tempfile
+    import traceback
+
     what = f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__
     try:
         fd, path = tempfile.mkstemp(prefix="patchset-traceback-", suffix=".txt")

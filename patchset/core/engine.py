@@ -51,7 +51,6 @@ were bitten by their leniency.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -555,6 +554,8 @@ def _nearest(buf: _Buffer, old: list[bytes], expected: int, floor: int) -> tuple
             best, best_at = key, p
     if best_at is None:
         return None, ()
+    import difflib  # only for a hunk that failed
+
     actual = [_text(b) for b in keys[best_at:best_at + k]]
     differ = tuple(ln.rstrip("\n") for ln in difflib.unified_diff(
         [_text(b) for b in old], actual, "patch expects", "tree has", lineterm="", n=1))

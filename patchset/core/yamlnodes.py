@@ -5,11 +5,12 @@ written twice is reported with both lines, positions recorded for every key, val
 result is turned into :class:`Mapping` and :class:`Sequence`, which carry the same positions (``.lc``).
 
 Parsing costs more than everything else a warm ``check`` does (ruamel.yaml is pure Python: about 20 ms to
-import and 20 ms to read a manifest), so a parse is kept in the cache under the sha256 of the text and of
-the parser's own files once the loader found no problem in it, and read back as JSON: the same text gives the same document, containers,
-positions, duplicates and written forms alike. Only documents of plain scalars (str, int, bool, null)
-with no aliases are kept; anything else (a float, a date, a block string, an anchor) is parsed every
-time, so the loader's messages about those never depend on the cache. ``PATCHSET_NO_PARSE_CACHE=1``
+import and 20 ms to read a manifest), so once the loader has found no problem in a manifest, its parse
+is kept in the cache under the sha256 of the text and of the parser's own files, and read back as JSON:
+the same text gives the same document, containers, positions, duplicates and written forms alike. Only
+documents of plain scalars (str, int, bool, null) with no aliases are kept; anything else (a float, a
+date, a block string, an anchor) is parsed every time, so the loader's messages about those never
+depend on the cache. ``PATCHSET_NO_PARSE_CACHE=1``
 turns the cache off. A cache that cannot be read or written is passed over silently: it only saves time.
 """
 
@@ -160,15 +161,21 @@ def _entry(text: str) -> Any:
 
 
 def _parser_fingerprint() -> str:
-    """What the parse depends on besides the text: this format, the parser module and ruamel.yaml's files."""
+    """What the parse depends on besides the text: this format, the parser module and ruamel.yaml's files.
+
+    Found without importing ruamel.yaml (``find_spec`` of a dotted name would import its parents).
+    """
     import importlib.util
 
+    files = [os.path.join(os.path.dirname(__file__), "yamlparse.py")]
+    spec = importlib.util.find_spec("ruamel")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        files += [os.path.join(folder, "yaml", name) for name in ("__init__.py", "main.py", "constructor.py")]
     parts = [_FORMAT]
-    for name in ("patchset.core.yamlparse", "ruamel.yaml", "ruamel.yaml.main"):
-        spec = importlib.util.find_spec(name)
-        origin = spec.origin if spec is not None else None
-        st = os.stat(origin) if origin else None
-        parts.append(f"{origin}:{st.st_size}:{st.st_mtime_ns}" if st else f"{name}:?")
+    for f in files:
+        with contextlib.suppress(OSError):
+            st = os.stat(f)
+            parts.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
     return "|".join(parts)
 
 

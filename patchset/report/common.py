@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import sys
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -46,6 +45,8 @@ def junit(cases: Iterable[Case], name: str = "patchset") -> str:
     cases, medians of 20): this writer 2.1 ms, junitparser 5.0.3 113 ms (its per-case statistics update),
     for the same XML and no less code; junitparser does not escape illegal characters either.
     """
+    import xml.etree.ElementTree as ET
+
     from patchset.runners.junit import escape_illegal as x
 
     cases = [Case(x(c.suite), x(c.name), c.failure and x(c.failure), c.skipped and x(c.skipped), x(c.detail))

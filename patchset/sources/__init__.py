@@ -7,6 +7,7 @@ package has no ``tests/``.
 
 from __future__ import annotations
 
+import re
 from typing import Protocol
 
 from patchset.errors import SourceError
@@ -21,6 +22,15 @@ class Source(Protocol):
 
 
 SOURCE_KINDS = "pypi (sdist), wheel, git:PATH, dir:PATH"
+
+
+def canonical_name(project: str) -> str:
+    """PEP 503's normalized project name, as ``packaging.utils.canonicalize_name`` gives it.
+
+    Written out (the rule is one line of the PEP) because packaging.utils imports packaging.tags,
+    platform and logging, which a warm check would otherwise pay for on every run.
+    """
+    return re.sub(r"[-_.]+", "-", project).lower()
 
 
 def open_source(spec: str, version: str, *, project: str = "vllm", tag: str = "v{version}", cache=None) -> Source:

@@ -20,17 +20,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import urllib.parse
 from dataclasses import dataclass
 from functools import cache
 
-from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 from packaging.version import Version
 
 from patchset.errors import SourceError
-from patchset.sources import http
+from patchset.sources import canonical_name, http
 
 ACCEPT = "application/vnd.pypi.simple.v1+json"
 
@@ -79,6 +77,8 @@ def pip_setting(name: str) -> str | None:
 
 @cache
 def _pip_config() -> str:
+    import subprocess
+
     try:
         return _pip("config", "list")
     except (OSError, subprocess.SubprocessError):
@@ -88,6 +88,8 @@ def _pip_config() -> str:
 @cache
 def _pip_default_index() -> str:
     """pip's built-in index, from its own help text (its public interface), so no host is named here."""
+    import subprocess
+
     try:
         text = " ".join(_pip("download", "--help").split())
     except (OSError, subprocess.SubprocessError) as e:
@@ -100,6 +102,8 @@ def _pip_default_index() -> str:
 
 
 def _pip(*args: str) -> str:
+    import subprocess
+
     return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=60,
                           check=True, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}).stdout
 
@@ -107,6 +111,8 @@ def _pip(*args: str) -> str:
 @cache
 def project_files(project: str, base: str | None = None) -> tuple[IndexFile, ...]:
     """The release files the index lists for ``project``; their URLs carry no credentials."""
+    from packaging.utils import canonicalize_name
+
     base_url, creds = http.split_credentials(base or index_url())
     url = base_url + canonicalize_name(project) + "/"
     hint = "set PIP_INDEX_URL or PATCHSET_INDEX_URL to a PEP 691 index"
@@ -130,6 +136,8 @@ def project_files(project: str, base: str | None = None) -> tuple[IndexFile, ...
 
 
 def sdist(project: str, version: str) -> IndexFile:
+    from packaging.utils import canonicalize_name, parse_sdist_filename
+
     for f in project_files(project):
         if f.filename.endswith(".tar.gz"):
             try:
@@ -142,6 +150,8 @@ def sdist(project: str, version: str) -> IndexFile:
 
 
 def wheel(project: str, version: str, platform: str = "manylinux_2_28_x86_64") -> IndexFile:
+    from packaging.utils import canonicalize_name, parse_wheel_filename
+
     for f in project_files(project):
         if not f.filename.endswith(".whl"):
             continue
@@ -161,7 +171,7 @@ def remembered(cache, kind: str, project: str, version: str, find) -> IndexFile:
     A release's files never change on an index (they can only be yanked), so
     once the digest is known a warm cache needs no index round trip at all.
     """
-    key = f"{canonicalize_name(project)}-{version}-{kind}.json"
+    key = f"{canonical_name(project)}-{version}-{kind}.json"
     path = cache.path("index", key)
     try:
         data = json.loads(path.read_text())
@@ -172,3 +182,4 @@ def remembered(cache, kind: str, project: str, version: str, find) -> IndexFile:
     found = find(project, version)
     cache.put_bytes(json.dumps(found.__dict__).encode(), "index", key)
     return found
+

@@ -11,9 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from patchset.errors import SourceError
+from patchset.sources import canonical_name
 
 PROVENANCE_NAME = ".patchset-provenance.json"  # inside the package folder
 JOURNAL_NAME = ".patchset-journal"  # inside the package folder, while an apply is not finished
@@ -61,7 +60,7 @@ class DirSource:
 
 
 def import_name(project: str) -> str:
-    return canonicalize_name(project).replace("-", "_")
+    return canonical_name(project).replace("-", "_")
 
 
 def is_source_tree(root: Path) -> bool:

@@ -6,13 +6,16 @@ into the cache; later reads are plain file reads.
 
 from __future__ import annotations
 
-import tarfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchset.cache import Cache
 from patchset.errors import SourceError
 from patchset.sources import index
 from patchset.sources.local import DirSource
+
+if TYPE_CHECKING:  # tarfile only when an sdist is unpacked: a warm cache reads plain files
+    import tarfile
 
 
 class SdistSource(DirSource):
@@ -26,6 +29,8 @@ class SdistSource(DirSource):
 
 
 def _unpack(blob: Path, dest: Path, name: str) -> None:
+    import tarfile
+
     try:
         with tarfile.open(blob, "r:gz") as tar:
             keep = safe_members(tar.getmembers(), name)
