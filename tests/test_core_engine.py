@@ -414,15 +414,20 @@ def test_where_gnu_patch_and_git_apply_would_place_a_hunk_differently_it_is_refu
 
 
 def test_the_fast_scans_find_what_comparing_every_window_finds():
-    """matches() and the nearest-candidate scores, against the plain definitions, on seeded data."""
+    """matches(), the loose (line-ending blind) match and the nearest-candidate scores, against the plain
+    definitions, on seeded data; lines of several lengths, so the scan's anchor line varies."""
     import random
 
-    from patchset.core.engine import _Buffer, _window_scores
+    from patchset.core.engine import _Buffer, _loose_find, _positions, _window_scores
 
     rng = random.Random(7)
-    for _ in range(300):
-        lines = [rng.choice([b"a\n", b"b\n", b"\n", b"c\n", b"d\n"]) for _ in range(rng.randint(0, 40))]
-        old = [rng.choice([b"a\n", b"b\n", b"\n", b"x\n"]) for _ in range(rng.randint(1, 6))]
+    alphabet = [b"a\n", b"b\n", b"\n", b"cc\n", b"ddd\n", b"a\r\n", b"long line\n", b"b"]
+    for _ in range(600):
+        lines = [rng.choice(alphabet[:-1]) for _ in range(rng.randint(0, 40))]
+        if rng.random() < 0.2:
+            lines.append(b"b")  # no newline at the end
+        old = [rng.choice([b"a\n", b"b\n", b"\n", b"x\n", b"cc\n", b"long line\n", b"a\r\n"])
+               for _ in range(rng.randint(1, 6))]
         floor = rng.randint(0, 5)
         buf = _Buffer(b"".join(lines))
         plain = [p for p in range(floor, len(lines) - len(old) + 1) if lines[p:p + len(old)] == old]
@@ -430,4 +435,9 @@ def test_the_fast_scans_find_what_comparing_every_window_finds():
         hi = max(floor, len(lines) - len(old))
         every = {p: sum(a == b for a, b in zip(lines[p:p + len(old)], old, strict=False))
                  for p in range(floor, hi + 1)}
-        assert _window_scores(lines, old, floor, hi) == {p: s for p, s in every.items() if s}
+        where = {x: _positions(lines, x) for x in set(old)}
+        assert _window_scores(where, old, floor, hi) == {p: s for p, s in every.items() if s}
+        bare = [x.removesuffix(b"\n").removesuffix(b"\r") for x in lines]
+        want = [x.removesuffix(b"\n").removesuffix(b"\r") for x in old]
+        loose = [p for p in range(len(bare) - len(want) + 1) if bare[p:p + len(want)] == want]
+        assert _loose_find(lines, old) == (loose[0] if loose else None)

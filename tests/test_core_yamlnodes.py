@@ -7,14 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import write_manifest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from patchset.core import yamlnodes, yamlparse
 from patchset.core.manifest import inspect_manifest, load_manifest
-
-from helpers import write_manifest
 
 REPO = Path(__file__).resolve().parent.parent
 

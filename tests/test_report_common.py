@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from patchset.report.common import CELL_LIMIT, render, table
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from patchset.report.common import CELL_LIMIT, dump_json, render, table
 
 IDS = ["offload-recurrent-load-boundary", "offload-mtp-eagle-serve"]
 
@@ -32,3 +38,23 @@ def test_very_long_cells_are_shortened_in_tables(monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
     out = render(table("t", ("id", "detail"), [("x", "y" * (CELL_LIMIT + 50))]))
     assert "y" * (CELL_LIMIT - 1) + "…" in out and "y" * CELL_LIMIT not in out
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.text()),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.tuples(inner, inner),
+                            st.dictionaries(st.one_of(st.text(), st.integers(), st.booleans(), st.none()), inner,
+                                            max_size=4)),
+    max_leaves=30)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values)
+def test_dump_json_writes_the_bytes_json_dumps_writes(value: object) -> None:
+    """The fast writer and ``json.dumps(indent=2)`` agree on every document, odd keys and floats included."""
+    assert dump_json(value) == json.dumps(value, indent=2) + "\n"
+
+
+def test_dump_json_leaves_what_json_refuses_to_json() -> None:
+    with pytest.raises(TypeError):
+        dump_json({"a": {1, 2}})

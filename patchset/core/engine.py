@@ -52,7 +52,7 @@ were bitten by their leniency.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from patchset.core.patchfile import FilePatch, Hunk, PatchFile, split_lines
 from patchset.core.words import Word
@@ -263,7 +263,7 @@ class _Cursor:
         growth = len(hunk.new) - len(hunk.old)
         shift = self.shift + growth if res.applied else self.shift
         if not (res.applied or res.status == ALREADY):
-            return replace(self, shift=shift)
+            return _Cursor(shift, self.last_offset, self.floor)
         return _Cursor(shift, res.offset + (growth if res.status == ALREADY else 0), new_floor)
 
 
@@ -283,19 +283,7 @@ class _Buffer:
         if end:
             p = len(lines) - k
             return [p] if p >= floor and lines[p:] == pattern else []
-        if k == 0:
-            return []
-        first, last_start, found = pattern[0], len(lines) - k, []
-        p = floor
-        while p <= last_start:  # list.index scans in C: the same places, far faster than a Python loop
-            try:
-                p = lines.index(first, p, last_start + 1)
-            except ValueError:
-                break
-            if lines[p:p + k] == pattern:
-                found.append(p)
-            p += 1
-        return found
+        return _occurrences(lines, pattern, floor) if k else []
 
     def render(self) -> bytes:
         return b"".join(self.lines)
@@ -308,8 +296,8 @@ class _Placement:
         self.buf, self.hunk, self.path = buf, hunk, fp.path
         self.shift, self.floor, self.max_fuzz = cursor.shift, cursor.floor, max_fuzz
         whole = len(fp.hunks) == 1
-        self.old = [ln.key for ln in hunk.old]
-        self.new = [ln.key for ln in hunk.new]
+        self.old = hunk.old_keys  # shared with every placement of this hunk: never changed here
+        self.new = hunk.new_keys
         lead, trail = hunk.leading, hunk.trailing
         self.zero = lead == 0 and trail == 0
         # A lone context-free hunk at the top may be a -U0 edit or a whole file replaced (a -U3 diff
@@ -338,7 +326,7 @@ class _Placement:
         found = self.buf.find(self.old, 0, self.start, self.end)
         pick, why = _choose(found, self.expected)
         if pick is not None and pick >= self.floor:
-            disagree = self.tools_disagree(pick)
+            disagree = self.tools_disagree(pick, None if self.start or self.end else found)
             return self.failure(disagree) if disagree else self.apply(pick, 0, 0)
         if why:
             return self.failure(why, candidates=tuple(p - self.shift + 1 for p in found))
@@ -347,16 +335,18 @@ class _Placement:
                                 "the previous hunk: the hunks are out of order or overlap")
         return self.already() or self.fuzzy() or self.failed()
 
-    def tools_disagree(self, pick: int) -> str:
+    def tools_disagree(self, pick: int, matches: list[int] | None) -> str:
         """Why GNU patch or git apply would place this hunk elsewhere than ``pick``, or ''.
 
         Each tool takes the match nearest to where it looks first, under its own anchoring: GNU
         from the stated line moved by the previous hunks' offset, never before the previous hunk;
-        git from the stated line of the new side, anywhere in the file.
+        git from the stated line of the new side, anywhere in the file. ``matches``: every place of the
+        old lines, when the caller has them.
         """
         k, n = len(self.old), len(self.buf.lines)
         lead, trail, first = self.hunk.leading, self.hunk.trailing, self.hunk.source_start
-        matches = self.buf.find(self.old, 0, False, False)
+        if matches is None:
+            matches = self.buf.find(self.old, 0, False, False)
         gnu = _nearest_of([p for p in matches if p >= self.floor and
                            _fits(p, k, n, lead < trail and first <= 1, trail < lead)], self.expected)
         git = _nearest_of([p for p in matches if _fits(p, k, n, first == 0 or (first == 1 and not self.zero),
@@ -492,15 +482,57 @@ def _removed_runs(hunk: Hunk) -> list[list[bytes]]:
     return [r for r in runs if r]
 
 
-def _loose_find(lines: list[bytes], old: list[bytes]) -> int | None:
-    """Where ``old`` matches if every line's ending (``\\r\\n``, ``\\n``, none) is ignored."""
-    def bare(b: bytes) -> bytes:
-        return b.removesuffix(b"\n").removesuffix(b"\r")
+def _bare(line: bytes) -> bytes:
+    return line.removesuffix(b"\n").removesuffix(b"\r")
 
-    want = [bare(o) for o in old]
-    have = [bare(ln) for ln in lines]
+
+def _loose_find(lines: list[bytes], old: list[bytes]) -> int | None:
+    """Where ``old`` first matches if every line's ending (``\\r\\n``, ``\\n``, none) is ignored.
+
+    Only the places where the longest line stands, with any of its three endings, are compared.
+    """
+    want = [_bare(o) for o in old]
     k = len(want)
-    return next((p for p in range(len(have) - k + 1) if have[p] == want[0] and have[p:p + k] == want), None)
+    a = max(range(k), key=lambda i: len(want[i]))
+    places = sorted(q for ending in (b"\n", b"\r\n", b"") for q in _positions(lines, want[a] + ending))
+    return next((q - a for q in places if 0 <= q - a <= len(lines) - k
+                 and all(_bare(lines[q - a + i]) == want[i] for i in range(k))), None)
+
+
+def _positions(lines: list[bytes], line: bytes) -> list[int]:
+    """Every index of ``line`` in ``lines``, found by ``list.index`` (a scan in C)."""
+    out: list[int] = []
+    q = 0
+    while True:
+        try:
+            q = lines.index(line, q)
+        except ValueError:
+            return out
+        out.append(q)
+        q += 1
+
+
+def _occurrences(lines: list[bytes], pattern: list[bytes], floor: int) -> list[int]:
+    """Every p >= floor with ``lines[p:p + len(pattern)] == pattern``, in order (pattern not empty).
+
+    Scanned by ``list.index`` (in C) for the pattern's longest line rather than its first: a blank
+    line or a lone ``}`` stands at hundreds of places, a long line at one or two. The same places
+    as comparing every window, far faster.
+    """
+    k = len(pattern)
+    lengths = list(map(len, pattern))
+    a = lengths.index(max(lengths))
+    anchor, last, found = pattern[a], len(lines) - k + a, []
+    q = floor + a
+    while q <= last:
+        try:
+            q = lines.index(anchor, q, last + 1)
+        except ValueError:
+            break
+        if lines[q - a:q - a + k] == pattern:
+            found.append(q - a)
+        q += 1
+    return found
 
 
 def _choose(found: list[int], expected: int) -> tuple[int | None, str]:
@@ -522,14 +554,10 @@ def _fits(p: int, k: int, n: int, start: bool, end: bool) -> bool:
     return (not start or p == 0) and (not end or p + k == n)
 
 
-def _window_scores(keys: list[bytes], old: list[bytes], lo: int, hi: int) -> dict[int, int]:
+def _window_scores(where: dict[bytes, list[int]], old: list[bytes], lo: int, hi: int) -> dict[int, int]:
     """For every window start p in [lo, hi] where any line agrees: how many of ``old``'s lines equal
-    ``keys[p + i]``. Counted from where each of old's lines occurs, not by comparing every window."""
-    wanted = set(old)
-    where: dict[bytes, list[int]] = {}
-    for q, line in enumerate(keys):
-        if line in wanted:
-            where.setdefault(line, []).append(q)
+    ``keys[p + i]``. Counted from where each of old's lines occurs (``where``: each of old's lines'
+    positions in keys), not by comparing every window."""
     scores: dict[int, int] = {}
     for i, line in enumerate(old):
         for q in where.get(line, ()):
@@ -547,7 +575,8 @@ def _nearest(buf: _Buffer, old: list[bytes], expected: int, floor: int) -> tuple
         return None, ()
     best: tuple[int, int] | None = None  # (score, -distance)
     best_at = None
-    scores = _window_scores(keys, old, floor, max(floor, len(keys) - k))
+    scores = _window_scores({line: _positions(keys, line) for line in set(old)}, old, floor,
+                            max(floor, len(keys) - k))
     for p in sorted(scores):
         key = (scores[p], -abs(p - expected))
         if best is None or key > best:

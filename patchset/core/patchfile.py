@@ -49,7 +49,7 @@ class HunkLine:
     text: str  # without its "\n" (a "\r" before it is part of the text), surrogate-escaped
     eol: str  # "\n", or "" when the patch says "No newline at end of file"
 
-    @property
+    @functools.cached_property  # computed once per line, not once per release and place it is tried
     def key(self) -> bytes:
         """The line's bytes as they must appear in the file."""
         return self.text.encode("utf-8", errors="surrogateescape") + self.eol.encode()
@@ -66,20 +66,31 @@ class Hunk:
     lines: tuple[HunkLine, ...]
     section: str = ""
 
-    @property
+    # Cached: a hunk is placed on every release and tried at several places on each. The lists are
+    # shared by every caller, which must not change them.
+    @functools.cached_property
     def old(self) -> list[HunkLine]:
         return [ln for ln in self.lines if ln.kind != "+"]
 
-    @property
+    @functools.cached_property
     def new(self) -> list[HunkLine]:
         return [ln for ln in self.lines if ln.kind != "-"]
 
-    @property
+    @functools.cached_property
+    def old_keys(self) -> list[bytes]:
+        """The old side's lines as bytes, as they must stand in the file."""
+        return [ln.key for ln in self.old]
+
+    @functools.cached_property
+    def new_keys(self) -> list[bytes]:
+        return [ln.key for ln in self.new]
+
+    @functools.cached_property
     def leading(self) -> int:
         """Context lines before the first change."""
         return next((i for i, ln in enumerate(self.lines) if ln.kind != " "), len(self.lines))
 
-    @property
+    @functools.cached_property
     def trailing(self) -> int:
         """Context lines after the last change."""
         return next((i for i, ln in enumerate(reversed(self.lines)) if ln.kind != " "), len(self.lines))

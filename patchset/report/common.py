@@ -9,6 +9,7 @@ import shutil
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii as _escape  # the C escaping json.dumps uses
 from typing import TYPE_CHECKING
 
 from patchset.errors import PatchsetError
@@ -19,7 +20,68 @@ if TYPE_CHECKING:  # rich is imported for tables only: --format json never pays 
 
 
 def dump_json(obj: object) -> str:
-    return json.dumps(obj, indent=2, sort_keys=False) + "\n"
+    """``json.dumps(obj, indent=2)`` and a newline, the same bytes (a test holds them equal), faster.
+
+    The standard library encodes with C only without ``indent``; with it, every value goes through
+    nested Python generators, which cost a 37-patch series checked on three releases more than
+    half of what checking its 2,244 hunks did (measured: 20 ms of 35). Strings still go through the
+    standard library's C escaping; anything but plain JSON types is left to ``json.dumps``.
+    """
+    parts: list[str] = []
+    try:
+        _encode(obj, parts, "\n")
+    except _NotPlain:
+        return json.dumps(obj, indent=2) + "\n"
+    parts.append("\n")
+    return "".join(parts)
+
+
+class _NotPlain(Exception):
+    """A value json.dumps would turn into something else (a float NaN) or refuse: let it."""
+
+
+def _encode(obj: object, out: list[str], newline: str) -> None:
+    kind = type(obj)
+    if kind is str:
+        out.append(_escape(obj))  # type: ignore[arg-type]
+    elif kind is dict:
+        if not obj:
+            out.append("{}")
+            return
+        inner = newline + "  "
+        out.append("{")
+        first = True
+        for key, value in obj.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                raise _NotPlain
+            out.append(inner if first else "," + inner)
+            first = False
+            out.append(_escape(key))
+            out.append(": ")
+            _encode(value, out, inner)
+        out.append(newline + "}")
+    elif kind is list or kind is tuple:
+        if not obj:
+            out.append("[]")
+            return
+        inner = newline + "  "
+        out.append("[")
+        for i, value in enumerate(obj):  # type: ignore[arg-type]
+            out.append(inner if i == 0 else "," + inner)
+            _encode(value, out, inner)
+        out.append(newline + "]")
+    elif obj is None:
+        out.append("null")
+    elif obj is True:
+        out.append("true")
+    elif obj is False:
+        out.append("false")
+    elif kind is int:
+        out.append(int.__repr__(obj))  # type: ignore[arg-type]
+    elif kind is float and obj == obj and obj not in (float("inf"), float("-inf")):
+        out.append(float.__repr__(obj))  # type: ignore[arg-type]
+    else:
+        raise _NotPlain
 
 
 def error_doc(e: PatchsetError) -> dict:
