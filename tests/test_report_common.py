@@ -58,3 +58,14 @@ def test_dump_json_writes_the_bytes_json_dumps_writes(value: object) -> None:
 def test_dump_json_leaves_what_json_refuses_to_json() -> None:
     with pytest.raises(TypeError):
         dump_json({"a": {1, 2}})
+
+
+def test_dump_json_writes_status_words_itself(monkeypatch) -> None:
+    """A check document (str-enum status words, nested lists) takes the fast path, not json.dumps."""
+    from patchset.core.engine import HunkStatus
+    from patchset.report import common
+
+    doc = {"ok": True, "hunks": [{"status": list(HunkStatus)[0], "line": 3, "differ": ["-a", "+b"]}], "x": 1.5}
+    expected = json.dumps(doc, indent=2) + "\n"
+    monkeypatch.setattr(common.json, "dumps", lambda *a, **k: pytest.fail("fell back to json.dumps"))
+    assert dump_json(doc) == expected

@@ -41,32 +41,17 @@ class _NotPlain(Exception):
 
 
 def _encode(obj: object, out: list[str], newline: str) -> None:
-    kind = type(obj)
-    if kind is str:
-        out.append(_escape(obj))  # type: ignore[arg-type]
-    elif kind is dict:
-        if not obj:
-            out.append("{}")
-            return
-        inner = newline + "  "
-        out.append("{")
-        first = True
-        for key, value in obj.items():  # type: ignore[attr-defined]
-            if type(key) is not str:
-                raise _NotPlain
-            out.append(inner if first else "," + inner)
-            first = False
-            out.append(_escape(key))
-            out.append(": ")
-            _encode(value, out, inner)
-        out.append(newline + "}")
-    elif kind is list or kind is tuple:
+    if isinstance(obj, str):  # status words are str enums: json.dumps writes their value, so does this
+        out.append(_escape(obj))
+    elif isinstance(obj, dict):
+        _encode_dict(obj, out, newline)
+    elif isinstance(obj, (list, tuple)):
         if not obj:
             out.append("[]")
             return
         inner = newline + "  "
         out.append("[")
-        for i, value in enumerate(obj):  # type: ignore[arg-type]
+        for i, value in enumerate(obj):
             out.append(inner if i == 0 else "," + inner)
             _encode(value, out, inner)
         out.append(newline + "]")
@@ -76,12 +61,30 @@ def _encode(obj: object, out: list[str], newline: str) -> None:
         out.append("true")
     elif obj is False:
         out.append("false")
-    elif kind is int:
-        out.append(int.__repr__(obj))  # type: ignore[arg-type]
-    elif kind is float and obj == obj and obj not in (float("inf"), float("-inf")):
-        out.append(float.__repr__(obj))  # type: ignore[arg-type]
+    elif isinstance(obj, int):
+        out.append(int.__repr__(obj))
+    elif isinstance(obj, float) and obj == obj and obj not in (float("inf"), float("-inf")):
+        out.append(float.__repr__(obj))
     else:
         raise _NotPlain
+
+
+def _encode_dict(obj: dict, out: list[str], newline: str) -> None:
+    if not obj:
+        out.append("{}")
+        return
+    inner = newline + "  "
+    out.append("{")
+    first = True
+    for key, value in obj.items():
+        if not isinstance(key, str):
+            raise _NotPlain
+        out.append(inner if first else "," + inner)
+        first = False
+        out.append(_escape(key))
+        out.append(": ")
+        _encode(value, out, inner)
+    out.append(newline + "}")
 
 
 def error_doc(e: PatchsetError) -> dict:
