@@ -28,10 +28,14 @@ import functools
 import hashlib
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from patchset.errors import PatchFileError
+
+_T = TypeVar("_T")
 
 HUNK_HEADER = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)$")
 DEP3_KEY = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):\s?(.*)$")
@@ -43,13 +47,31 @@ REGULAR = 0o100000
 SIGNATURE = (b"-- \n", b"--\n", b"-- \r\n")
 
 
+class _once(Generic[_T]):  # noqa: N801 -- a decorator, like the functools.cached_property it stands for
+    """``functools.cached_property`` without the lock it takes on every first access before Python 3.12.
+
+    The value goes into the instance's ``__dict__`` (a frozen dataclass allows that), where later
+    reads find it without calling this again. Computing it twice in two threads would give equal values.
+    """
+
+    def __init__(self, fn: Callable[[Any], _T]) -> None:
+        self.fn, self.name = fn, fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __get__(self, obj: object, owner: type | None = None) -> _T:
+        if obj is None:
+            return self  # type: ignore[return-value]  # the descriptor itself, read from the class
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
+
+
 @dataclass(frozen=True)
 class HunkLine:
     kind: str  # " " context, "-" removed, "+" added
     text: str  # without its "\n" (a "\r" before it is part of the text), surrogate-escaped
     eol: str  # "\n", or "" when the patch says "No newline at end of file"
 
-    @functools.cached_property  # computed once per line, not once per release and place it is tried
+    @_once  # computed once per line, not once per release and place it is tried
     def key(self) -> bytes:
         """The line's bytes as they must appear in the file."""
         return self.text.encode("utf-8", errors="surrogateescape") + self.eol.encode()
@@ -68,29 +90,29 @@ class Hunk:
 
     # Cached: a hunk is placed on every release and tried at several places on each. The lists are
     # shared by every caller, which must not change them.
-    @functools.cached_property
+    @_once
     def old(self) -> list[HunkLine]:
         return [ln for ln in self.lines if ln.kind != "+"]
 
-    @functools.cached_property
+    @_once
     def new(self) -> list[HunkLine]:
         return [ln for ln in self.lines if ln.kind != "-"]
 
-    @functools.cached_property
+    @_once
     def old_keys(self) -> list[bytes]:
         """The old side's lines as bytes, as they must stand in the file."""
         return [ln.key for ln in self.old]
 
-    @functools.cached_property
+    @_once
     def new_keys(self) -> list[bytes]:
         return [ln.key for ln in self.new]
 
-    @functools.cached_property
+    @_once
     def leading(self) -> int:
         """Context lines before the first change."""
         return next((i for i, ln in enumerate(self.lines) if ln.kind != " "), len(self.lines))
 
-    @functools.cached_property
+    @_once
     def trailing(self) -> int:
         """Context lines after the last change."""
         return next((i for i, ln in enumerate(reversed(self.lines)) if ln.kind != " "), len(self.lines))
