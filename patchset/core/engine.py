@@ -313,7 +313,7 @@ class _Placement:
 
     def result(self, status: HunkStatus, at: int, applied: bool = True, **kw) -> HunkResult:
         return HunkResult(self.path, self.hunk.number, status, applied, line=at - self.shift + 1,
-                          offset=at - self.shift - self.header_pos, **kw)
+                          offset=at - self.shift - self.header_pos, patch_line=self.hunk.line, **kw)
 
     def failure(self, message: str, at: int | None = None, **kw) -> tuple[HunkResult, int]:
         return self.result(FAILED, self.expected if at is None else at, applied=False, message=message,

@@ -165,7 +165,8 @@ def _apply_one(walk: _Walk, p: Patch, pf: PatchFile, base: PatchResult) -> Patch
     sub = PatchFile(pf.path, pf.sha256, pf.header, tuple(covered))
     outcome = engine.apply_patch(tree, sub, max_fuzz=p.fuzz)
     where = {h.number: h.line for h in sub.hunks}
-    base.hunks = tuple(replace(h, patch_line=where.get(h.number, 0)) for h in outcome.hunks)
+    base.hunks = tuple(h if h.patch_line == where.get(h.number, 0) else replace(h, patch_line=where.get(h.number, 0))
+                       for h in outcome.hunks)
     untouched = not any(tree.get(x) != pristine.get(x) for x in sub.touched)
     if outcome.status == engine.OutcomeStatus.ALREADY and untouched:
         base.status = UPSTREAM
