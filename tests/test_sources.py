@@ -15,6 +15,8 @@ from pathlib import Path
 
 import git
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from patchset.cache import Cache
 from patchset.errors import SourceError
@@ -675,3 +677,14 @@ def test_a_wheel_already_downloaded_whole_is_read_without_the_network(tmp_path):
     cache.blob(digest, wheel.as_uri())  # as the venv runner leaves it
     src = WheelSource(IndexFile(wheel.name, "http://127.0.0.1:9/gone.whl", digest), cache, package="pip")
     assert src.read(SMALL) == _member(wheel.read_bytes(), SMALL)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcXYZ019-_.", min_size=1, max_size=12))
+def test_canonical_name_is_packagings(name: str) -> None:
+    """The PEP 503 name the cache keys use, written out to keep packaging.utils off the warm path, is packaging's."""
+    from packaging.utils import canonicalize_name
+
+    from patchset.sources import canonical_name
+
+    assert canonical_name(name) == canonicalize_name(name)

@@ -41,6 +41,14 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, hint=f"see {self.prog} --help")
 
+    def format_help(self) -> str:
+        verb = self.prog.split()[-1]
+        if self.description is None and verb in _REGISTRY:  # a verb's help text is filled in when shown
+            from patchset.cli.registry import help_texts
+
+            self.description, self.epilog = help_texts(verb)
+        return super().format_help()
+
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``only``, the other verbs are listed but their modules are not imported."""

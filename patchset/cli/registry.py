@@ -11,8 +11,6 @@ list in step with these parsers.
 from __future__ import annotations
 
 import argparse
-import shutil
-import textwrap
 from dataclasses import dataclass
 
 EXIT_CODES = ("exit codes: 0 everything asked for holds; 1 a finding (a hunk fails, a fix is missing or not "
@@ -105,10 +103,17 @@ VERBS: dict[str, Verb] = {
 
 
 def subparser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
-    """The subparser of ``name``, with its summary, paragraph, exit codes and example, fitted to the terminal."""
+    """The subparser of ``name``; its paragraph, exit codes and example are filled in when help is shown."""
+    return sub.add_parser(name, help=VERBS[name].summary, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def help_texts(name: str) -> tuple[str, str]:
+    """The description and epilog of ``name``'s help (summary, paragraph, exit codes, example), fitted to the
+    terminal. Made only when help is shown: a run that just parses its arguments never pays for textwrap."""
+    import shutil
+    import textwrap
+
     verb = VERBS[name]
     width = max(40, min(shutil.get_terminal_size().columns, 100) - 2)
     about = textwrap.fill(f"{verb.summary[0].upper()}{verb.summary[1:]}. {verb.description}", width)
-    epilog = f"{textwrap.fill(EXIT_CODES + '.', width)}\n\nexample:\n  {verb.example}"
-    return sub.add_parser(name, help=verb.summary, description=about, epilog=epilog,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    return about, f"{textwrap.fill(EXIT_CODES + '.', width)}\n\nexample:\n  {verb.example}"

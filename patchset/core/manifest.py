@@ -10,7 +10,6 @@ import contextlib
 import hashlib
 import posixpath
 import re
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -662,6 +661,8 @@ def manifest_at(spec: str | Path) -> Iterator[Manifest]:
     lives as long as the ``with`` block: a dashboard audits against a tagged manifest without a
     checkout, and the working tree is never touched.
     """
+    import tempfile
+
     path, rev = split_revision(str(spec))
     if rev is None:
         yield load_manifest(path)
