@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from patchset.errors import SourceError
@@ -160,6 +161,47 @@ def _clear_parts(final: Path) -> None:
         else:
             with contextlib.suppress(FileNotFoundError):
                 part.unlink()
+
+
+def derived(kind: str, content: bytes, code: Sequence[str]) -> Path | None:
+    """Where a result computed from ``content`` by the code in the files ``code`` is kept as JSON.
+
+    The key is the sha256 of the content and of each code file's path, size and modification time,
+    so an upgrade or an edit of the code (an editable install) starts afresh. None when
+    ``PATCHSET_NO_PARSE_CACHE`` is set. Only pure functions of their input are kept here (a manifest's
+    parse): an entry can be deleted at any time, and one that cannot be read is
+    computed again.
+    """
+    if os.environ.get("PATCHSET_NO_PARSE_CACHE"):
+        return None
+    key = hashlib.sha256()
+    for f in code:
+        try:
+            st = os.stat(f)
+            key.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\0".encode())
+        except OSError:
+            key.update(f"{f}:?\0".encode())
+    key.update(content)
+    return cache_root() / "derived" / kind / f"{key.hexdigest()}.json"
+
+
+def read_derived(entry: Path | None) -> object | None:
+    """The JSON kept at ``entry``, or None when there is none or it cannot be read."""
+    if entry is None:
+        return None
+    try:
+        return json.loads(entry.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def keep_derived(entry: Path | None, value: object) -> None:
+    """Keep ``value`` at ``entry`` (whole or not at all); a cache that cannot be written only costs time."""
+    if entry is None or entry.exists():
+        return
+    with contextlib.suppress(OSError):
+        Cache(entry.parent.parent.parent).put_bytes(json.dumps(value, separators=(",", ":")).encode(),
+                                                    *entry.parts[-3:])
 
 
 class _CutShort(Exception):

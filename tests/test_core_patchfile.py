@@ -133,3 +133,4 @@ def test_a_non_git_diff_between_two_names_edits_the_new_one():
     pf = parse("--- a/vllm/a.py.orig\n+++ b/vllm/a.py\n@@ -1 +1 @@\n-x\n+y\n")
     (f,) = pf.files
     assert (f.old_path, f.new_path, f.is_rename) == ("vllm/a.py", "vllm/a.py", False)
+

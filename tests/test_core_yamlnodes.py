@@ -80,7 +80,7 @@ def test_a_good_manifest_is_kept_once_and_loads_the_same_from_the_cache(tmp_path
     monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("PATCHSET_NO_PARSE_CACHE", raising=False)
     parsed = load_manifest(REPO / "patches.yaml")
-    kept = list((tmp_path / "cache" / "yaml").glob("*.json"))
+    kept = list((tmp_path / "cache" / "derived" / "yaml").glob("*.json"))
     assert len(kept) == 1
     assert load_manifest(REPO / "patches.yaml") == parsed
     monkeypatch.setattr(yamlparse, "parse", lambda text: pytest.fail("parsed again despite the cache"))
@@ -97,13 +97,13 @@ def test_a_manifest_with_problems_is_not_kept(tmp_path: Path, monkeypatch) -> No
         """)
     _, errors = inspect_manifest(path)
     assert errors and "schema must be 1" in str(errors[0])
-    assert not (tmp_path / "cache" / "yaml").exists()
+    assert not (tmp_path / "cache" / "derived" / "yaml").exists()
 
 
 def test_a_damaged_entry_is_parsed_again(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
     parsed = load_manifest(REPO / "patches.yaml")
-    [entry] = (tmp_path / "cache" / "yaml").glob("*.json")
+    [entry] = (tmp_path / "cache" / "derived" / "yaml").glob("*.json")
     entry.write_text('{"data": {"m": [[1]]')  # cut short
     assert load_manifest(REPO / "patches.yaml") == parsed
 
@@ -112,4 +112,4 @@ def test_the_cache_can_be_turned_off(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PATCHSET_NO_PARSE_CACHE", "1")
     load_manifest(REPO / "patches.yaml")
-    assert not (tmp_path / "cache" / "yaml").exists()
+    assert not (tmp_path / "cache" / "derived" / "yaml").exists()

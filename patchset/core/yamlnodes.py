@@ -17,15 +17,15 @@ turns the cache off. A cache that cannot be read or written is passed over silen
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from patchset.cache import derived, keep_derived, read_derived
 
 STR_TAG = "tag:yaml.org,2002:str"
 _PLAIN = (str, int, bool, type(None))  # exact types: a subclass (ruamel's HexInt, LiteralScalarString) is not plain
-_FORMAT = "1"  # bump when the JSON form below changes
 
 
 class SyntaxProblem(Exception):
@@ -98,10 +98,10 @@ class Document:
 
 def load(text: str) -> Document:
     """Parse ``text`` (from the cache when it was kept); raise SyntaxProblem when it is not YAML."""
-    entry = _entry(text)
-    if entry is not None:
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, IndexError):
-            return _from_json(json.loads(entry.read_bytes()))
+    kept = read_derived(_entry(text))
+    if kept is not None:
+        with contextlib.suppress(ValueError, KeyError, TypeError, IndexError):
+            return _from_json(kept)  # type: ignore[arg-type]
     from patchset.core import yamlparse
 
     return yamlparse.parse(text)
@@ -109,10 +109,8 @@ def load(text: str) -> Document:
 
 def keep(text: str, doc: Document) -> None:
     """Keep the parse of a text the loader found no problem in (bad input writes nothing, not even this)."""
-    entry = _entry(text)
-    if entry is not None and doc.plain and not entry.exists():
-        with contextlib.suppress(OSError):
-            _store(entry, json.dumps(_to_json(doc), separators=(",", ":")).encode())
+    if doc.plain:
+        keep_derived(_entry(text), _to_json(doc))
 
 
 def line(container: object) -> int:
@@ -150,39 +148,23 @@ def value_position(m: object, key: object) -> tuple[int, int] | None:
         return None
 
 
-def _entry(text: str) -> Any:
+def _entry(text: str) -> Path | None:
     """Where the parse of ``text`` is kept, or None when the cache is off."""
-    if os.environ.get("PATCHSET_NO_PARSE_CACHE"):
-        return None
-    from patchset.cache import cache_root
-
-    key = hashlib.sha256(_parser_fingerprint().encode() + b"\0" + text.encode("utf-8", "surrogatepass"))
-    return cache_root() / "yaml" / f"{key.hexdigest()}.json"
+    return derived("yaml", text.encode("utf-8", "surrogatepass"), _parser_files())
 
 
-def _parser_fingerprint() -> str:
-    """What the parse depends on besides the text: this format, the parser module and ruamel.yaml's files.
+def _parser_files() -> list[str]:
+    """The files the parse depends on besides the text: the parser module and ruamel.yaml's.
 
     Found without importing ruamel.yaml (``find_spec`` of a dotted name would import its parents).
     """
     import importlib.util
 
-    files = [os.path.join(os.path.dirname(__file__), "yamlparse.py")]
+    files = [os.path.join(os.path.dirname(__file__), "yamlparse.py"), __file__]
     spec = importlib.util.find_spec("ruamel")
     for folder in (spec.submodule_search_locations or []) if spec is not None else []:
         files += [os.path.join(folder, "yaml", name) for name in ("__init__.py", "main.py", "constructor.py")]
-    parts = [_FORMAT]
-    for f in files:
-        with contextlib.suppress(OSError):
-            st = os.stat(f)
-            parts.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
-    return "|".join(parts)
-
-
-def _store(entry: Any, data: bytes) -> None:
-    from patchset.cache import Cache
-
-    Cache(entry.parent.parent).put_bytes(data, entry.parent.name, entry.name)
+    return files
 
 
 def _to_json(doc: Document) -> dict:
