@@ -382,21 +382,14 @@ class _Placement:
         return self.apply(at, 0, 0)
 
     def apply(self, pick: int, head: int, tail: int, fuzz: int = 0) -> tuple[HunkResult, int]:
-        body = self.hunk.lines[head:len(self.hunk.lines) - tail]
-        count = sum(1 for ln in body if ln.kind != "+")
-        region = self.buf.lines[pick:pick + count]
-        merged: list[bytes] = []
-        i = 0
-        for ln in body:  # context lines keep the file's own bytes (they differ only under fuzz)
-            if ln.kind == " ":
-                merged.append(region[i])
-            if ln.kind != "+":
-                i += 1
-            if ln.kind == "+":
-                merged.append(ln.key)
+        if head or tail:
+            count, merged = self.merged(pick, head, tail)
+        else:  # the whole hunk matched exactly: the file's context lines are the hunk's own
+            count, merged = len(self.old), self.new
         ends_file = pick + count == len(self.buf.lines)
-        if any(not m.endswith(b"\n") for m in merged[:-1]) or \
-                (merged and not merged[-1].endswith(b"\n") and not ends_file):
+        # Every line of an exact match ends in a newline unless the hunk says one does not.
+        if (head or tail or self.unterminated) and (any(not m.endswith(b"\n") for m in merged[:-1]) or
+                                                     (merged and not merged[-1].endswith(b"\n") and not ends_file)):
             return self.failure("the result would join two lines (a line without its newline mid-file)", pick)
         self.buf.lines[pick:pick + count] = merged
         start = pick - head
@@ -404,6 +397,23 @@ class _Placement:
             return self.result(FUZZ, start, fuzz=fuzz, message=f"placed with fuzz {fuzz}"), pick + len(merged)
         status = EXACT if start - self.shift == self.header_pos else OFFSET
         return self.result(status, start), pick + len(merged)
+
+    def merged(self, pick: int, head: int, tail: int) -> tuple[int, list[bytes]]:
+        """The old lines the hunk trimmed of ``head`` and ``tail`` context covers at ``pick``, and what
+        replaces them: its new lines, with context lines kept as the file has them (under fuzz)."""
+        body = self.hunk.lines[head:len(self.hunk.lines) - tail]
+        count = sum(1 for ln in body if ln.kind != "+")
+        region = self.buf.lines[pick:pick + count]
+        merged: list[bytes] = []
+        i = 0
+        for ln in body:
+            if ln.kind == " ":
+                merged.append(region[i])
+            if ln.kind != "+":
+                i += 1
+            if ln.kind == "+":
+                merged.append(ln.key)
+        return count, merged
 
     def already(self) -> tuple[HunkResult, int] | None:
         """The reversed hunk placed under the same rules: its new lines, where they would be."""
