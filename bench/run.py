@@ -4,7 +4,9 @@ Baseline (the fair one): ``bench/gnu_loop.sh`` — per release, copy only the fi
 into a scratch tree, then GNU ``patch -F0`` each patch in series order. The old baseline (unpack the
 sdist, then GNU patch) is shown beside it for what it is: what CI scripts without a cache do.
 Whole process against whole process, paired runs (patchset, then the loop, alternating), medians.
-Only ratios measured in the same run mean anything; no test asserts on time.
+Only ratios measured in the same run mean anything; no test asserts on time. Bytes read are the
+kernel's count of bytes every read() returned (``rchar``, page cache included) for the command and
+its children, taken once per side outside the timed runs; peak memory is patchset's maximum RSS.
 
     .venv/bin/python bench/run.py [--repeat 5] [--quick]
 """
@@ -12,6 +14,7 @@ Only ratios measured in the same run mean anything; no test asserts on time.
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import statistics
 import subprocess
@@ -58,6 +61,14 @@ def timed(cmd: list[str]) -> Run:
     _, status, usage = os.wait4(p.pid, 0)
     p.returncode = os.waitstatus_to_exitcode(status)
     return Run(time.perf_counter() - start, usage.ru_maxrss, p.returncode)
+
+
+def bytes_read(cmd: list[str]) -> int:
+    """What ``cmd`` and its children read (``rchar``): a shell runs it, waits, then reads its own
+    /proc entry, which by then holds the reaped children's counts (the shell itself reads nothing)."""
+    script = '"$@" >/dev/null 2>&1; cat /proc/$$/io'
+    out = subprocess.run(["sh", "-c", script, "sh", *cmd], capture_output=True, text=True, check=True).stdout
+    return next(int(line.split()[1]) for line in out.splitlines() if line.startswith("rchar:"))
 
 
 def tree_of(version: str, cache: Cache) -> Path:
@@ -114,7 +125,8 @@ def measure(w: Workload, repeat: int, cache: Cache) -> dict:
             unpack.append(time.perf_counter() - t)
     return {"ours": statistics.median(r.seconds for r in ours), "rss": max(r.max_rss_kb for r in ours),
             "loop": statistics.median(r.seconds for r in loop),
-            "unpack": statistics.median(unpack) if unpack else None}
+            "unpack": statistics.median(unpack) if unpack else None,
+            "read": bytes_read(cli), "loop_read": bytes_read(["bash", str(LOOP), *w.loop_args])}
 
 
 def workloads(work: Path, cache: Cache, quick: bool) -> list[Workload]:
@@ -145,19 +157,37 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="leave out the 500 x 10 workload")
     args = ap.parse_args()
+    # Bytecode compiled, as an installed package's is (PYTHONDONTWRITEBYTECODE would leave every run compiling).
+    compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "patchset"), quiet=1)
     cache = Cache()
     with tempfile.TemporaryDirectory(prefix="patchset-bench-") as tmp:
         rows = [(w, measure(w, args.repeat, cache)) for w in workloads(Path(tmp), cache, args.quick)]
     print(f"medians of {args.repeat} paired runs; whole processes; warm cache; {os.cpu_count()} cores\n")
-    print("| workload | patchset check | touched-files GNU loop | ratio | unpack + GNU loop | peak RSS |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| workload | patchset check | touched-files GNU loop | ratio | unpack + GNU loop | "
+          "bytes read: patchset / loop | peak RSS |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for w, r in rows:
         ratio = r["loop"] / r["ours"]
         word = f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
-        unpack = f"{r['unpack']:.2f} s" if r["unpack"] is not None else "-"
+        unpack = f"{r['unpack']:.2f} s ({r['unpack'] / r['ours']:.0f}x patchset)" if r["unpack"] is not None else "-"
         print(f"| {w.name} | {r['ours']:.3f} s | {r['loop']:.3f} s | patchset {word} | {unpack} | "
-              f"{r['rss'] / 1024:.0f} MB |")
+              f"{r['read'] / 1e6:.1f} / {r['loop_read'] / 1e6:.1f} MB | {r['rss'] / 1024:.0f} MB |")
+    print()
+    for line in start_up(args.repeat):
+        print(line)
     return 0
+
+
+def start_up(repeat: int) -> list[str]:
+    """``patchset --help`` and ``patchset validate`` on this repository: whole processes, medians."""
+    out = []
+    for argv in (["--help"], ["validate"]):
+        cmd = [sys.executable, "-m", "patchset", *argv]
+        subprocess.run(cmd, capture_output=True)
+        runs = [timed(cmd) for _ in range(max(repeat, 5))]
+        out.append(f"patchset {' '.join(argv)}: {statistics.median(r.seconds for r in runs) * 1000:.0f} ms "
+                   f"(median of {len(runs)})")
+    return out
 
 
 if __name__ == "__main__":
