@@ -38,7 +38,7 @@ TIMEOUT = 120
 
 _USERINFO = re.compile(r"(?<=://)[^/@\s'\"]+@")
 _secrets: set[str] = set()
-#: URL -> [answers, body bytes]; range reads of one wheel run in threads, hence the lock.
+#: URL -> [answers, body bytes]; locked, as callers may fetch from several threads.
 _fetched: dict[str, list[int]] = {}
 _fetched_lock = threading.Lock()
 
