@@ -6,7 +6,9 @@ sdist, then GNU patch) is shown beside it for what it is: what CI scripts withou
 Whole process against whole process, paired runs (patchset, then the loop, alternating), medians.
 Only ratios measured in the same run mean anything; no test asserts on time.
 
-    .venv/bin/python bench/run.py [--repeat 5] [--quick]
+    .venv/bin/python bench/run.py [--repeat 5] [--quick] [--cold]
+
+``--cold`` adds the cold workload of ``bench/cold.py`` (empty caches, over the network).
 """
 
 from __future__ import annotations
@@ -144,6 +146,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="leave out the 500 x 10 workload")
+    ap.add_argument("--cold", action="store_true", help="also the cold workload (bench/cold.py; network)")
     args = ap.parse_args()
     cache = Cache()
     with tempfile.TemporaryDirectory(prefix="patchset-bench-") as tmp:
@@ -157,6 +160,11 @@ def main() -> int:
         unpack = f"{r['unpack']:.2f} s" if r["unpack"] is not None else "-"
         print(f"| {w.name} | {r['ours']:.3f} s | {r['loop']:.3f} s | patchset {word} | {unpack} | "
               f"{r['rss'] / 1024:.0f} MB |")
+    if args.cold:
+        import cold
+
+        print()
+        print("\n".join(cold.cold_rows(max(3, args.repeat // 2))))
     return 0
 
 
