@@ -58,3 +58,53 @@ def test_the_central_directory_comes_in_one_request_not_one_per_block(tmp_path, 
     else:  # 1000-byte answers: still verified bytes, then the whole wheel (never a loop)
         assert "pieces too short" in (src.fallback_reason or "")
         assert len(server.ranges) <= 64
+
+
+def _members(data: bytes, n: int) -> list[str]:
+    """``n`` members of the wheel spread over it, under the package."""
+    with zipfile.ZipFile(real_wheel()) as z:
+        names = [i.filename for i in z.infolist() if i.filename.startswith("pip/") and i.compress_size]
+    return names[:: max(1, len(names) // n)][:n]
+
+
+def test_members_fetched_together_read_the_same_as_one_by_one(tmp_path):
+    data = real_wheel().read_bytes()
+    names = _members(data, 40)
+    server = WheelServer(data)
+    try:
+        serial, _ = _open(server, data, tmp_path, "serial")
+        one_by_one = {n: serial.read(n) for n in names}
+        asked = len(server.ranges)
+        server.ranges.clear()
+        together, url = _open(server, data, tmp_path, "together")
+        together.prefetch([*names, "pip/not-there.py", "tests/elsewhere.py"])
+        fetched = http.fetched(url)
+        read = {n: together.read(n) for n in names}
+    finally:
+        server.shutdown()
+    assert read == one_by_one == {n: _member(data, n) for n in names}
+    assert http.fetched(url) == fetched  # every member was there already: no request while reading
+    assert len(server.ranges) < asked  # nearby members shared a range
+    assert together.fallback_reason is None and serial.fallback_reason is None
+
+
+@pytest.mark.parametrize("mode, failures, falls_back", [
+    ("drop", 2, False),      # two answers cut mid-body: retried, in whichever thread they came
+    ("liar", 10**6, True),   # every Content-Range lies: the whole wheel, verified
+    ("busy", 3, False),      # 503s: urllib3's Retry
+])
+def test_members_fetched_together_from_a_misbehaving_server_are_verified(tmp_path, monkeypatch, mode, failures,
+                                                                         falls_back):
+    monkeypatch.setattr(http, "BACKOFF", 0.01)
+    data = real_wheel().read_bytes()
+    names = _members(data, 20)
+    server = WheelServer(data, mode=mode, failures=failures)
+    try:
+        src, _ = _open(server, data, tmp_path, mode)
+        src.prefetch(names)
+        read = {n: src.read(n) for n in names}
+    finally:
+        server.shutdown()
+    assert read == {n: _member(data, n) for n in names}
+    assert (src.fallback_reason is not None) is falls_back, src.fallback_reason
+    assert len(server.ranges) <= 64

@@ -34,6 +34,8 @@ import re
 import time
 import zipfile
 import zlib
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 from patchset.cache import Cache
 from patchset.errors import SourceError
@@ -42,6 +44,10 @@ from patchset.sources import http, index
 BLOCK = 256 * 1024
 #: Bytes read past a member's expected end, for a local extra field longer than the central one.
 SLACK = 1024
+#: Members this close together are fetched as one range: fewer bytes than a round trip costs.
+GAP = 32 * 1024
+#: Range requests in flight at once when members are fetched together.
+THREADS = 4
 #: Requests one block may take when a server answers short ranges; beyond it, the full download.
 MAX_PIECES = 16
 _RECORD = re.compile(r"^[^/]+\.dist-info/RECORD$")
@@ -83,7 +89,29 @@ class WheelSource:
         self.cache.put_bytes(data, "wheel-members", self.file.sha256, path)
         return data
 
-    def _verified(self, path: str) -> bytes | None:
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Fetch the members ``paths`` name together: nearby ones in one range, the ranges side by side.
+
+        One request after another, a series touching 50 files waits 50 round trips per release.
+        Only a speed-up: each member is verified when :meth:`read` reads it, as before.
+        """
+        wanted = [p for p in paths if self.covers(p) and not self._cached(p)]
+        if not wanted:
+            return
+        reader = self._open()
+        if reader.whole or reader.ranges is None:
+            return
+        spans = [_member_span(reader.zip.getinfo(p)) for p in wanted if p in reader.names]
+        try:
+            reader.ranges.prefetch_many(_coalesced(spans))
+        except _Unverified as e:
+            self._fall_back(str(e))
+
+    def _cached(self, path: str) -> bool:
+        return (self.cache.path("wheel-members", self.file.sha256, path).is_file()
+                or self.cache.path("wheel-members", self.file.sha256, path + ".absent").exists())
+
+    def _open(self) -> _Reader:
         if self._reader is None and self.cache.path("blobs", self.file.sha256[:2], self.file.sha256).is_file():
             self._open_whole()  # downloaded already (the venv runner does): no range request needed
         if self._reader is None:
@@ -94,6 +122,11 @@ class WheelSource:
                 self._fall_back(str(e))
             except (zipfile.BadZipFile, OSError, EOFError) as e:
                 self._fall_back(f"the central directory read by range is unusable ({e})")
+        assert self._reader is not None
+        return self._reader
+
+    def _verified(self, path: str) -> bytes | None:
+        self._open()
         assert self._reader is not None
         if not self._reader.whole:
             try:
@@ -166,6 +199,17 @@ def _member_span(info: zipfile.ZipInfo) -> tuple[int, int]:
     """
     header = 30 + len(info.orig_filename.encode("utf-8")) + len(info.extra)
     return info.header_offset, info.header_offset + header + info.compress_size + SLACK - 1
+
+
+def _coalesced(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans in order, each merged with the next when no more than ``GAP`` bytes lie between."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start - out[-1][1] <= GAP:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
 
 
 def _record_hashes(data: bytes) -> dict[str, str]:
@@ -267,13 +311,28 @@ class _RangeFile(io.RawIOBase):
 
     def prefetch(self, start: int, end: int) -> None:
         """Fetch bytes ``start..end`` (inclusive) in one request, less what is held already."""
+        self.prefetch_many([(start, end)])
+
+    def prefetch_many(self, spans: list[tuple[int, int]]) -> None:
+        """Fetch each span (less what is held) in one request, several requests at once.
+
+        The answers are kept in the order asked, so what is read does not depend on which came first.
+        """
+        todo = [span for span in (self._missing(s, e) for s, e in spans) if span]
+        if len(todo) <= 1:
+            self.spans += [(s, self._fetch(s, e)) for s, e in todo]
+            return
+        with ThreadPoolExecutor(max_workers=min(THREADS, len(todo))) as pool:
+            self.spans += list(pool.map(lambda span: (span[0], self._fetch(*span)), todo))
+
+    def _missing(self, start: int, end: int) -> tuple[int, int] | None:
+        """``start..end`` less the held bytes at either end."""
         end = min(end, self.size - 1)
         while start <= end and self._held(start):
             start = (start // BLOCK + 1) * BLOCK if start // BLOCK in self.blocks else self._span_end(start)
         while start <= end and self._held(end):
             end = end // BLOCK * BLOCK - 1 if end // BLOCK in self.blocks else self._span_start(end) - 1
-        if start <= end:
-            self.spans.append((start, self._fetch(start, end)))
+        return (start, end) if start <= end else None
 
     def _held(self, pos: int) -> bool:
         return pos // BLOCK in self.blocks or any(s <= pos < s + len(d) for s, d in self.spans)
