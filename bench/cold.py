@@ -30,6 +30,7 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 SINCE = "0.28.0"
+FORK_RELEASES = ["0.29.0", "0.30.0", "0.31.0"]
 NOISE = ("cold runs go over the network: index latency and bandwidth vary between runs; "
          "compare numbers from one run only")
 
@@ -100,6 +101,18 @@ def next_row(manifest: str, repeat: int, versions: list[str]) -> dict:
     return {"seconds": statistics.median(totals), "each": statistics.median(per_run), "versions": versions}
 
 
+def fork_manifest(work: Path) -> str:
+    """bench/run.py's fork-shaped series (37 patches, package layout), made from the warm 0.29.0 sdist."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import forkseries
+
+    from patchset.cache import Cache
+    from patchset.sources.sdist import SdistSource
+
+    tree = Path(SdistSource("vllm", "0.29.0", Cache()).root)
+    return str(forkseries.generate(tree, work, count=37, targets=FORK_RELEASES).manifest)
+
+
 def cold_rows(repeat: int = 3, manifest: str = "patches.yaml") -> list[str]:
     """The cold workload's lines (Markdown), ready to print."""
     from patchset.core.manifest import load_manifest
@@ -111,13 +124,16 @@ def cold_rows(repeat: int = 3, manifest: str = "patches.yaml") -> list[str]:
     one = check_row(manifest, repeat, targets[-1:])
     # The index named in the environment, as CI often does: no pip child is asked for it.
     given = check_row(manifest, repeat, targets[-1:], {"PATCHSET_INDEX_URL": index.index_url()})
+    with tempfile.TemporaryDirectory(prefix="patchset-cold-fork-") as tmp:
+        fork = check_row(fork_manifest(Path(tmp)), repeat, FORK_RELEASES)
     nxt = next_row(manifest, repeat, versions)
     out = [f"cold (empty PATCHSET_CACHE each run), medians of {repeat} runs; {NOISE}", "",
            "| cold workload | seconds | per release | bytes fetched per release (requests) |",
            "| --- | --- | --- | --- |"]
-    for name, row in ((f"check --source wheel, {len(targets)} targets", whole),
+    for name, row in ((f"check --source wheel, this repository x {len(targets)} targets", whole),
                       (f"check --source wheel --vllm {targets[-1]}", one),
-                      (f"check --source wheel --vllm {targets[-1]}, PATCHSET_INDEX_URL set", given)):
+                      (f"check --source wheel --vllm {targets[-1]}, PATCHSET_INDEX_URL set", given),
+                      ("check --source wheel, fork-shaped 37 patches x 0.29/0.30/0.31", fork)):
         fetched = ", ".join(f"{v}: {row['bytes'][v] / 1024:.0f} KiB ({row['requests'][v]:.0f})"
                             for v in row["releases"])
         out.append(f"| {name} (exit {row['codes']}) | {row['seconds']:.3f} s | {row['per_release']:.3f} s | "
@@ -125,8 +141,9 @@ def cold_rows(repeat: int = 3, manifest: str = "patches.yaml") -> list[str]:
     out.append(f"| next --vllm V --source wheel, V = {', '.join(versions)} (one process each) | "
                f"{nxt['seconds']:.3f} s | {nxt['each']:.3f} s per next | - |")
     out.append("")
-    out.append(f"goals: cold check < 0.5 s per release: {'met' if whole['per_release'] < 0.5 else 'MISSED'} "
-               f"({whole['per_release']:.3f} s); next over every release since {SINCE} < 10 s: "
+    worst = max(whole["per_release"], fork["per_release"])
+    out.append(f"goals: cold check < 0.5 s per release: {'met' if worst < 0.5 else 'MISSED'} "
+               f"(worst of the two series: {worst:.3f} s); next over every release since {SINCE} < 10 s: "
                f"{'met' if nxt['seconds'] < 10 else 'MISSED'} ({nxt['seconds']:.2f} s)")
     return out
 
