@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pytest
 from test_sources import WheelServer, _member, real_wheel
 
 from patchset.cache import Cache
@@ -64,3 +65,34 @@ def test_a_full_download_is_counted_and_logged_without_credentials(tmp_path, mon
     assert "tok-5e1f0a" not in text
     entry = json.loads(text)  # one line: one answer
     assert (entry["url"], entry["status"], entry["bytes"]) == (public, 200, len(wheel))
+
+
+def test_a_ca_bundle_is_loaded_once_for_every_connection_and_still_checked(tmp_path, monkeypatch):
+    import ssl
+    import subprocess
+
+    import requests
+
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    servers = [WheelServer(b"x" * 100) for _ in range(2)]
+    for server in servers:
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    monkeypatch.setenv("PIP_CERT", str(cert))
+    try:
+        urls = [server.url(f"/{tmp_path.name}").replace("http://", "https://") for server in servers]
+        before = http.ssl_context.cache_info()
+        for url in urls * 2:  # two hosts (ports), two connections
+            assert http.get(url).content == b"x" * 100
+        after = http.ssl_context.cache_info()
+        assert after.misses - before.misses == 1  # loaded once
+        monkeypatch.setenv("PIP_CERT", str(real_wheel()))  # not a CA bundle at all: no connection
+        with pytest.raises(requests.RequestException):  # as before: callers turn it into one clear line
+            http.get(urls[0] + "/again")
+    finally:
+        for server in servers:
+            server.shutdown()

@@ -111,8 +111,11 @@ def _adapter_class() -> type:
         def build_connection_pool_key_attributes(self, request: Any, verify: Any, cert: Any = None) -> Any:
             host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
             if isinstance(verify, str) and pool_kwargs.get("ca_certs") == verify:
+                try:
+                    pool_kwargs["ssl_context"] = ssl_context(verify)
+                except OSError:  # not a bundle: urllib3 says so on connecting, as a requests error
+                    return host_params, pool_kwargs
                 del pool_kwargs["ca_certs"]
-                pool_kwargs["ssl_context"] = ssl_context(verify)
             return host_params, pool_kwargs
 
     return BundleOnce
