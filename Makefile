@@ -47,7 +47,7 @@ image: setup
 	$(BIN)/patchset build --vllm $(VLLM) $(if $(BASE),--base $(BASE)) $(if $(TAG),--tag $(TAG))
 
 bench: setup
-	$(BIN)/python bench/run.py $(BENCH_ARGS)
+	$(BIN)/python bench/run.py --cold $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -8,7 +8,9 @@ Only ratios measured in the same run mean anything; no test asserts on time. Byt
 kernel's count of bytes every read() returned (``rchar``, page cache included) for the command and
 its children, taken once per side outside the timed runs; peak memory is patchset's maximum RSS.
 
-    .venv/bin/python bench/run.py [--repeat 5] [--quick]
+    .venv/bin/python bench/run.py [--repeat 5] [--quick] [--cold]
+
+``--cold`` adds the cold workload of ``bench/cold.py`` (empty caches, over the network).
 """
 
 from __future__ import annotations
@@ -156,6 +158,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="leave out the 500 x 10 workload")
+    ap.add_argument("--cold", action="store_true", help="also the cold workload (bench/cold.py; network)")
     args = ap.parse_args()
     # Bytecode compiled, as an installed package's is (PYTHONDONTWRITEBYTECODE would leave every run compiling).
     compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "patchset"), quiet=1)
@@ -175,6 +178,11 @@ def main() -> int:
     print()
     for line in start_up(args.repeat):
         print(line)
+    if args.cold:
+        import cold
+
+        print()
+        print("\n".join(cold.cold_rows(max(3, args.repeat // 2))))
     return 0
 
 

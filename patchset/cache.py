@@ -235,10 +235,13 @@ def _stream(url: str) -> Iterator[tuple[bytes, int, int]]:
     try:
         with http.get(url, stream=True, headers={"Accept-Encoding": "identity"}) as resp:  # the bytes, as hashed
             http.check(resp, f"cannot download {url}")
-            total, done = int(resp.headers.get("Content-Length") or 0), 0
-            for chunk in resp.iter_content(CHUNK):
-                done += len(chunk)
-                yield chunk, done, total
+            total, done, started = int(resp.headers.get("Content-Length") or 0), 0, time.monotonic()
+            try:
+                for chunk in resp.iter_content(CHUNK):
+                    done += len(chunk)
+                    yield chunk, done, total
+            finally:
+                http.record(http.split_credentials(url)[0], resp.status_code, done, time.monotonic() - started)
             if total and done != total:  # urllib3 1.x does not enforce Content-Length itself
                 raise _CutShort(f"{done} of {total} bytes came")
     except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ConnectionError,

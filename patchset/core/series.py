@@ -93,7 +93,10 @@ def evaluate_release(manifest: Manifest, version: str, source: Source,
                 load_errors[p.id] = e
     paths = sorted({path for pf in loaded.values() for path in pf.touched}
                    | {probe.file for p in manifest.patches for probe in p.present})
-    pristine = {path: source.read(path) for path in paths if not _skippable(path, source)}
+    wanted = [path for path in paths if not _skippable(path, source)]
+    if hasattr(source, "prefetch"):  # a remote source fetches them together, not one round trip each
+        source.prefetch(wanted)
+    pristine = {path: source.read(path) for path in wanted}
     walk = _Walk(version, source, pristine, dict(pristine), exclude)
     results: list[PatchResult] = []
     for p in manifest.patches:

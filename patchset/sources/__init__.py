@@ -2,7 +2,8 @@
 
 A source answers ``read(path)`` for repository-layout paths (``vllm/...``,
 ``tests/...``) and says which paths it ``covers``: a wheel or an installed
-package has no ``tests/``.
+package has no ``tests/``. A remote source may also offer ``prefetch(paths)``: fetch those
+paths together before they are read (the wheel does; ``series.evaluate_release`` calls it).
 """
 
 from __future__ import annotations

@@ -7,16 +7,28 @@ Every message that may hold a URL goes through :func:`redact`, so a token never 
 
 Connection failures and 429/5xx answers are retried a bounded number of times with backoff
 (urllib3's ``Retry``); what is retried beyond that (a body cut short) is up to the caller.
+
+Every answer's body is counted (:func:`record`, :func:`fetched`): how many bytes a cold run really
+fetches is what decides its time. ``PATCHSET_HTTP_LOG=FILE`` also appends one JSON line per answer
+(URL without credentials, status, bytes, seconds) for the benchmark and for whoever wonders why a
+run is slow; the JSON documents of the verbs stay as they are.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import threading
+import time
 import urllib.parse
 from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # requests is imported when a request is made: a warm cache never pays for it
+    import ssl
+    from typing import Any
+
     import requests
 
 from patchset.errors import SourceError
@@ -29,6 +41,9 @@ TIMEOUT = 120
 
 _USERINFO = re.compile(r"(?<=://)[^/@\s'\"]+@")
 _secrets: set[str] = set()
+#: URL -> [answers, body bytes]; locked, as callers may fetch from several threads.
+_fetched: dict[str, list[int]] = {}
+_fetched_lock = threading.Lock()
 
 
 def redact(text: str) -> str:
@@ -79,10 +94,41 @@ def session() -> requests.Session:
                   status_forcelist=(429, 500, 502, 503, 504), allowed_methods=frozenset({"GET"}),
                   raise_on_status=False, respect_retry_after_header=True)
     s = requests.Session()  # trust_env: netrc (NETRC or ~/.netrc) and proxies, as pip honours them
-    adapter = requests.adapters.HTTPAdapter(max_retries=retry)
+    adapter = _adapter_class()(max_retries=retry, pool_maxsize=16)  # range reads run side by side (wheel.py)
     s.mount("http://", adapter)
     s.mount("https://", adapter)
     return s
+
+
+@cache
+def _adapter_class() -> type:
+    import requests.adapters
+
+    class BundleOnce(requests.adapters.HTTPAdapter):
+        """Loads a CA bundle file once, not on every new connection (~20 ms each, and a cold run opens
+        one per host and per range read in flight). The same bundle, the same checks."""
+
+        def build_connection_pool_key_attributes(self, request: Any, verify: Any, cert: Any = None) -> Any:
+            host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
+            if isinstance(verify, str) and pool_kwargs.get("ca_certs") == verify:
+                try:
+                    pool_kwargs["ssl_context"] = ssl_context(verify)
+                except OSError:  # not a bundle: urllib3 says so on connecting, as a requests error
+                    return host_params, pool_kwargs
+                del pool_kwargs["ca_certs"]
+            return host_params, pool_kwargs
+
+    return BundleOnce
+
+
+@cache
+def ssl_context(bundle: str) -> ssl.SSLContext:
+    """urllib3's own TLS context (its defaults, hostname checks included) trusting ``bundle`` only."""
+    from urllib3.util.ssl_ import create_urllib3_context
+
+    context = create_urllib3_context()
+    context.load_verify_locations(cafile=bundle)
+    return context
 
 
 def get(url: str, *, headers: dict[str, str] | None = None, stream: bool = False,
@@ -95,8 +141,40 @@ def get(url: str, *, headers: dict[str, str] | None = None, stream: bool = False
 
     public, own = split_credentials(url)
     auth = own or credentials or index.credentials_for(public)  # None: requests falls back to netrc
-    return session().get(public, headers=headers, stream=stream, timeout=TIMEOUT, auth=auth,
+    started = time.monotonic()
+    resp = session().get(public, headers=headers, stream=stream, timeout=TIMEOUT, auth=auth,
                          verify=ca_bundle(), allow_redirects=True)
+    if not stream:  # a streamed body is counted by whoever reads it
+        record(public, resp.status_code, _wire_bytes(resp), time.monotonic() - started)
+    return resp
+
+
+def _wire_bytes(resp: requests.Response) -> int:
+    """The body's bytes as they came (compressed, if they were), else as decoded."""
+    try:
+        return int(resp.raw.tell())
+    except (AttributeError, TypeError, ValueError, OSError):
+        return len(resp.content)
+
+
+def record(url: str, status: int, nbytes: int, seconds: float = 0.0) -> None:
+    """Count one answer from ``url`` (a URL without credentials) and its ``nbytes`` of body."""
+    with _fetched_lock:
+        entry = _fetched.setdefault(url, [0, 0])
+        entry[0] += 1
+        entry[1] += nbytes
+    log = os.environ.get("PATCHSET_HTTP_LOG")
+    if log:
+        line = json.dumps({"url": redact(url), "status": status, "bytes": nbytes, "seconds": round(seconds, 4)})
+        with open(log, "a", encoding="utf-8") as out:  # one write per line: lines of threads never mix
+            out.write(line + "\n")
+
+
+def fetched(url: str | None = None) -> tuple[int, int]:
+    """(answers, body bytes) received from ``url`` in this process, or from every URL."""
+    with _fetched_lock:
+        rows = [_fetched.get(url, [0, 0])] if url else list(_fetched.values())
+        return sum(r[0] for r in rows), sum(r[1] for r in rows)
 
 
 def describe(error: BaseException) -> str:

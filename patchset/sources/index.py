@@ -24,11 +24,15 @@ import sys
 import urllib.parse
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
 from patchset.errors import SourceError
 from patchset.sources import canonical_name, http
+
+if TYPE_CHECKING:  # subprocess is imported when pip is asked: a warm cache never is
+    import subprocess
 
 ACCEPT = "application/vnd.pypi.simple.v1+json"
 
@@ -49,7 +53,10 @@ def index_url() -> str:
     for var in ("PATCHSET_INDEX_URL", "PIP_INDEX_URL"):
         if os.environ.get(var):
             return os.environ[var].rstrip("/") + "/"
-    return (pip_setting("index-url") or _pip_default_index()).rstrip("/") + "/"
+    configured = pip_setting("index-url")
+    if configured:
+        _stop_pip(_HELP)  # started side by side in case the configuration named no index: not needed
+    return (configured or _pip_default_index()).rstrip("/") + "/"
 
 
 def credentials_for(url: str) -> tuple[str, str] | None:
@@ -75,12 +82,53 @@ def pip_setting(name: str) -> str | None:
     return next(iter(found.values()), None)
 
 
+_CONFIG, _HELP = ("config", "list"), ("download", "--help")
+#: pip children started ahead of need (:func:`start_pip_queries`), by their arguments.
+_started: dict[tuple[str, ...], subprocess.Popen[str]] = {}
+
+
+def start_pip_queries(*, index: bool = True) -> None:
+    """Start the pip children the first request will wait for, side by side, and return at once.
+
+    Each costs pip's import time (~0.25 s, most of a cold run's fixed cost); one after the other,
+    and after importing requests, they used to cost twice that and more. ``index``: the index URL
+    is wanted too (not only the CA bundle).
+    """
+    import subprocess
+
+    wanted = []
+    if not (os.environ.get("PIP_CERT") or os.environ.get("REQUESTS_CA_BUNDLE")) or (
+            index and not (os.environ.get("PATCHSET_INDEX_URL") or os.environ.get("PIP_INDEX_URL"))):
+        wanted.append(_CONFIG)
+    if index and not (os.environ.get("PATCHSET_INDEX_URL") or os.environ.get("PIP_INDEX_URL")):
+        wanted.append(_HELP)  # needed only if the configuration names no index; it runs meanwhile
+    for args in wanted:
+        if args not in _started and not _answered(args):
+            try:
+                _started[args] = subprocess.Popen(_pip_command(args), stdout=subprocess.PIPE,
+                                                  stderr=subprocess.DEVNULL, text=True, env=_pip_env())
+            except OSError:
+                return  # asked again when needed, and then the error is reported
+
+
+def _answered(args: tuple[str, ...]) -> bool:
+    info = (_pip_config if args == _CONFIG else _pip_default_index).cache_info()
+    return info.currsize > 0
+
+
+def _stop_pip(args: tuple[str, ...]) -> None:
+    proc = _started.pop(args, None)
+    if proc is not None:
+        proc.kill()
+        proc.communicate()
+
+
 @cache
 def _pip_config() -> str:
     import subprocess
 
     try:
-        return _pip("config", "list")
+        return _pip(*_CONFIG)
     except (OSError, subprocess.SubprocessError):
         return ""
 
@@ -91,7 +139,7 @@ def _pip_default_index() -> str:
     import subprocess
 
     try:
-        text = " ".join(_pip("download", "--help").split())
+        text = " ".join(_pip(*_HELP).split())
     except (OSError, subprocess.SubprocessError) as e:
         raise SourceError(f"cannot ask pip for its default index: {e}",
                           hint="set PIP_INDEX_URL or PATCHSET_INDEX_URL") from e
@@ -104,8 +152,27 @@ def _pip_default_index() -> str:
 def _pip(*args: str) -> str:
     import subprocess
 
-    return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=60,
-                          check=True, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}).stdout
+    proc = _started.pop(args, None)
+    if proc is None:
+        return subprocess.run(_pip_command(args), capture_output=True, text=True, timeout=60, check=True,
+                              env=_pip_env()).stdout
+    try:
+        out, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, proc.args, out)
+    return out
+
+
+def _pip_command(args: tuple[str, ...]) -> list[str]:
+    return [sys.executable, "-m", "pip", *args]
+
+
+def _pip_env() -> dict[str, str]:
+    return {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
 
 @cache
@@ -113,10 +180,12 @@ def project_files(project: str, base: str | None = None) -> tuple[IndexFile, ...
     """The release files the index lists for ``project``; their URLs carry no credentials."""
     from packaging.utils import canonicalize_name
 
+    start_pip_queries(index=base is None)  # they run while requests is imported
+    import requests  # only when the index is asked: the cache answers most runs
+
     base_url, creds = http.split_credentials(base or index_url())
     url = base_url + canonicalize_name(project) + "/"
     hint = "set PIP_INDEX_URL or PATCHSET_INDEX_URL to a PEP 691 index"
-    import requests  # only when the index is asked: the cache answers most runs
 
     try:
         resp = http.get(url, headers={"Accept": ACCEPT}, credentials=creds)

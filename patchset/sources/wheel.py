@@ -9,7 +9,7 @@ fails is retried a bounded number of times; then (or when the index ignores
 ranges) the whole wheel is downloaded and verified against the index's sha256.
 Only verified members are cached, by the wheel's digest.
 
-The range reader (``_RangeFile``, 96 lines) is kept rather than ``remotezip`` (issue 13), measured
+The range reader (``_RangeFile``) is kept rather than ``remotezip`` (issue 13), measured
 with ``bench/libs.py`` (see sources/index.py for the command; 2026-11-30, scheduler.py out of the
 vLLM 0.29.0 wheel, RECORD sha256 checked on top of both): 0.069 s median, 5 requests, 1100 KiB
 here; 0.059 s, 4 requests, 839 KiB with ``RemoteZip`` (its suffix range reads the tail in one
@@ -20,6 +20,8 @@ Content-Range), but one connection cut mid-body makes remotezip give up where th
 (``drop once``: ok in 3 requests here), and giving up means downloading the whole 316 MB wheel.
 Keeping that bounded retry with remotezip needs a fetcher subclass over its internal
 ``RemoteFetcher.fetch`` protocol: no less code than this, against a less stable interface.
+Since then (issue 12) a member is fetched as its own span and the central directory's missing
+blocks in one request: 776 KiB in 4 requests for 0.29.0's scheduler.py (``bench/cold.py``).
 """
 
 from __future__ import annotations
@@ -32,14 +34,20 @@ import re
 import time
 import zipfile
 import zlib
-
-import requests
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 from patchset.cache import Cache
 from patchset.errors import SourceError
 from patchset.sources import http, index
 
 BLOCK = 256 * 1024
+#: Bytes read past a member's expected end, for a local extra field longer than the central one.
+SLACK = 1024
+#: Members this close together are fetched as one range: fewer bytes than a round trip costs.
+GAP = 32 * 1024
+#: Range requests in flight at once when members are fetched together.
+THREADS = 4
 #: Requests one block may take when a server answers short ranges; beyond it, the full download.
 MAX_PIECES = 16
 _RECORD = re.compile(r"^[^/]+\.dist-info/RECORD$")
@@ -81,16 +89,44 @@ class WheelSource:
         self.cache.put_bytes(data, "wheel-members", self.file.sha256, path)
         return data
 
-    def _verified(self, path: str) -> bytes | None:
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Fetch the members ``paths`` name together: nearby ones in one range, the ranges side by side.
+
+        One request after another, a series touching 50 files waits 50 round trips per release.
+        Only a speed-up: each member is verified when :meth:`read` reads it, as before.
+        """
+        wanted = [p for p in paths if self.covers(p) and not self._cached(p)]
+        if not wanted:
+            return
+        reader = self._open()
+        if reader.whole or reader.ranges is None:
+            return
+        spans = [_member_span(reader.zip.getinfo(p)) for p in wanted if p in reader.names]
+        try:
+            reader.ranges.prefetch_many(_coalesced(spans))
+        except _Unverified as e:
+            self._fall_back(str(e))
+
+    def _cached(self, path: str) -> bool:
+        return (self.cache.path("wheel-members", self.file.sha256, path).is_file()
+                or self.cache.path("wheel-members", self.file.sha256, path + ".absent").exists())
+
+    def _open(self) -> _Reader:
         if self._reader is None and self.cache.path("blobs", self.file.sha256[:2], self.file.sha256).is_file():
             self._open_whole()  # downloaded already (the venv runner does): no range request needed
         if self._reader is None:
             try:
-                self._reader = _Reader(zipfile.ZipFile(_RangeFile(self.file.url, self.file.size)), whole=False)
+                ranges = _RangeFile(self.file.url, self.file.size)
+                self._reader = _Reader(zipfile.ZipFile(ranges), whole=False, ranges=ranges)
             except _Unverified as e:
                 self._fall_back(str(e))
             except (zipfile.BadZipFile, OSError, EOFError) as e:
                 self._fall_back(f"the central directory read by range is unusable ({e})")
+        assert self._reader is not None
+        return self._reader
+
+    def _verified(self, path: str) -> bytes | None:
+        self._open()
         assert self._reader is not None
         if not self._reader.whole:
             try:
@@ -123,9 +159,10 @@ class _Unverified(Exception):
 class _Reader:
     """Members of an open wheel, each checked against its CRC and the wheel's RECORD."""
 
-    def __init__(self, z: zipfile.ZipFile, *, whole: bool) -> None:
+    def __init__(self, z: zipfile.ZipFile, *, whole: bool, ranges: _RangeFile | None = None) -> None:
         self.zip = z
         self.whole = whole  # the file as a whole matched the index's sha256
+        self.ranges = ranges  # the remote file under ``z``, when it is read by range
         self.names = set(z.namelist())
         records = [n for n in self.names if _RECORD.match(n)]
         if len(records) != 1 and not whole:
@@ -147,9 +184,32 @@ class _Reader:
 
     def _raw(self, name: str) -> bytes:
         try:
+            if self.ranges is not None:
+                self.ranges.prefetch(*_member_span(self.zip.getinfo(name)))
             return self.zip.read(name)  # checks the CRC
         except (zipfile.BadZipFile, EOFError, OSError, ValueError, zlib.error) as e:
             raise _Unverified(f"{name}: {e}") from e
+
+
+def _member_span(info: zipfile.ZipInfo) -> tuple[int, int]:
+    """The bytes a member's local header and data most likely take: one range request reads it.
+
+    The local header's extra field may differ from the central one; ``SLACK`` covers the usual
+    difference, and a member that still reaches beyond is completed by block reads, as before.
+    """
+    header = 30 + len(info.orig_filename.encode("utf-8")) + len(info.extra)
+    return info.header_offset, info.header_offset + header + info.compress_size + SLACK - 1
+
+
+def _coalesced(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans in order, each merged with the next when no more than ``GAP`` bytes lie between."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start - out[-1][1] <= GAP:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
 
 
 def _record_hashes(data: bytes) -> dict[str, str]:
@@ -169,12 +229,18 @@ class _NoRanges(_Unverified):
 
 
 class _RangeFile(io.RawIOBase):
-    """A read-only, seekable view of a remote file, fetched in blocks by verified range requests."""
+    """A read-only, seekable view of a remote file, fetched by verified range requests.
+
+    What zipfile reads on its own (the central directory) comes in aligned blocks, the missing
+    blocks of one read in one request; a member is fetched as the exact span it takes
+    (:meth:`prefetch`), so a 16 KB member costs 16 KB, not a 256 KiB block.
+    """
 
     def __init__(self, url: str, size: int | None) -> None:
         self.url = url
         self.pos = 0
         self.blocks: dict[int, bytes] = {}
+        self.spans: list[tuple[int, bytes]] = []  # (first byte, bytes) fetched by prefetch
         self.size = 0  # unknown until an answer says it
         self.total = 0
         if not size:
@@ -183,6 +249,8 @@ class _RangeFile(io.RawIOBase):
 
     def _fetch(self, start: int, end: int) -> bytes:
         """Bytes ``start..end`` (inclusive), in as many answers as the server splits them into."""
+        import requests  # here, not at the top: the index listing starts pip's children first (index.py)
+
         out = bytearray()
         failures = 0
         for _piece in range(MAX_PIECES + http.RETRIES):
@@ -241,6 +309,40 @@ class _RangeFile(io.RawIOBase):
         self.pos = max(0, base + offset)
         return self.pos
 
+    def prefetch(self, start: int, end: int) -> None:
+        """Fetch bytes ``start..end`` (inclusive) in one request, less what is held already."""
+        self.prefetch_many([(start, end)])
+
+    def prefetch_many(self, spans: list[tuple[int, int]]) -> None:
+        """Fetch each span (less what is held) in one request, several requests at once.
+
+        The answers are kept in the order asked, so what is read does not depend on which came first.
+        """
+        todo = [span for span in (self._missing(s, e) for s, e in spans) if span]
+        if len(todo) <= 1:
+            self.spans += [(s, self._fetch(s, e)) for s, e in todo]
+            return
+        with ThreadPoolExecutor(max_workers=min(THREADS, len(todo))) as pool:
+            self.spans += list(pool.map(lambda span: (span[0], self._fetch(*span)), todo))
+
+    def _missing(self, start: int, end: int) -> tuple[int, int] | None:
+        """``start..end`` less the held bytes at either end."""
+        end = min(end, self.size - 1)
+        while start <= end and self._held(start):
+            start = (start // BLOCK + 1) * BLOCK if start // BLOCK in self.blocks else self._span_end(start)
+        while start <= end and self._held(end):
+            end = end // BLOCK * BLOCK - 1 if end // BLOCK in self.blocks else self._span_start(end) - 1
+        return (start, end) if start <= end else None
+
+    def _held(self, pos: int) -> bool:
+        return pos // BLOCK in self.blocks or any(s <= pos < s + len(d) for s, d in self.spans)
+
+    def _span_end(self, pos: int) -> int:
+        return max(s + len(d) for s, d in self.spans if s <= pos < s + len(d))
+
+    def _span_start(self, pos: int) -> int:
+        return min(s for s, d in self.spans if s <= pos < s + len(d))
+
     def readinto(self, buf) -> int:
         n = min(len(buf), self.size - self.pos)
         if n <= 0:
@@ -248,15 +350,31 @@ class _RangeFile(io.RawIOBase):
         out = bytearray()
         pos = self.pos
         while len(out) < n:
-            b = pos // BLOCK
-            if b not in self.blocks:
-                start = b * BLOCK
-                self.blocks[b] = self._fetch(start, min(self.size, start + BLOCK) - 1)
-            take = self.blocks[b][pos - b * BLOCK:][: n - len(out)]
+            take = self._from_spans(pos, n - len(out))
+            if not take:
+                b = pos // BLOCK
+                if b not in self.blocks:
+                    self._fetch_blocks(b, (self.pos + n - 1) // BLOCK)
+                take = self.blocks[b][pos - b * BLOCK:][: n - len(out)]
             if not take:  # cannot happen with a verified block; never spin on it
-                raise _Unverified(f"block {b} holds no byte {pos}")
+                raise _Unverified(f"block {pos // BLOCK} holds no byte {pos}")
             out += take
             pos += len(take)
         buf[:n] = out
         self.pos = pos
         return n
+
+    def _from_spans(self, pos: int, n: int) -> bytes:
+        for s, d in self.spans:
+            if s <= pos < s + len(d):
+                return d[pos - s:pos - s + n]
+        return b""
+
+    def _fetch_blocks(self, first: int, last: int) -> None:
+        """Blocks ``first``.. up to ``last`` or the first one held already, in one request."""
+        stop = first
+        while stop < last and stop + 1 not in self.blocks:
+            stop += 1
+        data = self._fetch(first * BLOCK, min(self.size, (stop + 1) * BLOCK) - 1)
+        for b in range(first, stop + 1):
+            self.blocks[b] = data[(b - first) * BLOCK:(b - first + 1) * BLOCK]
