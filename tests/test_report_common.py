@@ -58,6 +58,17 @@ def test_dump_json_writes_the_bytes_json_dumps_writes(value: object) -> None:
 def test_dump_json_leaves_what_json_refuses_to_json() -> None:
     with pytest.raises(TypeError):
         dump_json({"a": {1, 2}})
+    deep: object = 1
+    for _ in range(100):  # deeper than the shared indentation strings reach
+        deep = [{"k": deep}]
+    assert dump_json(deep) == json.dumps(deep, indent=2) + "\n"
+
+
+def test_only_the_last_dumped_text_counts_as_one_document() -> None:
+    from patchset.report.common import is_dumped
+
+    text = dump_json({"ok": True})
+    assert is_dumped(text) and not is_dumped(text + text) and not is_dumped(text[:-2])
 
 
 def test_dump_json_writes_status_words_itself(monkeypatch) -> None:

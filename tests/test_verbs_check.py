@@ -96,3 +96,33 @@ def test_a_series_with_one_broken_hunk_leaves_the_real_tree_byte_identical(real_
     assert "offload-mtp-eagle-serve failed" in str(e.value)
     assert "recipes/offload-mtp-eagle-serve/vllm-0.29.patch:" in str(e.value)
     assert snapshot(real_tree) == before
+
+
+def test_the_fast_paths_print_the_bytes_the_slow_ones_print(tmp_path, monkeypatch, capsys):
+    """Releases side by side (forked) or one by one, the manifest parse from the cache or not: one JSON.
+
+    A fork-shaped series from real 0.29.0 files (bench/forkseries.py) on three releases, where many
+    hunks fail on the later two, so the failure path (nearest candidates, differing lines) is compared too.
+    """
+    import sys
+
+    sys.path.insert(0, str(REPO / "bench"))
+    import forkseries
+
+    from patchset.cli import main
+
+    series = forkseries.generate(Path(open_source("pypi", "0.29.0").root), tmp_path / "fork", count=12,
+                                 targets=["0.29.0", "0.30.0", "0.31.0"])
+    outputs = {}
+    for name, env in {"serial, parsed": {"PATCHSET_JOBS": "1", "PATCHSET_NO_PARSE_CACHE": "1"},
+                      "forked, parsed": {"PATCHSET_JOBS": "3", "PATCHSET_NO_PARSE_CACHE": "1"},
+                      "forked, kept parse": {"PATCHSET_JOBS": "3"},
+                      "forked, kept parse again": {"PATCHSET_JOBS": "3"}}.items():
+        for key in ("PATCHSET_JOBS", "PATCHSET_NO_PARSE_CACHE"):
+            monkeypatch.delenv(key, raising=False)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        code = main(["check", "--manifest", str(series.manifest), "--format", "json"])
+        outputs[name] = (code, capsys.readouterr().out)
+    assert len(set(outputs.values())) == 1, {k: v[0] for k, v in outputs.items()}
+    assert outputs["serial, parsed"][0] == 1 and '"failed"' in outputs["serial, parsed"][1]

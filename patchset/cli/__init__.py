@@ -25,7 +25,7 @@ from patchset import __version__
 from patchset.cli import progress
 from patchset.cli.registry import VERBS as _REGISTRY
 from patchset.errors import EXIT_INTERNAL, PatchsetError, UsageError
-from patchset.report.common import error_doc
+from patchset.report.common import error_doc, is_dumped
 
 # Each verb module has add_parser(subparsers) and run(args) -> exit code; names and help live in .registry.
 VERBS = tuple(_REGISTRY)
@@ -116,6 +116,8 @@ def error_document(error: dict) -> str:
 
 
 def _one_document(text: str) -> None:
+    if is_dumped(text):  # exactly what dump_json wrote: one document by construction, no second parse
+        return
     try:
         json.loads(text)
     except ValueError as e:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from patchset import parallel
 from patchset.core.manifest import Manifest
 from patchset.core.series import ReleaseResult, evaluate_release
-from patchset.sources import open_source
+from patchset.errors import PatchsetError
+from patchset.sources import Source, open_source
+from patchset.sources.local import DirSource
 
 __all__ = ["CheckReport", "check", "evaluate_release", "releases_to_check"]
 
@@ -30,13 +34,35 @@ def releases_to_check(manifest: Manifest, asked: Sequence[str]) -> list[str]:
 
 def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi",
           on_release: Callable[[str], None] | None = None) -> CheckReport:
-    results = []
+    """Every release's result, in order; releases are evaluated side by side where it pays (parallel.py)."""
+    trees = []
     for version in releases_to_check(manifest, versions):
         if on_release:
             on_release(version)
-        tree = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
-        result = evaluate_release(manifest, version, tree)
+        trees.append((version, open_source(source, version, project=manifest.pypi, tag=manifest.tag)))
+    results = parallel.ordered_map(lambda vt: evaluate_release(manifest, *vt), trees, _processes(manifest, trees))
+    for (_, tree), result in zip(trees, results, strict=True):
         # what a dir: tree could not prove about itself, and e.g. a .patch no patch names (validate refuses it)
         result.warnings[:0] = [*getattr(tree, "warnings", []), *manifest.warnings]
-        results.append(result)
     return CheckReport(str(manifest.path), results)
+
+
+def _processes(manifest: Manifest, trees: list[tuple[str, Source]]) -> int:
+    """Processes for the evaluation. Only trees read as plain files (a warm sdist, a dir:) are shared
+    with forked children: a wheel's HTTP connections and git's pipes must stay in one process."""
+    if not all(isinstance(tree, DirSource) for _, tree in trees):
+        return 1
+    work = 0
+    for version, _ in trees:
+        for p in manifest.patches:
+            if p.targets(version):
+                with contextlib.suppress(PatchsetError):
+                    work += len(p.load(version, manifest.base).hunks)
+    processes = parallel.workers(len(trees), work)
+    if processes > 1:  # parsed and each hunk's sides computed here once, not again in every child
+        for version, _ in trees:
+            for p in manifest.patches:
+                with contextlib.suppress(PatchsetError):
+                    for h in p.load(version, manifest.base).hunks if p.targets(version) else ():
+                        h.old_keys, h.new_keys, h.leading, h.trailing  # noqa: B018 -- computed once, kept
+    return processes
