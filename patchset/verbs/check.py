@@ -54,15 +54,8 @@ def _processes(manifest: Manifest, trees: list[tuple[str, Source]]) -> int:
         return 1
     work = 0
     for version, _ in trees:
-        for p in manifest.patches:
+        for p in manifest.patches:  # parsed here, before any fork, so no child parses again
             if p.targets(version):
                 with contextlib.suppress(PatchsetError):
                     work += len(p.load(version, manifest.base).hunks)
-    processes = parallel.workers(len(trees), work)
-    if processes > 1:  # parsed and each hunk's sides computed here once, not again in every child
-        for version, _ in trees:
-            for p in manifest.patches:
-                with contextlib.suppress(PatchsetError):
-                    for h in p.load(version, manifest.base).hunks if p.targets(version) else ():
-                        h.old_keys, h.new_keys, h.leading, h.trailing  # noqa: B018 -- computed once, kept
-    return processes
+    return parallel.workers(len(trees), work)
