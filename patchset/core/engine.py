@@ -304,7 +304,7 @@ class _Placement:
         # of a file that had nothing in common): git apply takes the second reading, and so do we.
         self.whole = self.zero and whole and hunk.source_start <= 1
         # A line without a final newline can only be the file's last line.
-        self.unterminated = any(ln.eol == "" for ln in hunk.lines)
+        self.unterminated = hunk.unterminated
         self.end = (not self.zero and trail < lead) or self.unterminated or self.whole
         self.start = hunk.source_start == 0 if self.zero and not self.whole else hunk.source_start <= 1
         self.rstart = hunk.target_start == 0 if self.zero else hunk.target_start <= 1

@@ -108,6 +108,11 @@ class Hunk:
         return [ln.key for ln in self.new]
 
     @_once
+    def unterminated(self) -> bool:
+        """Whether a line of the hunk has no newline ("No newline at end of file")."""
+        return any(ln.eol == "" for ln in self.lines)
+
+    @_once
     def leading(self) -> int:
         """Context lines before the first change."""
         return next((i for i, ln in enumerate(self.lines) if ln.kind != " "), len(self.lines))
