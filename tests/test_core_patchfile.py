@@ -134,3 +134,21 @@ def test_a_non_git_diff_between_two_names_edits_the_new_one():
     (f,) = pf.files
     assert (f.old_path, f.new_path, f.is_rename) == ("vllm/a.py", "vllm/a.py", False)
 
+
+
+def test_split_lines_cuts_after_every_newline_and_nowhere_else():
+    """Its fast path (bytes.splitlines) against the plain definition, with every other line boundary
+    Python knows (\\v, \\f, \\x1c-\\x1e, \\x85, U+2028) and \\r, seeded."""
+    import random
+
+    from patchset.core.patchfile import split_lines
+
+    def plain(data: bytes) -> list[bytes]:
+        parts = data.split(b"\n")
+        return [p + b"\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+    rng = random.Random(3)
+    alphabet = [b"a", b"\n", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x85", "\u2028".encode(), b"\r", b" "]
+    for _ in range(5000):
+        data = b"".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        assert split_lines(data) == plain(data), data

@@ -557,7 +557,9 @@ def _choose(found: list[int], expected: int) -> tuple[int | None, str]:
 
 
 def _nearest_of(found: list[int], pos: int) -> int | None:
-    return min(found, key=lambda p: (abs(p - pos), p < pos), default=None)  # both tools look forward first
+    if len(found) <= 1:  # the usual case, without building a key for each
+        return found[0] if found else None
+    return min(found, key=lambda p: (abs(p - pos), p < pos))  # both tools look forward first
 
 
 def _fits(p: int, k: int, n: int, start: bool, end: bool) -> bool:

@@ -177,6 +177,8 @@ class PatchFile:
 
 def split_lines(data: bytes) -> list[bytes]:
     """``data`` cut after every ``\\n`` and nowhere else (the last piece may lack one)."""
+    if b"\r" not in data:  # then bytes.splitlines (in C) cuts at the same places: it knows only \n, \r, \r\n
+        return data.splitlines(keepends=True)
     parts = data.split(b"\n")
     out = [p + b"\n" for p in parts[:-1]]
     if parts[-1]:
