@@ -45,10 +45,13 @@ def workers(items: int, work: int) -> int:
 
 
 def ordered_map(fn: Callable[[_T], _R], items: Sequence[_T], processes: int) -> list[_R]:
-    """``[fn(x) for x in items]``, with items shared round-robin among ``processes`` (the parent is one)."""
+    """``[fn(x) for x in items]``, with items shared among ``processes`` (the parent is one) in runs of
+    neighbours: neighbouring releases share most files, which the engine then places once per process."""
     if processes <= 1 or len(items) <= 1 or not hasattr(os, "fork"):
         return [fn(x) for x in items]
-    shares = [list(range(len(items)))[k::processes] for k in range(processes)]
+    size, extra = divmod(len(items), processes)
+    bounds = [k * size + min(k, extra) for k in range(processes + 1)]
+    shares = [list(range(bounds[k], bounds[k + 1])) for k in range(processes)]
     gc.freeze()  # what exists now stays out of the children's collections: less copy-on-write
     try:
         children = [_fork(fn, items, share) for share in shares[1:]]

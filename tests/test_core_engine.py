@@ -441,3 +441,27 @@ def test_the_fast_scans_find_what_comparing_every_window_finds():
         want = [x.removesuffix(b"\n").removesuffix(b"\r") for x in old]
         loose = [p for p in range(len(bare) - len(want) + 1) if bare[p:p + len(want)] == want]
         assert _loose_find(lines, old) == (loose[0] if loose else None)
+
+
+def test_an_edit_met_again_gives_what_placing_it_afresh_gives():
+    """The kept edits (the same file content, file patch and fuzz on another release) are the edit."""
+    import random
+
+    from patchset.core import engine
+
+    rng = random.Random(11)
+    before = "".join(f"line {i}\n" for i in range(60))
+    after = before.replace("line 10\n", "line 10\nnew\n").replace("line 40\n", "")
+    pf = patch_of(udiff(F, before, after))
+    [fp] = pf.files
+    for _ in range(50):
+        lines = before.splitlines(keepends=True)
+        for _ in range(rng.randint(0, 3)):  # some contents it applies to, some it does not
+            lines.insert(rng.randint(0, len(lines)), rng.choice(["x\n", "line 10\n", "line 41\n"]))
+        content = "".join(lines).encode()
+        fresh = engine._edit_afresh(content, fp, 0)
+        first = engine._edit(content, fp, 0)
+        first[0].append("changed by a caller")  # a caller's list is its own
+        again = engine._edit(bytes(content), fp, 0)  # an equal content, another object
+        assert first[0][:-1] == again[0] == fresh[0] and first[1] == again[1] == fresh[1]
+        assert (fresh[1] is None) == any(not r.applied for r in fresh[0])

@@ -181,7 +181,7 @@ def _apply_file(fp: FilePatch, read: Callable[[str], bytes | None],
                             fp.hunks), {}
     results, after = _edit(source, fp, max_fuzz)
     results += _file_level(fp)
-    if any(not r.applied for r in results):
+    if after is None or any(not r.applied for r in results):
         return results, {}
     if fp.new_path is None:
         if after:
@@ -240,7 +240,28 @@ def _onto_existing(fp: FilePatch, target: bytes, source: bytes | None, max_fuzz:
                         "and differs", fp.hunks)
 
 
-def _edit(content: bytes, fp: FilePatch, max_fuzz: int) -> tuple[list[HunkResult], bytes]:
+#: Recent edits, by (content, file patch, fuzz): a series checked on several releases meets the same
+#: file, as the patches before left it, on every release where upstream did not change it (about half
+#: of the pairs of consecutive releases in a fork's series), and the edit is a pure function of these.
+_EDITS: dict[tuple[bytes, int, int], tuple[FilePatch, tuple[HunkResult, ...], bytes | None]] = {}
+EDITS_KEPT = 4096
+
+
+def _edit(content: bytes, fp: FilePatch, max_fuzz: int) -> tuple[list[HunkResult], bytes | None]:
+    """Every hunk of ``fp`` placed on ``content``: the results, and the new content (None when a hunk
+    was not applied)."""
+    key = (content, id(fp), max_fuzz)
+    kept = _EDITS.get(key)
+    if kept is not None and kept[0] is fp:  # the same object, not one that reuses a freed one's id
+        return list(kept[1]), kept[2]
+    results, after = _edit_afresh(content, fp, max_fuzz)
+    if len(_EDITS) >= EDITS_KEPT:
+        del _EDITS[next(iter(_EDITS))]  # the oldest
+    _EDITS[key] = (fp, tuple(results), after)
+    return results, after
+
+
+def _edit_afresh(content: bytes, fp: FilePatch, max_fuzz: int) -> tuple[list[HunkResult], bytes | None]:
     buf = _Buffer(content)
     results = []
     cursor = _Cursor()
@@ -248,7 +269,7 @@ def _edit(content: bytes, fp: FilePatch, max_fuzz: int) -> tuple[list[HunkResult
         res, new_floor = _Placement(buf, hunk, fp, cursor, max_fuzz).run()
         results.append(res)
         cursor = cursor.after(hunk, res, new_floor)
-    return results, buf.render()
+    return results, buf.render() if all(r.applied for r in results) else None
 
 
 @dataclass(frozen=True)
