@@ -22,9 +22,9 @@ def dump_json(obj: object) -> str:
     """``json.dumps(obj, indent=2)`` and a newline, the same bytes (a test holds them equal), faster.
 
     The standard library encodes with C only without ``indent``; with it, every value goes through
-    nested Python generators, which cost a 37-patch series checked on three releases more than
-    half of what checking its 2,244 hunks did (measured: 20 ms of 35). Strings still go through the
-    standard library's C escaping; anything but plain JSON types is left to ``json.dumps``. The pieces
+    nested Python generators: 16.5 ms for the check document of a 37-patch series on three releases,
+    against 9.5 ms here (measured). Strings still go through the standard library's C escaping;
+    anything but plain JSON types is left to ``json.dumps``. The pieces
     are shared strings (one per depth and key), so the list they are joined from stays small.
     The text is remembered (:func:`is_dumped`): the CLI's one-document check needs no second parse.
     """
