@@ -25,8 +25,9 @@ from typing import TypeVar
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
-#: Below this many hunk evaluations (hunks x releases) a fork costs more than it saves (``make bench``:
-#: this repository's 3-patch series on its 3 targets, 132, is as fast serially).
+#: Below this many hunk evaluations (hunks x releases) a fork is not worth it. Measured on each side:
+#: this repository's 3-patch series on its 3 targets (132) takes 145 ms forked or not; the fork-shaped
+#: 37-patch series on three releases (2,244) gained up to 12% forked.
 MIN_WORK = 300
 
 

@@ -258,3 +258,25 @@ def test_apply_says_applied_with_paths_relative_to_the_tree_given(project, capsy
     assert "  fix" in out and " applied " in out and " applies " not in out
     assert "  wrote   sched.py\n" in out  # not vllm/sched.py: relative to the folder given
     assert out.rstrip().endswith("applied 1 patch; provenance in .patchset-provenance.json")
+
+
+def test_a_warm_run_imports_only_what_it_uses(project):
+    """Start-up is most of a small check: the second validate and check (the manifest's parse kept, the
+    trees on disk) load no YAML parser, no subprocess, archive, temp-file, pickling or diffing module."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PATCHSET_CACHE": str(project / "cache")}
+    env.pop("PATCHSET_NO_PARSE_CACHE", None)
+    probe = ("import sys, io, contextlib\nfrom patchset.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n    main(sys.argv[1:])\n"
+             "print(' '.join(sorted(sys.modules)))")
+    # (shutil is not in the list: argparse imports it for every argument it adds)
+    unwanted = {"ruamel.yaml", "packaging.utils", "packaging.tags", "subprocess", "tarfile", "tempfile", "pickle",
+                "difflib", "xml.etree.ElementTree", "textwrap", "threading", "requests", "rich"}
+    for argv in (["validate", "--format", "json"], ["check", *SRC, "--format", "json"]):
+        for _ in range(2):  # the first run keeps the manifest's parse
+            done = subprocess.run([sys.executable, "-c", probe, *argv], cwd=project, env=env, capture_output=True,
+                                  text=True, check=True)
+        assert not unwanted & set(done.stdout.split()), (argv, sorted(unwanted & set(done.stdout.split())))

@@ -241,8 +241,9 @@ def _onto_existing(fp: FilePatch, target: bytes, source: bytes | None, max_fuzz:
 
 
 #: Recent edits, by (content, file patch, fuzz): a series checked on several releases meets the same
-#: file, as the patches before left it, on every release where upstream did not change it (about half
-#: of the pairs of consecutive releases in a fork's series), and the edit is a pure function of these.
+#: file, as the patches before left it, on every release where upstream did not change it (measured:
+#: 41 of 108 consecutive-release pairs of the files bench/forkseries.py's 37-patch series touches on
+#: 0.29-0.31, 2,394 of 5,121 for its 500 patches on 0.24-0.33), and the edit is a pure function of these.
 _EDITS: dict[tuple[bytes, int, int], tuple[FilePatch, tuple[HunkResult, ...], bytes | None]] = {}
 EDITS_KEPT = 4096
 

@@ -25,7 +25,7 @@ from typing import Any
 from patchset.cache import derived, keep_derived, read_derived
 
 STR_TAG = "tag:yaml.org,2002:str"
-_PLAIN = (str, int, bool, type(None))  # exact types: a subclass (ruamel's HexInt, LiteralScalarString) is not plain
+PLAIN = (str, int, bool, type(None))  # exact types: a subclass (ruamel's HexInt, LiteralScalarString) is not plain
 
 
 class SyntaxProblem(Exception):

@@ -18,7 +18,7 @@ from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from patchset.core.yamlnodes import _PLAIN, STR_TAG, Document, Duplicate, Mapping, Sequence, SyntaxProblem
+from patchset.core.yamlnodes import PLAIN, STR_TAG, Document, Duplicate, Mapping, Sequence, SyntaxProblem
 
 
 def parse(text: str) -> Document:
@@ -59,7 +59,7 @@ class _Converted:
 
     def node(self, value: object) -> object:
         if not isinstance(value, (CommentedMap, CommentedSeq)):
-            self.plain = self.plain and type(value) in _PLAIN
+            self.plain = self.plain and type(value) in PLAIN
             return value
         if id(value) in self.seen:  # an alias: the same container again (or one holding itself)
             self.plain = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -189,8 +190,6 @@ def render(*items: object) -> str:
     else plain lines without padding or box drawing (tables become one line a row, cells separated
     by two spaces), so that logs stay greppable whatever their width.
     """
-    import shutil  # tables only: shutil imports bz2 and lzma, which --format json never needs
-
     from rich.console import Console
     from rich.table import Table
 
