@@ -152,3 +152,27 @@ def test_split_lines_cuts_after_every_newline_and_nowhere_else():
     for _ in range(5000):
         data = b"".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
         assert split_lines(data) == plain(data), data
+
+
+def test_a_hunk_is_kept_as_kinds_and_bytes_and_read_as_lines_on_demand():
+    """The engine reads ``kinds`` and ``keys``; ``lines`` gives the same hunk as HunkLines (deps, next)."""
+    text = (b"--- a/f.py\n+++ b/f.py\n@@ -1,3 +1,3 @@\n ctx\r\n-old\n+new\n last\n"
+            b"@@ -9,2 +9,2 @@\n keep\n-tail\n\\ No newline at end of file\n+tail\n")
+    first, second = parse_patch(text, name="p.patch").hunks
+    assert first.kinds == " -+ " and first.keys == (b"ctx\r\n", b"old\n", b"new\n", b"last\n")
+    assert [(ln.kind, ln.text, ln.eol) for ln in first.lines] == [(" ", "ctx\r", "\n"), ("-", "old", "\n"),
+                                                                   ("+", "new", "\n"), (" ", "last", "\n")]
+    assert [ln.key for ln in first.lines] == list(first.keys)
+    assert (first.leading, first.trailing, first.unterminated) == (1, 1, False)
+    # the removed line lacks its newline and the added one has it: only the old side is unterminated
+    assert second.old_keys == [b"keep\n", b"tail"] and second.new_keys == [b"keep\n", b"tail\n"]
+    assert second.unterminated and [ln.eol for ln in second.lines] == ["\n", "", "\n"]
+    back = second.flipped()
+    assert (back.kinds, back.old_keys, back.new_keys) == (" +-", second.new_keys, second.old_keys)
+    assert (back.source_start, back.target_start) == (second.target_start, second.source_start)
+
+
+def test_no_newline_before_the_end_of_a_side_is_refused():
+    text = b"--- a/f.py\n+++ b/f.py\n@@ -1,2 +1,2 @@\n-a\n\\ No newline at end of file\n-b\n+c\n+d\n"
+    with pytest.raises(PatchFileError, match="before the end of the hunk"):
+        parse_patch(text, name="p.patch")

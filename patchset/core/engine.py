@@ -213,7 +213,7 @@ def _file_level(fp: FilePatch) -> list[HunkResult]:
 
 def _create(fp: FilePatch, existing: bytes | None) -> tuple[list[HunkResult], dict[str, bytes | None]]:
     path = fp.path
-    target = b"".join(ln.key for h in fp.hunks for ln in h.new)
+    target = b"".join(key for h in fp.hunks for key in h.new_keys)
     mode = f" (mode {fp.new_mode:06o})" if fp.new_mode else ""
     if existing is None:
         results = [HunkResult(path, h.number, EXACT, True, line=1) for h in fp.hunks]
@@ -282,7 +282,7 @@ class _Cursor:
     floor: int = 0  # hunks apply in order: never before the end of the previous one
 
     def after(self, hunk: Hunk, res: HunkResult, new_floor: int) -> _Cursor:
-        growth = len(hunk.new) - len(hunk.old)
+        growth = len(hunk.new_keys) - len(hunk.old_keys)
         shift = self.shift + growth if res.applied else self.shift
         if not (res.applied or res.status == ALREADY):
             return _Cursor(shift, self.last_offset, self.floor)
@@ -423,18 +423,19 @@ class _Placement:
     def merged(self, pick: int, head: int, tail: int) -> tuple[int, list[bytes]]:
         """The old lines the hunk trimmed of ``head`` and ``tail`` context covers at ``pick``, and what
         replaces them: its new lines, with context lines kept as the file has them (under fuzz)."""
-        body = self.hunk.lines[head:len(self.hunk.lines) - tail]
-        count = sum(1 for ln in body if ln.kind != "+")
+        end = len(self.hunk.kinds) - tail
+        kinds, keys = self.hunk.kinds[head:end], self.hunk.keys[head:end]
+        count = len(kinds) - kinds.count("+")
         region = self.buf.lines[pick:pick + count]
         merged: list[bytes] = []
         i = 0
-        for ln in body:
-            if ln.kind == " ":
+        for kind, key in zip(kinds, keys, strict=True):
+            if kind == "+":
+                merged.append(key)
+                continue
+            if kind == " ":
                 merged.append(region[i])
-            if ln.kind != "+":
-                i += 1
-            if ln.kind == "+":
-                merged.append(ln.key)
+            i += 1
         return count, merged
 
     def already(self) -> tuple[HunkResult, int] | None:
@@ -447,7 +448,7 @@ class _Placement:
         pick, _ = _choose(found, self.expected)
         if pick is None or pick < self.floor:
             return None
-        if not any(ln.kind == "+" for ln in self.hunk.lines):
+        if "+" not in self.hunk.kinds:
             left = next((p for run in _removed_runs(self.hunk) for p in self.buf.find(run, 0, False, False)), None)
             if left is not None:
                 return self.failure(f"the context around the removed lines is joined at line {pick - self.shift + 1} "
@@ -506,9 +507,9 @@ def _crlf(line: bytes) -> bool:
 
 def _removed_runs(hunk: Hunk) -> list[list[bytes]]:
     runs: list[list[bytes]] = [[]]
-    for ln in hunk.lines:
-        if ln.kind == "-":
-            runs[-1].append(ln.key)
+    for kind, key in zip(hunk.kinds, hunk.keys, strict=True):
+        if kind == "-":
+            runs[-1].append(key)
         elif runs[-1]:
             runs.append([])
     return [r for r in runs if r]

@@ -7,6 +7,7 @@ every error names the manifest file and line.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import posixpath
 import re
@@ -634,7 +635,11 @@ def _find_cycle(graph: dict[str, tuple[str, ...]]) -> list[str]:
     return []
 
 
+@functools.lru_cache(maxsize=1024)
 def _display(path: Path, base: Path) -> str:
+    """``path`` as messages show it: relative to the manifest's folder when inside it. Kept per process:
+    every release of a check loads each patch again, and resolving both paths each time cost 6 ms a
+    release on the fork-shaped 37-patch series (cProfile)."""
     try:
         return str(path.resolve().relative_to(base.resolve()))
     except ValueError:

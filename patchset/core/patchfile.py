@@ -28,7 +28,7 @@ import functools
 import hashlib
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -67,11 +67,14 @@ class _once(Generic[_T]):  # noqa: N801 -- a decorator, like the functools.cache
 
 @dataclass(frozen=True)
 class HunkLine:
+    """One line of a hunk, for readers that want it as text (deps, next). The engine reads a hunk's
+    ``kinds`` and ``keys`` instead: no object per line."""
+
     kind: str  # " " context, "-" removed, "+" added
     text: str  # without its "\n" (a "\r" before it is part of the text), surrogate-escaped
     eol: str  # "\n", or "" when the patch says "No newline at end of file"
 
-    @_once  # computed once per line, not once per release and place it is tried
+    @property
     def key(self) -> bytes:
         """The line's bytes as they must appear in the file."""
         return self.text.encode("utf-8", errors="surrogateescape") + self.eol.encode()
@@ -79,17 +82,27 @@ class HunkLine:
 
 @dataclass(frozen=True)
 class Hunk:
+    """One hunk, as its lines' kinds and bytes: ``kinds[i]`` is " ", "-" or "+" and ``keys[i]`` the
+    line's bytes as they must stand in the file (its "\n" included unless the patch says "No newline
+    at end of file"). Parsing makes no object per line (measured: the fork-shaped 37-patch series,
+    7,443 hunk lines, parsed in 22 ms with one per line); :attr:`lines` makes them on demand."""
+
     number: int  # 1-based across the whole patch file, as users count them
     line: int  # line of the @@ header in the patch file
     source_start: int
     source_length: int
     target_start: int
     target_length: int
-    lines: tuple[HunkLine, ...]
+    kinds: str
+    keys: tuple[bytes, ...]
     section: str = ""
 
     # Cached: a hunk is placed on every release and tried at several places on each. The lists are
     # shared by every caller, which must not change them.
+    @_once
+    def lines(self) -> tuple[HunkLine, ...]:
+        return tuple(HunkLine(kind, *_text_eol(key)) for kind, key in zip(self.kinds, self.keys, strict=True))
+
     @_once
     def old(self) -> list[HunkLine]:
         return [ln for ln in self.lines if ln.kind != "+"]
@@ -101,26 +114,41 @@ class Hunk:
     @_once
     def old_keys(self) -> list[bytes]:
         """The old side's lines as bytes, as they must stand in the file."""
-        return [ln.key for ln in self.old]
+        return [key for kind, key in zip(self.kinds, self.keys, strict=True) if kind != "+"]
 
     @_once
     def new_keys(self) -> list[bytes]:
-        return [ln.key for ln in self.new]
+        return [key for kind, key in zip(self.kinds, self.keys, strict=True) if kind != "-"]
 
     @_once
     def unterminated(self) -> bool:
-        """Whether a line of the hunk has no newline ("No newline at end of file")."""
-        return any(ln.eol == "" for ln in self.lines)
+        """Whether a line of the hunk has no newline ("No newline at end of file"): only the last line of
+        a side can lack one (the parser refuses anything else)."""
+        return any(side and not side[-1].endswith(b"\n") for side in (self.old_keys, self.new_keys))
 
     @_once
     def leading(self) -> int:
         """Context lines before the first change."""
-        return next((i for i, ln in enumerate(self.lines) if ln.kind != " "), len(self.lines))
+        return len(self.kinds) - len(self.kinds.lstrip(" "))
 
     @_once
     def trailing(self) -> int:
         """Context lines after the last change."""
-        return next((i for i, ln in enumerate(reversed(self.lines)) if ln.kind != " "), len(self.lines))
+        return len(self.kinds) - len(self.kinds.rstrip(" "))
+
+    def flipped(self) -> Hunk:
+        """The hunk that takes this one back out: sides swapped."""
+        return Hunk(self.number, self.line, self.target_start, self.target_length, self.source_start,
+                    self.source_length, self.kinds.translate(_FLIP), self.keys, self.section)
+
+
+_FLIP = str.maketrans("+-", "-+")
+
+
+def _text_eol(key: bytes) -> tuple[str, str]:
+    if key.endswith(b"\n"):
+        return key[:-1].decode("utf-8", errors="surrogateescape"), "\n"
+    return key.decode("utf-8", errors="surrogateescape"), ""
 
 
 @dataclass(frozen=True)
@@ -206,32 +234,27 @@ def _parsed(data: bytes, name: str, strip: int, root: str) -> PatchFile:
     return parse_patch(data, name=name, strip=strip, root=root)
 
 
-_new = object.__new__
-
-
-def _line(kind: str, text: str, eol: str) -> HunkLine:
-    """A HunkLine, as its own __init__ would make it, without the frozen dataclass's three
-    object.__setattr__ calls (timeit: 0.29 µs a line against 0.44 µs)."""
-    line = _new(HunkLine)
-    line.__dict__.update(kind=kind, text=text, eol=eol)
-    return line
-
-
 def parse_patch(data: bytes, *, name: str, strip: int = 1, root: str = "") -> PatchFile:
     raw_lines = split_lines(data)
     _refuse_binary(raw_lines, name)
     files = _Reader(raw_lines, name, strip, root).read()
     if not files:
         raise PatchFileError("contains no diff", file=name, hint="expected '--- a/...' and '+++ b/...' lines")
-    header = parse_dep3(data.decode("utf-8", errors="surrogateescape"))
+    header = _dep3(line.decode("utf-8", errors="surrogateescape").removesuffix("\n") for line in raw_lines)
     return PatchFile(path=name, sha256=hashlib.sha256(data).hexdigest(), header=header, files=tuple(files))
 
 
 def parse_dep3(text: str) -> dict[str, str]:
     """The DEP-3 fields before the diff; continuation lines join the previous field."""
+    return _dep3(text.split("\n"))
+
+
+def _dep3(lines: Iterable[str]) -> dict[str, str]:
+    """:func:`parse_dep3` over lines without their "\\n", read only as far as the diff: a patch's header
+    is decoded, not its whole text."""
     fields: dict[str, str] = {}
     last = None
-    for line in text.split("\n"):
+    for line in lines:
         line = line.removesuffix("\r")
         if line.startswith(("diff ", "--- ", "Index: ")) or line.strip() == "---":
             break
@@ -392,40 +415,50 @@ class _Reader:
         assert m is not None
         old_want = int(m.group(2)) if m.group(2) is not None else 1
         new_want = int(m.group(4)) if m.group(4) is not None else 1
-        body, self.i, old, new = _body(self.lines, self.i + 1, old_want, new_want)
-        if self.at(self.i).startswith(b"\\") and body:
-            body[-1] = HunkLine(body[-1].kind, body[-1].text, "")
+        kinds, keys, self.i, old, new, marked = _body(self.lines, self.i + 1, old_want, new_want)
+        if self.at(self.i).startswith(b"\\") and keys:  # "\ No newline at end of file": the last line has none
+            keys[-1] = keys[-1].removesuffix(b"\n")
             self.i += 1
+            marked = True
         if old != old_want or new != new_want:
             raise self.error(f"malformed hunk: its header says -{old_want} +{new_want} lines but it has "
                              f"-{old} +{new}", at, "regenerate the patch rather than editing hunks by hand")
-        self.after_hunk(at, old_want, new_want, body)
+        self.after_hunk(at, old_want, new_want, kinds, keys, marked)
         self.number += 1
         return Hunk(number=self.number, line=at, source_start=int(m.group(1)), source_length=old_want,
-                    target_start=int(m.group(3)), target_length=new_want, lines=tuple(body),
+                    target_start=int(m.group(3)), target_length=new_want, kinds=kinds, keys=tuple(keys),
                     section=m.group(5).decode("utf-8", errors="surrogateescape").strip())
 
-    def after_hunk(self, at: int, old_want: int, new_want: int, body: list[HunkLine]) -> None:
+    def after_hunk(self, at: int, old_want: int, new_want: int, kinds: str, keys: list[bytes], marked: bool) -> None:
+        """Refuse a hunk with lines beyond its header's counts, or one whose "No newline at end of file"
+        (``marked``: the hunk has one) stands before the last line of a side."""
         nxt = self.at(self.i)
         extra = nxt[:1] in (b"+", b"-", b" ") and nxt not in SIGNATURE \
             and not (nxt.startswith(b"--- ") and self.at(self.i + 1).startswith(b"+++ "))
         if extra:
             raise self.error(f"malformed hunk: more lines than its header -{old_want} +{new_want} says", at,
                              "regenerate the patch rather than editing hunks by hand")
-        for side in ("+", "-"):
-            lines = [ln for ln in body if ln.kind != side]
-            if any(ln.eol == "" for ln in lines[:-1]):
+        if not marked:
+            return
+        for side in "+-":
+            ends = [key.endswith(b"\n") for kind, key in zip(kinds, keys, strict=True) if kind != side]
+            if not all(ends[:-1]):
                 raise self.error("malformed hunk: 'No newline at end of file' before the end of the hunk", at)
 
 
 _KINDS = {ord(" "): " ", ord("-"): "-", ord("+"): "+", ord("\\"): "\\"}
 
 
-def _body(lines: list[bytes], i: int, old_want: int, new_want: int) -> tuple[list[HunkLine], int, int, int]:
+def _body(lines: list[bytes], i: int, old_want: int,
+          new_want: int) -> tuple[str, list[bytes], int, int, int, bool]:
     """A hunk's lines from ``lines[i]`` on, read until its header's counts are met or a line cannot belong
-    to it: (lines, index after them, old and new lines read). The hottest loop of parsing, kept tight."""
-    n, body = len(lines), []  # type: tuple[int, list[HunkLine]]
+    to it: (their kinds, their bytes as they stand in the file, index after them, old and new lines read,
+    whether a "No newline at end of file" was among them). The hottest loop of parsing, kept tight."""
+    n = len(lines)
+    kinds: list[str] = []
+    keys: list[bytes] = []
     old = new = 0
+    marked = False
     kind: str | None
     while old < old_want or new < new_want:
         raw = lines[i] if i < n else b""
@@ -436,9 +469,10 @@ def _body(lines: list[bytes], i: int, old_want: int, new_want: int) -> tuple[lis
         if kind is None:
             break
         if kind == "\\":  # "\\ No newline at end of file": the line before has none
-            if not body:
+            if not keys:
                 break
-            body[-1] = _line(body[-1].kind, body[-1].text, "")
+            keys[-1] = keys[-1].removesuffix(b"\n")
+            marked = True
             i += 1
             continue
         if kind == "+":
@@ -454,10 +488,10 @@ def _body(lines: list[bytes], i: int, old_want: int, new_want: int) -> tuple[lis
         else:
             old, new = old + 1, new + 1
         # The patch file's own last line may lack "\n": only the marker says a line has none.
-        text = content[:-1] if content.endswith(b"\n") else content
-        body.append(_line(kind, text.decode("utf-8", errors="surrogateescape"), "\n"))
+        keys.append(content if content.endswith(b"\n") else content + b"\n")
+        kinds.append(kind)
         i += 1
-    return body, i, old, new
+    return "".join(kinds), keys, i, old, new, marked
 
 
 def _name(raw: bytes) -> bytes:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -197,6 +196,8 @@ def render(*items: object) -> str:
     columns = os.environ.get("COLUMNS", "")
     if not tty and not columns.isdigit():
         return "".join(_plain(item) if isinstance(item, Table) else f"{item}\n" for item in items)
+    import shutil  # only here: a run that writes JSON or plain text never loads it (nor zlib, bz2, lzma)
+
     buf = io.StringIO()
     width = shutil.get_terminal_size((160, 24)).columns if tty else int(columns)
     c = Console(file=buf, width=max(width, 40), force_terminal=tty, color_system="auto" if tty else None,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from patchset.core import engine
 from patchset.core.manifest import Manifest
-from patchset.core.patchfile import FilePatch, Hunk, HunkLine, PatchFile
+from patchset.core.patchfile import FilePatch, Hunk, PatchFile
 from patchset.core.series import APPLIES, PatchStatus, ReleaseResult, evaluate_release
 from patchset.errors import PatchsetError
 from patchset.sources import open_source
@@ -374,12 +374,7 @@ def reverse(pf: PatchFile) -> PatchFile:
     """The patch that takes ``pf`` back out."""
     files = []
     for f in pf.files:
-        hunks = tuple(replace(h, source_start=h.target_start, source_length=h.target_length,
-                              target_start=h.source_start, target_length=h.source_length,
-                              lines=tuple(_flip(ln) for ln in h.lines)) for h in f.hunks)
+        hunks = tuple(h.flipped() for h in f.hunks)
         files.append(replace(f, old_path=f.new_path, new_path=f.old_path, hunks=hunks))
     return replace(pf, files=tuple(files))
 
-
-def _flip(ln: HunkLine) -> HunkLine:
-    return replace(ln, kind={"+": "-", "-": "+"}.get(ln.kind, ln.kind))
