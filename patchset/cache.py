@@ -10,6 +10,7 @@ owner-only modes of ``mkstemp``/``mkdtemp``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -163,45 +164,68 @@ def _clear_parts(final: Path) -> None:
                 part.unlink()
 
 
-def derived(kind: str, content: bytes, code: Sequence[str]) -> Path | None:
-    """Where a result computed from ``content`` by the code in the files ``code`` is kept as JSON.
+def derived(kind: str, content: bytes, code: Sequence[str], suffix: str = ".json") -> Path | None:
+    """Where a result computed from ``content`` by the code in the files ``code`` is kept (as JSON, or
+    what ``suffix`` says).
 
     The key is the sha256 of the content and of each code file's path, size and modification time,
     so an upgrade or an edit of the code (an editable install) starts afresh. None when
     ``PATCHSET_NO_PARSE_CACHE`` is set. Only pure functions of their input are kept here (a manifest's
-    parse): an entry can be deleted at any time, and one that cannot be read is
+    parse, a patch file's): an entry can be deleted at any time, and one that cannot be read is
     computed again.
     """
     if os.environ.get("PATCHSET_NO_PARSE_CACHE"):
         return None
-    key = hashlib.sha256()
+    key = hashlib.sha256(_code_key(tuple(code)))
+    key.update(content)
+    return cache_root() / "derived" / kind / f"{key.hexdigest()}{suffix}"
+
+
+@functools.lru_cache(maxsize=16)
+def _code_key(code: tuple[str, ...]) -> bytes:
+    """The code files' part of a derived entry's key, once per process (a check asks for it per patch)."""
+    out = []
     for f in code:
         try:
             st = os.stat(f)
-            key.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\0".encode())
+            out.append(f"{f}:{st.st_size}:{st.st_mtime_ns}\0")
         except OSError:
-            key.update(f"{f}:?\0".encode())
-    key.update(content)
-    return cache_root() / "derived" / kind / f"{key.hexdigest()}.json"
+            out.append(f"{f}:?\0")
+    return "".join(out).encode()
 
 
 def read_derived(entry: Path | None) -> object | None:
     """The JSON kept at ``entry``, or None when there is none or it cannot be read."""
+    data = read_derived_bytes(entry)
+    if data is None:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def read_derived_bytes(entry: Path | None) -> bytes | None:
+    """The bytes kept at ``entry``, or None when there are none or they cannot be read."""
     if entry is None:
         return None
     try:
-        return json.loads(entry.read_bytes())
-    except (OSError, ValueError):
+        return entry.read_bytes()
+    except OSError:
         return None
 
 
 def keep_derived(entry: Path | None, value: object) -> None:
-    """Keep ``value`` at ``entry`` (whole or not at all); a cache that cannot be written only costs time."""
+    """Keep ``value`` at ``entry`` as JSON (whole or not at all); a cache that cannot be written only costs time."""
+    keep_derived_bytes(entry, json.dumps(value, separators=(",", ":")).encode())
+
+
+def keep_derived_bytes(entry: Path | None, data: bytes) -> None:
+    """Keep ``data`` at ``entry`` (whole or not at all)."""
     if entry is None or entry.exists():
         return
     with contextlib.suppress(OSError):
-        Cache(entry.parent.parent.parent).put_bytes(json.dumps(value, separators=(",", ":")).encode(),
-                                                    *entry.parts[-3:])
+        Cache(entry.parent.parent.parent).put_bytes(data, *entry.parts[-3:])
 
 
 class _CutShort(Exception):

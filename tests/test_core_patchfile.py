@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from helpers import udiff
 
@@ -176,3 +178,51 @@ def test_no_newline_before_the_end_of_a_side_is_refused():
     text = b"--- a/f.py\n+++ b/f.py\n@@ -1,2 +1,2 @@\n-a\n\\ No newline at end of file\n-b\n+c\n+d\n"
     with pytest.raises(PatchFileError, match="before the end of the hunk"):
         parse_patch(text, name="p.patch")
+
+
+def _cached_parse(data: bytes, name: str = "p.patch"):
+    from patchset.core import patchfile
+
+    patchfile._parsed.cache_clear()  # as in a new process
+    return patchfile._parsed(data, name, 1, "vllm")
+
+
+def _entries(tmp_path) -> list:
+    return sorted((tmp_path / "cache" / "derived" / "patch").glob("*.marshal"))
+
+
+SERIES_PATCH = (b"From: a fork\nSubject: keep it\n\n--- a/v1/f.py\n+++ b/v1/f.py\n@@ -1,3 +1,3 @@\n ctx\r\n-old\n"
+                b"+new\n last\n@@ -9,2 +9,2 @@\n keep\n-tail\n\\ No newline at end of file\n+tail\n"
+                b"diff --git a/v1/g.py b/v1/g.py\nold mode 100644\nnew mode 100755\n")
+
+
+def test_a_parse_is_kept_once_and_reads_back_the_same(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("PATCHSET_NO_PARSE_CACHE", raising=False)
+    parsed = parse_patch(SERIES_PATCH, name="p.patch", root="vllm")
+    assert _cached_parse(SERIES_PATCH) == parsed and len(_entries(tmp_path)) == 1
+    again = _cached_parse(SERIES_PATCH, "other/name.patch")  # read back, under the caller's name
+    assert again == replace(parsed, path="other/name.patch") and len(_entries(tmp_path)) == 1
+    assert again.files[0].hunks[1].unterminated and again.files[1].mode_change == (0o100644, 0o100755)
+
+
+def test_a_damaged_parse_is_never_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("PATCHSET_NO_PARSE_CACHE", raising=False)
+    parsed = _cached_parse(SERIES_PATCH)
+    (entry,) = _entries(tmp_path)
+    kept = entry.read_bytes()
+    at = kept.index(b"old\n")
+    for damaged in (kept[:-7], kept[:at] + b"OLD\n" + kept[at + 4:], b""):  # cut short; a line changed; empty
+        entry.write_bytes(damaged)
+        assert _cached_parse(SERIES_PATCH) == parsed
+
+
+def test_refused_patches_and_a_cache_turned_off_keep_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("PATCHSET_NO_PARSE_CACHE", raising=False)
+    with pytest.raises(PatchFileError, match="malformed hunk"):
+        _cached_parse(b"--- a/f.py\n+++ b/f.py\n@@ -1,2 +1,2 @@\n-a\n+b\n")
+    monkeypatch.setenv("PATCHSET_NO_PARSE_CACHE", "1")
+    _cached_parse(SERIES_PATCH)
+    assert _entries(tmp_path) == []

@@ -99,7 +99,8 @@ def test_a_series_with_one_broken_hunk_leaves_the_real_tree_byte_identical(real_
 
 
 def test_the_fast_paths_print_the_bytes_the_slow_ones_print(tmp_path, monkeypatch, capsys):
-    """Releases side by side (forked) or one by one, the manifest parse from the cache or not: one JSON.
+    """Releases side by side (forked) or one by one, the manifest's and patches' parse from the cache or
+    not: one JSON.
 
     A fork-shaped series from real 0.29.0 files (bench/forkseries.py) on three releases, where many
     hunks fail on the later two, so the failure path (nearest candidates, differing lines) is compared too.
@@ -110,6 +111,7 @@ def test_the_fast_paths_print_the_bytes_the_slow_ones_print(tmp_path, monkeypatc
     import forkseries
 
     from patchset.cli import main
+    from patchset.core import patchfile
 
     series = forkseries.generate(Path(open_source("pypi", "0.29.0").root), tmp_path / "fork", count=12,
                                  targets=["0.29.0", "0.30.0", "0.31.0"])
@@ -122,6 +124,7 @@ def test_the_fast_paths_print_the_bytes_the_slow_ones_print(tmp_path, monkeypatc
             monkeypatch.delenv(key, raising=False)
         for key, value in env.items():
             monkeypatch.setenv(key, value)
+        patchfile._parsed.cache_clear()  # as a new process would: patches parsed, or read back from the cache
         code = main(["check", "--manifest", str(series.manifest), "--format", "json"])
         outputs[name] = (code, capsys.readouterr().out)
     assert len(set(outputs.values())) == 1, {k: v[0] for k, v in outputs.items()}

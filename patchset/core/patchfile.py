@@ -26,13 +26,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import marshal
 import posixpath
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from patchset.cache import derived, keep_derived_bytes, read_derived_bytes
 from patchset.errors import PatchFileError
 
 _T = TypeVar("_T")
@@ -229,9 +232,47 @@ def _parsed(data: bytes, name: str, strip: int, root: str) -> PatchFile:
     """One parse per patch content in a process: a series checked on ten releases reads each patch once.
     Safe to share: a PatchFile is frozen and nothing changes its header (refusals are raised again, not cached).
 
-    Not kept across processes: reading a kept parse back (JSON, then the objects) was measured at 20 ms
-    for a fork's 37 patches (7,443 hunk lines), against 22 ms to parse them."""
-    return parse_patch(data, name=name, strip=strip, root=root)
+    Across processes, a parse is kept in the cache (``derived/patch/``, marshal: every value is a str,
+    bytes, int, bool, None or a tuple of them) by the patch's sha256, strip and root, and this module's
+    file. Read back, the fork-shaped 37-patch series (748 hunks) takes 2-9 ms against 11-20 ms to parse
+    (bench/forkseries.py; the first figure of each is a warm process, the second a fresh one). Refusals
+    are never kept: a bad patch is parsed, and refused, every time."""
+    digest = hashlib.sha256(data).hexdigest()
+    entry = derived("patch", f"{digest}\0{strip}\0{root}\0{_MARSHAL}".encode(), (__file__,), ".marshal")
+    kept = _unkept(read_derived_bytes(entry), name, digest)
+    if kept is not None:
+        return kept
+    parsed = parse_patch(data, name=name, strip=strip, root=root)
+    payload = marshal.dumps(_kept(parsed))
+    keep_derived_bytes(entry, hashlib.sha256(payload).digest() + payload)  # read back only when whole
+    return parsed
+
+
+_MARSHAL = f"{sys.implementation.cache_tag}:{marshal.version}"  # marshal's format is this Python's own
+
+
+def _kept(pf: PatchFile) -> tuple:
+    """``pf`` as plain values, without its path (the caller's name for it)."""
+    return (pf.sha256, tuple(pf.header.items()),
+            tuple((f.old_path, f.new_path, f.line, f.copy, f.old_mode, f.new_mode,
+                   tuple((h.number, h.line, h.source_start, h.source_length, h.target_start, h.target_length,
+                          h.kinds, h.keys, h.section) for h in f.hunks)) for f in pf.files))
+
+
+def _unkept(data: bytes | None, name: str, digest: str) -> PatchFile | None:
+    """The PatchFile :func:`_kept` wrote, named ``name``; None when ``data`` is missing, damaged or not
+    the parse of the patch whose sha256 is ``digest``."""
+    if data is None or hashlib.sha256(data[32:]).digest() != data[:32]:
+        return None
+    try:
+        sha, header, files = marshal.loads(data[32:])
+        if sha != digest:
+            return None
+        return PatchFile(name, sha, dict(header), tuple(
+            FilePatch(old, new, tuple(Hunk(*h) for h in hunks), line, copy, old_mode, new_mode)
+            for old, new, line, copy, old_mode, new_mode, hunks in files))
+    except (EOFError, ValueError, TypeError):
+        return None
 
 
 def parse_patch(data: bytes, *, name: str, strip: int = 1, root: str = "") -> PatchFile:
