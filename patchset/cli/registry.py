@@ -20,6 +20,8 @@ EXIT_CODES = ("exit codes: 0 everything asked for holds; 1 a finding (a hunk fai
 
 @dataclass(frozen=True)
 class Verb:
+    """A verb of the CLI: the module that implements it and its help texts."""
+
     module: str  # under patchset.cli
     summary: str  # one line, for `patchset --help`
     description: str  # one paragraph, for `patchset VERB --help`

@@ -85,6 +85,8 @@ MAX_FUZZ_PROBE = 2  # as far as GNU patch goes by default; further is not worth 
 
 @dataclass(frozen=True)
 class HunkResult:
+    """Where one hunk stands on one file: its status and place, and why when it does not apply."""
+
     file: str
     number: int  # 0: a file-level change without a hunk (mode, rename, copy, empty file)
     status: HunkStatus
@@ -100,6 +102,9 @@ class HunkResult:
 
 @dataclass(frozen=True)
 class PatchOutcome:
+    """What a whole patch does to a tree: its status, every hunk's result and the new content of the files it
+    changes."""
+
     status: OutcomeStatus
     hunks: tuple[HunkResult, ...]
     files: dict[str, bytes | None] = field(default_factory=dict)  # changed paths only

@@ -73,6 +73,9 @@ class PatchChoice:
 
 @dataclass(frozen=True)
 class Patch:
+    """One patch of the series, as the manifest describes it: where it comes from, which file for which
+    releases, how it applies and what proves it."""
+
     id: str
     title: str
     origin: str
@@ -119,12 +122,16 @@ class Suite:
 
 @dataclass(frozen=True)
 class Target:
+    """A pinned release, and the image built for it."""
+
     version: str
     image: str | None = None
 
 
 @dataclass(frozen=True)
 class Manifest:
+    """patches.yaml, loaded and validated: the upstream project, the pinned releases and the ordered series."""
+
     path: Path
     sha256: str
     pypi: str

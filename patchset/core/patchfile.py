@@ -156,6 +156,8 @@ def _text_eol(key: bytes) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class FilePatch:
+    """One file's diff in a patch: its paths (None for created or deleted), hunks and git modes."""
+
     old_path: str | None  # None: the patch creates the file
     new_path: str | None  # None: the patch deletes the file
     hunks: tuple[Hunk, ...]
@@ -192,6 +194,8 @@ class FilePatch:
 
 @dataclass(frozen=True)
 class PatchFile:
+    """A parsed patch file: its DEP-3 header and every file it changes."""
+
     path: str  # as given, for messages
     sha256: str
     header: dict[str, str] = field(default_factory=dict)

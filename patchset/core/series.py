@@ -47,6 +47,8 @@ NOT_APPLYING = (FAILED, BLOCKED, PARTLY_UPSTREAM)  # what blocks the patches tha
 
 @dataclass
 class PatchResult:
+    """Where one patch of the series stands on one release, with its hunks and the evidence."""
+
     id: str
     status: PatchStatus
     evidence: str = ""
@@ -60,6 +62,8 @@ class PatchResult:
 
 @dataclass
 class ReleaseResult:
+    """The whole series on one release: each patch's result, and the touched files before and after."""
+
     vllm: str
     source: str
     patches: list[PatchResult]

@@ -76,6 +76,8 @@ class Sequence(list):
 
 @dataclass(frozen=True)
 class Duplicate:
+    """A mapping key written twice in the manifest, with both lines."""
+
     key: str
     first: int  # 1-based lines
     again: int
@@ -83,6 +85,8 @@ class Duplicate:
 
 @dataclass
 class Document:
+    """A parsed manifest: its data with line numbers, its duplicate keys and how its scalars were written."""
+
     data: Any
     duplicates: list[Duplicate] = field(default_factory=list)
     # How a scalar that is not a string was written, by its 0-based (line, column): `0.30` stays

@@ -39,6 +39,8 @@ ACCEPT = "application/vnd.pypi.simple.v1+json"
 
 @dataclass(frozen=True)
 class IndexFile:
+    """A file of a release on the package index: its name, URL and sha256."""
+
     filename: str
     url: str
     sha256: str

@@ -18,6 +18,8 @@ __all__ = ["CheckReport", "check", "evaluate_release", "releases_to_check"]
 
 @dataclass
 class CheckReport:
+    """The series on every release asked for, in order."""
+
     manifest: str
     targets: list[ReleaseResult]
 
