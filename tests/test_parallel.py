@@ -62,3 +62,7 @@ def test_jobs_are_asked_for_or_sized_by_the_work(monkeypatch) -> None:
     assert parallel.workers(3, 1) == 3
     monkeypatch.delenv("PATCHSET_JOBS")
     assert parallel.workers(3, parallel.MIN_WORK - 1) == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})  # two cores
+    assert [parallel.workers(n, 10**6) for n in (1, 2, 3, 5, 6, 10)] == [1, 2, 2, 2, 3, 3]
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert parallel.workers(10, 10**6) == 1

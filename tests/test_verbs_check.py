@@ -129,3 +129,14 @@ def test_the_fast_paths_print_the_bytes_the_slow_ones_print(tmp_path, monkeypatc
         outputs[name] = (code, capsys.readouterr().out)
     assert len(set(outputs.values())) == 1, {k: v[0] for k, v in outputs.items()}
     assert outputs["serial, parsed"][0] == 1 and '"failed"' in outputs["serial, parsed"][1]
+
+
+def test_without_files_the_reports_are_the_same(report):
+    """``check(files=False)`` (every format but Markdown) drops the touched files, and nothing else."""
+    from patchset.report import check as render
+
+    lean = check(load_manifest(MANIFEST), files=False)
+    assert all(t.files == {} and t.pristine == {} for t in lean.targets)
+    assert any(t.files for t in report.targets)
+    for fmt in ("json", "junit", "table"):
+        assert render.RENDERERS[fmt](lean) == render.RENDERERS[fmt](report), fmt

@@ -20,7 +20,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     manifest = manifest_from(args)
-    report = check(manifest, args.vllm, args.source, on_release=progress_printer(args, "checking vLLM {} ..."))
+    report = check(manifest, args.vllm, args.source, on_release=progress_printer(args, "checking vLLM {} ..."),
+                   files=args.format == "markdown")  # only its dependency graph reads the files
     sys.stdout.write(render.RENDERERS[args.format](report))
     # Annotations go to stderr whatever the format: the runner reads both streams, and stdout
     # must stay one clean document (JSON, JUnit XML or Markdown for the step summary).

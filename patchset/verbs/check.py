@@ -35,14 +35,27 @@ def releases_to_check(manifest: Manifest, asked: Sequence[str]) -> list[str]:
 
 
 def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi",
-          on_release: Callable[[str], None] | None = None) -> CheckReport:
-    """Every release's result, in order; releases are evaluated side by side where it pays (parallel.py)."""
+          on_release: Callable[[str], None] | None = None, *, files: bool = True) -> CheckReport:
+    """Every release's result, in order; releases are evaluated side by side where it pays (parallel.py).
+
+    ``files=False`` drops each release's touched files (``ReleaseResult.pristine`` and ``.files``) as
+    soon as it is evaluated, for reports that only show verdicts: only the Markdown report's dependency
+    graph reads them. A forked child then sends back 0.2 MB instead of 2.2 MB for a release of the
+    fork-shaped 37-patch series, and a serial run reuses one release's memory for the next.
+    """
     trees = []
     for version in releases_to_check(manifest, versions):
         if on_release:
             on_release(version)
         trees.append((version, open_source(source, version, project=manifest.pypi, tag=manifest.tag)))
-    results = parallel.ordered_map(lambda vt: evaluate_release(manifest, *vt), trees, _processes(manifest, trees))
+
+    def evaluate(vt: tuple[str, Source]) -> ReleaseResult:
+        result = evaluate_release(manifest, *vt)
+        if not files:
+            result.files, result.pristine = {}, {}
+        return result
+
+    results = parallel.ordered_map(evaluate, trees, _processes(manifest, trees))
     for (_, tree), result in zip(trees, results, strict=True):
         # what a dir: tree could not prove about itself, and e.g. a .patch no patch names (validate refuses it)
         result.warnings[:0] = [*getattr(tree, "warnings", []), *manifest.warnings]
