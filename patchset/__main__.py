@@ -1,3 +1,3 @@
-from patchset.cli import main
+from patchset.cli import run
 
-raise SystemExit(main())
+run()
