@@ -136,8 +136,9 @@ def run() -> NoReturn:
     object down: that teardown took 8 ms of a check of this repository and 20 ms of the fork-shaped
     37-patch series on three releases (medians of 15-21 paired runs, 2 cores). Nothing is left when
     both streams are flushed, no atexit handler is registered (logging, which an HTTP source imports,
-    registers one) and no other thread was ever started through ``threading``. Otherwise, and
-    whenever :func:`main` is called as a function (the tests do), it exits as usual.
+    registers one) and the ``threading`` module was never imported (so no thread can be waiting to be
+    joined). Otherwise, and whenever :func:`main` is called as a function (the tests do), it exits as
+    usual.
     """
     code = main()
     try:
