@@ -23,7 +23,9 @@ def dump_json(obj: object) -> str:
 
     The standard library encodes with C only without ``indent``; with it, every value goes through
     nested Python generators: 16.5 ms for the check document of a 37-patch series on three releases,
-    against 9.5 ms here (measured). Strings still go through the standard library's C escaping;
+    against 9.5 ms here (measured); writing a dict's str and int values in its own loop then took the
+    same document from 7.2 to 4.7 ms (medians of 15, one sitting). Strings still go through the
+    standard library's C escaping;
     anything but plain JSON types is left to ``json.dumps``. The pieces
     are shared strings (one per depth and key), so the list they are joined from stays small.
     The text is remembered (:func:`is_dumped`): the CLI's one-document check needs no second parse.
@@ -103,7 +105,13 @@ def _encode_dict(obj: dict, out: list[str], depth: int) -> None:
         if escaped is None:
             escaped = _keys[key] = _escape(key) + ": "
         out.append(escaped)
-        _encode(value, out, depth + 1)
+        kind = type(value)  # the common scalars of a document's dicts inline, the rest through _encode
+        if kind is str:
+            out.append(_escape(value))
+        elif kind is int:
+            out.append(int.__repr__(value))
+        else:
+            _encode(value, out, depth + 1)
     out.append(_CLOSE[depth] + "}")
 
 
