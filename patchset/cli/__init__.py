@@ -133,7 +133,7 @@ def run() -> NoReturn:
     """The ``patchset`` command (and ``python -m patchset``): :func:`main`, then the process ends.
 
     When nothing is left for the interpreter to do at exit, the process leaves without tearing every
-    object down: that teardown took 8 ms of a check of this repository and 20 ms of the fork-shaped
+    object down: that teardown took 7 ms of a check of this repository and 20 ms of the fork-shaped
     37-patch series on three releases (medians of 15-21 paired runs, 2 cores). Nothing is left when
     both streams are flushed, no atexit handler is registered (logging, which an HTTP source imports,
     registers one) and the ``threading`` module was never imported (so no thread can be waiting to be
