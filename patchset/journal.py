@@ -60,6 +60,8 @@ class JournalError(PatchsetError):
 
 @dataclass
 class Entry:
+    """One file an apply writes or deletes, with its content hashes and modes before and after."""
+
     path: str  # repository layout, for messages
     local: str  # relative to the tree root
     old_sha256: str | None  # None: the file does not exist before
@@ -70,6 +72,8 @@ class Entry:
 
 @dataclass
 class Journal:
+    """What an apply is about to do to a tree, written down first so that it can be finished or undone."""
+
     root: Path  # the tree
     package: Path  # the package folder: holds the journal and the record
     record: str  # the provenance record, relative to root

@@ -63,6 +63,8 @@ RECORD_PATH = "vllm/.patchset-provenance.json"
 
 @dataclass(frozen=True)
 class PycHeader:
+    """The 16-byte header of a .pyc: its magic number and how it is tied to its source."""
+
     magic: bytes
     kind: str  # TIMESTAMP, CHECKED_HASH or UNCHECKED_HASH
     source_hash: bytes | None = None  # hash-based pycs
@@ -72,6 +74,8 @@ class PycHeader:
 
 @dataclass
 class PycFinding:
+    """One .pyc beside a module the series touches, and whether it still answers to that module's source."""
+
     pyc: str  # absolute path
     source: str  # absolute path of the module's .py
     tag: str  # interpreter cache tag from the file name (cpython-311)

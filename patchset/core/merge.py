@@ -30,6 +30,8 @@ _ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG
 
 @dataclass(frozen=True)
 class Merge:
+    """A three-way merge's result: the merged bytes and how many regions conflict."""
+
     content: bytes
     conflicts: int  # conflict regions git reported; 0 is a clean merge
 

@@ -86,6 +86,8 @@ class RunConfig:
 
 @dataclass
 class RunOutcome:
+    """One pytest run as a runner saw it: each test's result, the exit code, the time and the output's tail."""
+
     results: dict[str, NodeResult]  # by node id
     exit_code: int  # pytest's (0 all passed, 1 failures, 2 interrupted, 4 usage, 5 none collected); -1: timeout
     duration: float

@@ -33,6 +33,8 @@ class SeriesFails(ApplyError, Finding):
 
 @dataclass
 class ApplyReport:
+    """What an apply did to a tree: the series' result and the files written, deleted and skipped."""
+
     vllm: str
     tree: str
     result: ReleaseResult | None

@@ -79,6 +79,8 @@ STATUSES = tuple(FixStatus)
 
 @dataclass
 class FixVerdict:
+    """Whether one fix of the series is in an image, and the evidence."""
+
     id: str
     status: FixStatus
     evidence: str
@@ -95,6 +97,8 @@ class FixVerdict:
 
 @dataclass
 class ImageAudit:
+    """One image: its identity, its vLLM release, its provenance record and a verdict per fix."""
+
     image: str
     vllm: str | None = None
     digest: str | None = None  # the repository digest, when the image came from a registry
@@ -113,6 +117,8 @@ class ImageAudit:
 
 @dataclass
 class AuditReport:
+    """Every image audited against the manifest."""
+
     manifest: str
     images: list[ImageAudit]
 
@@ -498,6 +504,8 @@ class _Judge:
 
 @dataclass(frozen=True)
 class _Revision:
+    """One past revision of a patch file, from git history."""
+
     path: str
     commit: str
     date: str

@@ -63,12 +63,16 @@ class SeriesFails(BuildError, Finding):
 
 @dataclass
 class Layer:
+    """One layer of a built image, as its history reports it."""
+
     created_by: str
     size: int
 
 
 @dataclass
 class BuildReport:
+    """A built image: its base, tag and id, and the series' result on its release."""
+
     vllm: str
     base: str
     base_digest: str

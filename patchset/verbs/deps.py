@@ -33,6 +33,8 @@ class DepsError(PatchsetError):
 
 @dataclass(frozen=True)
 class Edge:
+    """Patch B cannot apply without patch A, and why."""
+
     patch: str  # B, the later patch
     needs: str  # A, the earlier patch B cannot do without
     why: str
@@ -40,6 +42,8 @@ class Edge:
 
 @dataclass(frozen=True)
 class Stale:
+    """An after: the manifest declares that this release shows is no longer needed, and why."""
+
     patch: str
     after: str
     why: str
@@ -47,6 +51,8 @@ class Stale:
 
 @dataclass
 class DepsReport:
+    """The dependencies between the series' patches on one release, against those the manifest declares."""
+
     vllm: str
     order: list[str]  # the series order
     statuses: dict[str, PatchStatus]  # patch id -> its status on this release

@@ -83,6 +83,8 @@ class Planned:
 
 @dataclass
 class ImportResult:
+    """An imported series: the manifest written for it, its patches, and what needs a person's eye."""
+
     manifest: Path
     dry_run: bool
     text: str  # the manifest

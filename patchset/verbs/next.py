@@ -43,6 +43,8 @@ GOOD = (NextStatus.CARRIES, NextStatus.UPSTREAM)
 
 @dataclass(frozen=True)
 class UpstreamChange:
+    """What upstream changed under one failing hunk between the release a patch was made for and the next."""
+
     file: str
     hunk: int
     diff: str  # "" when upstream left these lines alone (an earlier patch of the series moved them)
@@ -53,6 +55,8 @@ class UpstreamChange:
 
 @dataclass
 class NextPatch:
+    """One patch of the series on the next release, and what upstream did to it."""
+
     id: str
     status: NextStatus
     from_release: str | None
@@ -63,6 +67,8 @@ class NextPatch:
 
 @dataclass
 class NextReport:
+    """The series on the next release on the index, patch by patch."""
+
     vllm: str | None  # None: the index has nothing newer than the targets
     newer: list[str]
     source: str

@@ -57,6 +57,8 @@ DEFAULT_WORKDIR = ".patchset/port"
 
 @dataclass
 class Conflict:
+    """A region of a ported patch that needs a person: where it is and what upstream changed there."""
+
     file: str
     line: int  # of the <<<<<<< marker in the workspace file; 0 when the file does not compile
     message: str
@@ -65,6 +67,8 @@ class Conflict:
 
 @dataclass
 class PortedPatch:
+    """What port did with one patch, and the patch file that serves the new release."""
+
     id: str
     result: PortStatus
     from_release: str | None
@@ -79,6 +83,8 @@ class PortedPatch:
 
 @dataclass
 class PortReport:
+    """A port of the series to a new release: each patch, the manifest's change and the files written."""
+
     to: str
     manifest: str
     patches: list[PortedPatch]

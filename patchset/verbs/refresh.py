@@ -35,6 +35,8 @@ class RefreshMode(Word):
 
 @dataclass
 class RefreshReport:
+    """A refreshed patch file: how it was made again and the manifest's change."""
+
     id: str
     vllm: str
     mode: RefreshMode

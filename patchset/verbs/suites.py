@@ -232,6 +232,8 @@ def _rerun(job: SuiteJob, suite: Suite, candidates: list[str]) -> list[dict[str,
 
 @dataclass
 class _Ran:
+    """One pytest run of a suite's selected tests, read as outcomes or as a crash."""
+
     results: dict[str, NodeResult]  # the tests the selectors name, by node id
     exit_code: int
     duration: float

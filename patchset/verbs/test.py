@@ -158,6 +158,8 @@ class ConfigRun:
 
 @dataclass
 class PatchVerdict:
+    """Whether a patch's own tests prove it, with the runs with and without the fix."""
+
     id: str
     verdict: Verdict
     reason: str
@@ -174,6 +176,8 @@ class PatchVerdict:
 
 @dataclass
 class SuiteResult:
+    """A whole upstream suite on the patched release, compared test by test with the pristine one."""
+
     path: str
     run: ConfigRun
     comparison: Comparison | None = None  # test by test against the pristine release (patchset.verbs.baseline)
@@ -198,6 +202,8 @@ class SuiteResult:
 
 @dataclass
 class ProofReport:
+    """Every patch's proof and every suite's comparison on one release."""
+
     vllm: str
     runner: str
     environment: str

@@ -16,6 +16,8 @@ from patchset.errors import PatchsetError
 
 @dataclass
 class ValidateReport:
+    """The manifest and every patch file it names, checked without a vLLM tree."""
+
     manifest: str
     errors: list[PatchsetError] = field(default_factory=list)
     patches: int = 0
