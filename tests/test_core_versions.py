@@ -1,17 +1,31 @@
-"""Release membership is the same under every `packaging` the project allows, the oldest included."""
+"""Release order and membership: the same under every `packaging` the project allows, the oldest included,
+and the same whether packaging or the plain-release rule decides."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
+import sys
 import venv
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
-from patchset.core.versions import in_range
+from patchset.core.versions import (
+    InvalidRange,
+    InvalidRelease,
+    Release,
+    Releases,
+    in_range,
+    is_release,
+    public,
+    same_release,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,6 +48,67 @@ CASES = [
 @pytest.mark.parametrize("version, releases, member", CASES)
 def test_membership_by_version_order(version, releases, member):
     assert in_range(version, SpecifierSet(releases)) is member
+    assert (version in Releases(releases)) is member
+
+
+# Plain releases, written as people write them (0.29, 0.29.0, 00.29.0), and ranges of plain comparisons.
+_numbers = st.lists(st.integers(0, 12), min_size=1, max_size=4)
+plain = st.builds(lambda ns, pad: ".".join(("0" if pad and n < 10 else "") + str(n) for n in ns), _numbers,
+                  st.booleans())
+clause = st.builds(lambda op, sp, v: f"{op}{sp}{v}", st.sampled_from(["==", "!=", "<", "<=", ">", ">="]),
+                   st.sampled_from(["", " "]), plain)
+plain_range = st.builds(", ".join, st.lists(clause, max_size=3))
+# What packaging alone decides: pre-, post-, dev- and local releases, epochs, a v prefix, ~=, wildcards, ===.
+other = st.sampled_from(["0.30.0rc1", "0.29.0.post1", "0.29.0+cpu", "1!0.29", "v0.29.0", "0.30.0.dev2",
+                         "0.29.0rc1", "0.29.0a1"])
+other_clause = st.sampled_from([">=0.29.0rc1", "~=0.29", "==0.29.*", "!=0.30.*", "<0.30.0rc2", "===0.29.0",
+                                ">0.29.0.post1", "<=1!0.1"])
+release = st.one_of(plain, other)
+mixed_range = st.builds(lambda a, b: ",".join(x for x in (a, b) if x), plain_range, other_clause)
+
+
+@given(release, st.one_of(plain_range, mixed_range))
+def test_membership_is_packagings(version, text):
+    assert (version in Releases(text)) is in_range(version, SpecifierSet(text))
+
+
+@given(release, release)
+def test_order_and_equality_are_packagings(a, b):
+    va, vb = Version(a), Version(b)
+    ra, rb = Release(a), Release(b)
+    assert (ra == rb) is (va == vb)
+    assert (ra < rb) is (va < vb)
+    if ra == rb:
+        assert hash(ra) == hash(rb)
+    assert same_release(a, b) is (Version(va.public) == Version(vb.public))
+    assert public(a) == str(Version(va.public))
+
+
+@given(st.one_of(plain_range, mixed_range))
+def test_a_range_is_written_as_packaging_writes_it(text):
+    assert str(Releases(text)) == str(SpecifierSet(text))
+
+
+def test_what_is_no_version_is_refused():
+    for bad in (">=banana", "0.29", ">=0.28,,foo", "=>0.28"):
+        with pytest.raises(InvalidRange):
+            Releases(bad)
+    for bad in ("banana", "0.29.", "", ">=0.28"):
+        assert not is_release(bad)
+        with pytest.raises(InvalidRelease):
+            Release(bad)
+    assert same_release("banana", "banana") and not same_release("banana", "0.29.0")
+    assert public("banana") == "banana"
+
+
+def test_plain_releases_and_ranges_leave_packaging_unloaded():
+    probe = ("import sys\nfrom patchset.core.versions import Release, Releases, same_release, public\n"
+             "r = Releases('>=0.28, <0.31,!=0.29.1')\n"
+             "assert '0.29.0' in r and '0.31' not in r and Release('0.29') == Release('0.29.0')\n"
+             "assert same_release('0.29', '0.29.0') and public('00.29.0') == '0.29.0'\n"
+             "print(sorted(m for m in sys.modules if m.startswith('packaging')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 PROBE = """
@@ -42,10 +117,11 @@ sys.path.insert(0, sys.argv[1])
 import packaging
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-from patchset.core.versions import in_range
+from patchset.core.versions import Releases, in_range
 cases = json.loads(sys.argv[2])
 print(json.dumps({"packaging": packaging.__version__,
                   "ours": [in_range(v, SpecifierSet(s)) for v, s, _ in cases],
+                  "ranges": [v in Releases(s) for v, s, _ in cases],
                   "plain": [Version(v) in SpecifierSet(s) for v, s, _ in cases]}))
 """
 
@@ -71,6 +147,7 @@ def test_membership_is_the_same_under_the_oldest_packaging_allowed(tmp_path):
     there = json.loads(out)
     assert there["packaging"] == oldest
     assert there["ours"] == [member for _, _, member in CASES]
+    assert there["ranges"] == there["ours"]
     # The plain `in` really differs there: this test is what catches a return to it.
     assert there["plain"] != there["ours"]
 

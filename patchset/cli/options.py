@@ -7,9 +7,8 @@ import re
 import sys
 from collections.abc import Callable
 
-from packaging.version import InvalidVersion, Version
-
 from patchset.core.manifest import DEFAULT_MANIFEST, Manifest, load_manifest
+from patchset.core.versions import is_release
 
 # Docker's reference grammar (distribution/reference): a bad name is bad input here, not a docker traceback.
 _ALNUM = r"[a-z0-9]+"
@@ -78,10 +77,8 @@ def manifest_from(args: argparse.Namespace) -> Manifest:
 
 def release(value: str) -> str:
     """A ``--vllm`` value: a PEP 440 version."""
-    try:
-        Version(value)
-    except InvalidVersion:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a release version (PEP 440, e.g. 0.29.0)") from None
+    if not is_release(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a release version (PEP 440, e.g. 0.29.0)")
     return value
 
 

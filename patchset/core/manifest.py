@@ -16,12 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from patchset.core import yamlnodes
 from patchset.core.patchfile import PatchFile, read_patch
-from patchset.core.versions import in_range
+from patchset.core.versions import InvalidRange, InvalidRelease, Release, Releases
 from patchset.errors import ManifestError
 
 DEFAULT_MANIFEST = "patches.yaml"
@@ -66,7 +63,7 @@ class Probe:
 class PatchChoice:
     """One patch file and the releases it is for."""
 
-    specifier: SpecifierSet
+    specifier: Releases
     path: Path
     line: int
 
@@ -79,7 +76,7 @@ class Patch:
     id: str
     title: str
     origin: str
-    releases: SpecifierSet
+    releases: Releases
     choices: tuple[PatchChoice, ...]
     after: tuple[str, ...] = ()
     tests: tuple[str, ...] = ()
@@ -92,12 +89,12 @@ class Patch:
     line: int = 0
 
     def targets(self, version: str) -> bool:
-        return in_range(version, self.releases)
+        return version in self.releases
 
     def choice_for(self, version: str) -> PatchChoice | None:
-        v = Version(version)
+        v = Release(version)
         for c in self.choices:
-            if in_range(v, c.specifier):
+            if v in c.specifier:
                 return c
         return None
 
@@ -149,7 +146,7 @@ class Manifest:
 
     def target(self, version: str) -> Target:
         for t in self.targets:
-            if Version(t.version) == Version(version):
+            if Release(t.version) == Release(version):
                 return t
         known = ", ".join(t.version for t in self.targets)
         raise ManifestError(f"vLLM {version} is not a target (targets: {known})", file=str(self.path),
@@ -393,18 +390,18 @@ class _Loader:
         if not isinstance(t, yamlnodes.Mapping) or not t:
             self.fail("targets must map each pinned vLLM release to its settings", yamlnodes.line_of(d, "targets"),
                       hint='e.g. targets: {"0.29.0": {image: "vllm/vllm-openai:v0.29.0"}}')
-        seen: dict[Version, tuple[str, int]] = {}
+        seen: dict[Release, tuple[str, int]] = {}
         out = [self.attempt(self.target, t, version, seen, default=None) for version in t]
-        return tuple(sorted((x for x in out if x is not None), key=lambda x: Version(x.version)))
+        return tuple(sorted((x for x in out if x is not None), key=lambda x: Release(x.version)))
 
-    def target(self, t: yamlnodes.Mapping, version: object, seen: dict[Version, tuple[str, int]]) -> Target:
+    def target(self, t: yamlnodes.Mapping, version: object, seen: dict[Release, tuple[str, int]]) -> Target:
         line = yamlnodes.line_of(t, version)
         if not isinstance(version, str):
             text = self.doc.text_at(yamlnodes.key_position(t, version), version)
             self.not_a_string("target", text, version, line)
         try:
-            v = Version(version)
-        except InvalidVersion:
+            v = Release(version)
+        except InvalidRelease:
             self.fail(f"target {version!r} is not a PEP 440 version", line, hint='quote it: "0.29.0"')
         if v in seen:
             self.fail(f"target {version} is the same release as {seen[v][0]} (line {seen[v][1]})", line,
@@ -458,7 +455,7 @@ class _Loader:
         line = yamlnodes.line(item)
         return Patch(
             id=pid, title=self.attempt(self.string, item, "title", pid, pid, default=pid), origin=str(origin),
-            releases=releases if releases is not None else SpecifierSet(),
+            releases=releases if releases is not None else Releases(),
             choices=self.attempt(self.choices, item, pid, releases, targets, default=()),
             after=tuple(self.attempt(self.str_list, item, "after", pid, default=[])),
             tests=tuple(self.attempt(self.str_list, item, "tests", pid, default=[])),
@@ -467,9 +464,9 @@ class _Loader:
             strip=self.attempt(self.int_field, item, "strip", strip, pid, default=strip),
             root=self.attempt(self.string, item, "root", root, pid, default=root), line=line)
 
-    def releases(self, item: yamlnodes.Mapping, pid: str) -> SpecifierSet:
+    def releases(self, item: yamlnodes.Mapping, pid: str) -> Releases:
         if "releases" not in item:
-            return SpecifierSet()
+            return Releases()
         text = item["releases"]
         line = yamlnodes.line_of(item, "releases")
         if not isinstance(text, str):
@@ -494,13 +491,13 @@ class _Loader:
                           hint="quote it if YAML could read it as a number")
         return pr, commit
 
-    def specifier(self, text: str, line: int, pid: str) -> SpecifierSet:
+    def specifier(self, text: str, line: int, pid: str) -> Releases:
         try:
-            return SpecifierSet(text)
-        except InvalidSpecifier:
+            return Releases(text)
+        except InvalidRange:
             self.fail(f"releases {text!r} is not a PEP 440 specifier", line, pid, hint='e.g. ">=0.28.0,<0.30.0"')
 
-    def choices(self, item: yamlnodes.Mapping, pid: str, releases: SpecifierSet | None,
+    def choices(self, item: yamlnodes.Mapping, pid: str, releases: Releases | None,
                 targets: tuple[Target, ...]) -> tuple[PatchChoice, ...]:
         spec = item.get("patch")
         line = yamlnodes.line_of(item, "patch")
@@ -532,12 +529,12 @@ class _Loader:
             self.fail(f"patch file {rel} does not exist", line, pid, hint="paths are relative to the manifest")
         return PatchChoice(specifier, file, line)
 
-    def coverage(self, choices: list[PatchChoice], releases: SpecifierSet, targets: tuple[Target, ...],
+    def coverage(self, choices: list[PatchChoice], releases: Releases, targets: tuple[Target, ...],
                  line: int, pid: str) -> None:
         for t in targets:
-            if not in_range(t.version, releases):
+            if t.version not in releases:
                 continue
-            hits = [c for c in choices if in_range(t.version, c.specifier)]
+            hits = [c for c in choices if t.version in c.specifier]
             if not hits:
                 self.note(f"no patch file covers target {t.version}, which releases {str(releases)!r} includes",
                           line, pid)
@@ -606,14 +603,6 @@ def did_you_mean(word: str, known: list[str], what: str) -> str:
     close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
     listed = f"{what}: {', '.join(known)}"
     return f"did you mean {close[0]!r}? {listed}" if close else listed
-
-
-def same_release(found: str, wanted: str) -> bool:
-    """Does an installed version string name this release? ``0.29.0+cpu`` is 0.29.0 with a local label."""
-    try:
-        return Version(Version(found).public) == Version(Version(wanted).public)  # 0.29 == 0.29.0
-    except InvalidVersion:
-        return found == wanted
 
 
 def _find_cycle(graph: dict[str, tuple[str, ...]]) -> list[str]:

@@ -39,7 +39,7 @@ import docker.errors
 from docker.models.images import Image
 from docker.types import DeviceRequest
 
-from patchset.core.manifest import same_release
+from patchset.core.versions import same_release
 from patchset.errors import PatchsetError
 from patchset.images import shipped
 from patchset.images.engine import (

@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
-from packaging.version import Version
-
 from patchset.errors import SourceError
 from patchset.sources import canonical_name, http
 
@@ -208,6 +206,7 @@ def project_files(project: str, base: str | None = None) -> tuple[IndexFile, ...
 
 def sdist(project: str, version: str) -> IndexFile:
     from packaging.utils import canonicalize_name, parse_sdist_filename
+    from packaging.version import Version
 
     for f in project_files(project):
         if f.filename.endswith(".tar.gz"):
@@ -222,6 +221,7 @@ def sdist(project: str, version: str) -> IndexFile:
 
 def wheel(project: str, version: str, platform: str = "manylinux_2_28_x86_64") -> IndexFile:
     from packaging.utils import canonicalize_name, parse_wheel_filename
+    from packaging.version import Version
 
     for f in project_files(project):
         if not f.filename.endswith(".whl"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from patchset.core.versions import public, same_release
 from patchset.errors import SourceError
 from patchset.sources import canonical_name
 
@@ -90,7 +91,7 @@ def stated_version(root: Path, package: str = "vllm") -> tuple[str, str] | None:
     claims = version_claims(root, package)
     if not claims:
         return None
-    if len({_public(v) for v, _ in claims}) > 1:
+    if len({public(v) for v, _ in claims}) > 1:
         said = ", ".join(f"{v} ({where})" for v, where in claims)
         raise SourceError(f"{root} says it holds several releases: {said}",
                           hint="an install over another one left stale metadata; reinstall the release cleanly")
@@ -110,8 +111,6 @@ def refuse_patched(package_dir: Path, where: str) -> None:
 
 
 def _check_release(root: Path, package: str, version: str, where: str, warnings: list[str]) -> None:
-    from patchset.core.manifest import same_release  # the one release-equality rule of the project
-
     stated = stated_version(root, package)
     if stated is None:
         warnings.append(f"{where} does not say which release it holds (no PKG-INFO, {package}/_version.py "
@@ -122,11 +121,3 @@ def _check_release(root: Path, package: str, version: str, where: str, warnings:
         raise SourceError(f"{where} holds {package} {found} ({said_by}), not {version}",
                           hint=f"check it as --vllm {found}, or put {{version}} in dir:PATH to pick a tree per release")
 
-
-def _public(version: str) -> str:
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return str(Version(Version(version).public))
-    except InvalidVersion:
-        return version

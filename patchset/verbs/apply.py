@@ -17,8 +17,9 @@ from pathlib import Path
 
 from patchset import journal
 from patchset.core import bytecode, provenance
-from patchset.core.manifest import Manifest, same_release
+from patchset.core.manifest import Manifest
 from patchset.core.series import PatchStatus, ReleaseResult, evaluate_release, failure_summary, syntax_error
+from patchset.core.versions import same_release
 from patchset.errors import Finding, PatchsetError
 from patchset.sources.tree import TargetTree
 

@@ -31,8 +31,9 @@ import docker.errors
 from docker.models.images import Image
 
 from patchset.core import provenance
-from patchset.core.manifest import Manifest, same_release
+from patchset.core.manifest import Manifest
 from patchset.core.series import APPLIES, UPSTREAM, ReleaseResult, evaluate_release, failure_summary, syntax_error
+from patchset.core.versions import same_release
 from patchset.errors import Finding, PatchsetError
 from patchset.images.context import build_context, build_time, dockerfile_for, sbom_context
 from patchset.images.engine import (

@@ -15,13 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 
-from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from patchset.core import engine, series
 from patchset.core.manifest import Manifest, Patch, PatchChoice
 from patchset.core.patchfile import Hunk
+from patchset.core.versions import Releases
 from patchset.core.words import Word
 from patchset.errors import ManifestError, SourceError
 from patchset.sources import Source, index, open_source
@@ -119,7 +119,7 @@ def as_target(manifest: Manifest, version: str, from_release: str | None = None)
     for ``from_release`` or the newest target it covers. Patches that cover no target
     keep their ranges: there is nothing to carry.
     """
-    only = SpecifierSet(f"=={version}")
+    only = Releases(f"=={version}")
     out = []
     for p in manifest.patches:
         choice = p.choice_for(version)
