@@ -418,7 +418,7 @@ def test_the_fast_scans_find_what_comparing_every_window_finds():
     definitions, on seeded data; lines of several lengths, so the scan's anchor line varies."""
     import random
 
-    from patchset.core.engine import _Buffer, _loose_find, _positions, _window_scores
+    from patchset.core.engine import _Buffer, _loose_find, _window_scores
 
     rng = random.Random(7)
     alphabet = [b"a\n", b"b\n", b"\n", b"cc\n", b"ddd\n", b"a\r\n", b"long line\n", b"b"]
@@ -435,12 +435,18 @@ def test_the_fast_scans_find_what_comparing_every_window_finds():
         hi = max(floor, len(lines) - len(old))
         every = {p: sum(a == b for a, b in zip(lines[p:p + len(old)], old, strict=False))
                  for p in range(floor, hi + 1)}
-        where = {x: _positions(lines, x) for x in set(old)}
+        where = {x: buf.positions(x) for x in set(old)}
+        assert all(where[x] == [i for i, y in enumerate(lines) if y == x] for x in where)
         assert _window_scores(where, old, floor, hi) == {p: s for p, s in every.items() if s}
         bare = [x.removesuffix(b"\n").removesuffix(b"\r") for x in lines]
         want = [x.removesuffix(b"\n").removesuffix(b"\r") for x in old]
         loose = [p for p in range(len(bare) - len(want) + 1) if bare[p:p + len(want)] == want]
-        assert _loose_find(lines, old) == (loose[0] if loose else None)
+        assert _loose_find(buf, old) == (loose[0] if loose else None)
+        if lines:  # a change to the buffer is seen by the next question
+            at = rng.randrange(len(lines))
+            buf.replace(at, 1, [b"new\n", lines[at]])
+            lines[at:at + 1] = [b"new\n", lines[at]]
+            assert all(buf.positions(x) == [i for i, y in enumerate(lines) if y == x] for x in {*old, b"new\n"})
 
 
 def test_an_edit_met_again_gives_what_placing_it_afresh_gives():
