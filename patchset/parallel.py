@@ -20,10 +20,14 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Callable, Sequence
-from typing import TypeVar
 
-_T = TypeVar("_T")
-_R = TypeVar("_R")
+from patchset import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _T = TypeVar("_T")
+    _R = TypeVar("_R")
 
 #: Below this many hunk evaluations (hunks x releases) a fork is not worth it. Measured on each side:
 #: this repository's 3-patch series on its 3 targets (132) takes 145 ms forked or not; the fork-shaped

@@ -19,9 +19,8 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any, NoReturn
 
-from patchset import __version__
+from patchset import TYPE_CHECKING, __version__
 from patchset.cli import (
     deferred,  # noqa: F401 -- first, for its effect: inspect waits until something reads it
     progress,
@@ -29,6 +28,9 @@ from patchset.cli import (
 from patchset.cli.registry import VERBS as _REGISTRY
 from patchset.errors import EXIT_INTERNAL, PatchsetError, UsageError
 from patchset.report.common import error_doc, is_dumped
+
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 # Each verb module has add_parser(subparsers) and run(args) -> exit code; names and help live in .registry.
 VERBS = tuple(_REGISTRY)

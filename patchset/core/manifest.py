@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
 
+from patchset import TYPE_CHECKING
 from patchset.core import yamlnodes
 from patchset.core.patchfile import PatchFile, read_patch
 from patchset.core.versions import InvalidRange, InvalidRelease, Release, Releases
@@ -26,8 +26,11 @@ ORIGINS = ("backport", "fork", "local")
 PATCH_SUFFIXES = (".patch", ".diff")
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 MAX_ERRORS = 50  # enough to fix a manifest in one pass; a broken file must not print thousands
-_T = TypeVar("_T")
-_U = TypeVar("_U")
+if TYPE_CHECKING:
+    from typing import Any, NoReturn, TypeVar
+
+    _T = TypeVar("_T")
+    _U = TypeVar("_U")
 
 TOP_KEYS = {"schema", "upstream", "layout", "targets", "suites", "patches", "recipes"}
 UPSTREAM_KEYS = {"pypi", "git", "tag"}

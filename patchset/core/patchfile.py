@@ -30,15 +30,13 @@ import marshal
 import posixpath
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
 
+from patchset import TYPE_CHECKING
 from patchset.cache import derived, keep_derived_bytes, read_derived_bytes
 from patchset.errors import PatchFileError
-
-_T = TypeVar("_T")
 
 HUNK_HEADER = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)$")
 DEP3_KEY = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):\s?(.*)$")
@@ -50,22 +48,25 @@ REGULAR = 0o100000
 SIGNATURE = (b"-- \n", b"--\n", b"-- \r\n")
 
 
-class _once(Generic[_T]):  # noqa: N801 -- a decorator, like the functools.cached_property it stands for
-    """``functools.cached_property`` without the lock it takes on every first access before Python 3.12.
+if TYPE_CHECKING:  # the contract, for the type checker (typing is not loaded at run time)
+    from functools import cached_property as _once
+else:
+    class _once:  # noqa: N801 -- a decorator, like the functools.cached_property it stands for
+        """``functools.cached_property`` without the lock it takes on every first access before Python 3.12.
 
-    The value goes into the instance's ``__dict__`` (a frozen dataclass allows that), where later
-    reads find it without calling this again. Computing it twice in two threads would give equal values.
-    """
+        The value goes into the instance's ``__dict__`` (a frozen dataclass allows that), where later
+        reads find it without calling this again. Computing it twice in two threads would give equal values.
+        """
 
-    def __init__(self, fn: Callable[[Any], _T]) -> None:
-        self.fn, self.name = fn, fn.__name__
-        self.__doc__ = fn.__doc__
+        def __init__(self, fn):
+            self.fn, self.name = fn, fn.__name__
+            self.__doc__ = fn.__doc__
 
-    def __get__(self, obj: object, owner: type | None = None) -> _T:
-        if obj is None:
-            return self  # type: ignore[return-value]  # the descriptor itself, read from the class
-        value = obj.__dict__[self.name] = self.fn(obj)
-        return value
+        def __get__(self, obj, owner=None):
+            if obj is None:
+                return self  # the descriptor itself, read from the class
+            value = obj.__dict__[self.name] = self.fn(obj)
+            return value
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,15 @@ that is PEP 440's rule for final releases (``==0.29`` is ``0.29.0``; the exclusi
 pre-release, a local label, a ``v`` prefix, ``~=``, ``==0.29.*``, ``===``, an epoch, a text that is
 no version at all) goes to packaging. ``tests/test_core_versions.py`` holds both ways to the same
 answers over generated cases, and under the oldest packaging allowed.
-This module needs nothing but `packaging`, so a test can run it under the oldest allowed one.
+This module needs nothing but `packaging` (and patchset's own package), so a test can run it under the oldest
+allowed one.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+
+from patchset import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet

@@ -20,9 +20,12 @@ import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from patchset import TYPE_CHECKING
 from patchset.cache import derived, keep_derived, read_derived
+
+if TYPE_CHECKING:
+    from typing import Any
 
 STR_TAG = "tag:yaml.org,2002:str"
 PLAIN = (str, int, bool, type(None))  # exact types: a subclass (ruamel's HexInt, LiteralScalarString) is not plain

@@ -9,8 +9,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _escape  # the C escaping json.dumps uses
-from typing import TYPE_CHECKING
 
+from patchset import TYPE_CHECKING
 from patchset.errors import PatchsetError
 
 if TYPE_CHECKING:  # rich is imported for tables only: --format json never pays for it

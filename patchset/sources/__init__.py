@@ -9,17 +9,21 @@ paths together before they are read (the wheel does; ``series.evaluate_release``
 from __future__ import annotations
 
 import re
-from typing import Protocol
 
+from patchset import TYPE_CHECKING
 from patchset.errors import SourceError
 
+if TYPE_CHECKING:  # a protocol for the type checker only: nothing checks it at run time, which has no typing
+    from typing import Protocol
 
-class Source(Protocol):
-    identity: str  # what tree this is, for messages and cache keys
+    class Source(Protocol):
+        identity: str  # what tree this is, for messages and cache keys
 
-    def read(self, path: str) -> bytes | None: ...
+        def read(self, path: str) -> bytes | None: ...
 
-    def covers(self, path: str) -> bool: ...
+        def covers(self, path: str) -> bool: ...
+else:
+    Source = object
 
 
 SOURCE_KINDS = "pypi (sdist), wheel, git:PATH, dir:PATH"

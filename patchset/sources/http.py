@@ -23,15 +23,15 @@ import re
 import time
 import urllib.parse
 from functools import cache
-from typing import TYPE_CHECKING
+
+from patchset import TYPE_CHECKING
+from patchset.errors import SourceError
 
 if TYPE_CHECKING:  # requests is imported when a request is made: a warm cache never pays for it
     import ssl
     from typing import Any
 
     import requests
-
-from patchset.errors import SourceError
 
 #: Bounded retries of one request; the wheel reader uses the same number for bodies cut short.
 RETRIES = 3

@@ -24,8 +24,8 @@ import sys
 import urllib.parse
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
 
+from patchset import TYPE_CHECKING
 from patchset.errors import SourceError
 from patchset.sources import canonical_name, http
 

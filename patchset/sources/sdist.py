@@ -7,8 +7,8 @@ into the cache; later reads are plain file reads.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from patchset import TYPE_CHECKING
 from patchset.cache import Cache
 from patchset.errors import SourceError
 from patchset.sources import index
