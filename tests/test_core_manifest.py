@@ -81,6 +81,10 @@ def test_missing_patch_file_and_orphan_patch_file(tmp_path):
                           "(add it to the manifest or delete it)",)
     _, errors = inspect_manifest(m.path)
     assert [(x.line, x.message) for x in errors] == [(7, "recipes/stray/old.patch is not named by any patch")]
+    # a link to a named file is that file, not an orphan
+    (tmp_path / "recipes/stray/old.patch").unlink()
+    (tmp_path / "recipes/alias.patch").symlink_to(tmp_path / "recipes/one/fix.patch")
+    assert load_manifest(m.path).warnings == ()
 
 
 def test_bad_specifier_and_version(tmp_path):

@@ -522,11 +522,11 @@ class _Loader:
     def choice(self, spec: object, rng: object, rel: object, line: int, pid: str) -> PatchChoice:
         if not isinstance(rel, str):
             self.fail(f"patch file for {rng or 'all releases'} must be a path, not {rel!r}", line, pid)
-        self.mentioned.add((self.path.parent / rel).resolve())
+        file = (self.path.parent / rel).resolve()
+        self.mentioned.add(file)
         if not isinstance(rng, str):
             text = self.doc.text_at(yamlnodes.key_position(spec, rng), rng)
             self.not_a_string("release range", text, rng, line, pid, quoted=f"=={text}")
-        file = (self.path.parent / rel).resolve()
         specifier = self.specifier(rng, line, pid)
         if not file.is_file():
             self.fail(f"patch file {rel} does not exist", line, pid, hint="paths are relative to the manifest")
@@ -588,7 +588,8 @@ class _Loader:
         named = {c.path for p in patches for c in p.choices} | self.mentioned
         warnings = []
         for f in sorted(folder.rglob("*")):
-            if f.suffix in PATCH_SUFFIXES and f.is_file() and f.resolve() not in named:
+            # f is under the resolved folder: resolved again only when it may be a link to a named file
+            if f.suffix in PATCH_SUFFIXES and f.is_file() and f not in named and f.resolve() not in named:
                 error = ManifestError(f"{_display(f, self.path.parent)} is not named by any patch",
                                       file=self.file, line=yamlnodes.line_of(d, "patches"),
                                       hint="add it to the manifest or delete it")
