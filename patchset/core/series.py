@@ -110,18 +110,18 @@ def evaluate_release(manifest: Manifest, version: str, source: Source,
     return ReleaseResult(version, source.identity, results, walk.tree, pristine, walk.warnings, walk.modes)
 
 
-@dataclass(frozen=True)
 class _Walk:
     """One release's evaluation as it goes: the tree as the patches so far leave it, and what they said."""
 
-    version: str
-    source: Source
-    pristine: dict[str, bytes | None]
-    tree: dict[str, bytes | None]  # updated in place, patch by patch
-    exclude: frozenset[str]
-    by_id: dict[str, PatchResult] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    modes: dict[str, int] = field(default_factory=dict)  # path -> mode the series sets so far
+    __slots__ = ("version", "source", "pristine", "tree", "exclude", "by_id", "warnings", "modes")
+
+    def __init__(self, version: str, source: Source, pristine: dict[str, bytes | None],
+                 tree: dict[str, bytes | None], exclude: frozenset[str]) -> None:
+        self.version, self.source, self.pristine, self.exclude = version, source, pristine, exclude
+        self.tree = tree  # updated in place, patch by patch
+        self.by_id: dict[str, PatchResult] = {}
+        self.warnings: list[str] = []
+        self.modes: dict[str, int] = {}  # path -> mode the series sets so far
 
 
 def _skippable(path: str, source: Source) -> bool:
