@@ -226,3 +226,28 @@ def test_a_wrong_strip_is_named(tmp_path):
     r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))
     assert r.patch("p").status == "failed"
     assert "vllm/sched.py exists: its paths have one more leading component: strip: 1" in r.patch("p").message
+
+
+def test_the_releases_of_one_run_read_each_patch_file_once(tmp_path, monkeypatch):
+    """``loads``, shared by the releases a caller evaluates together: one read per patch file, the same
+    results as reading afresh, and a refusal that names its own release."""
+    from patchset.core import manifest as manifest_module
+    from patchset.core.series import load_patches
+
+    m = load_manifest(project(tmp_path, releases=">=0.28.0"))
+    reads: list[str] = []
+    real = manifest_module.read_patch
+    monkeypatch.setattr(manifest_module, "read_patch", lambda path, **kw: reads.append(str(path)) or real(path, **kw))
+    loads: dict = {}
+    shared = [evaluate_release(m, v, tree(tmp_path, v, PRISTINE), loads=loads) for v in ("0.28.0", "0.29.0")]
+    assert sorted(reads) == sorted({str(c.path) for p in m.patches for c in p.choices})
+    fresh = [evaluate_release(m, v, tree(tmp_path, v + "b", PRISTINE)) for v in ("0.28.0", "0.29.0")]
+    assert [[(r.id, r.status, r.hunks) for r in x.patches] for x in shared] == \
+        [[(r.id, r.status, r.hunks) for r in x.patches] for x in fresh]
+    # no file for 0.30.0 (second's range ends before it): each release's refusal names that release
+    first = m.patches[0]
+    bare = type(first)(**{**first.__dict__, "choices": ()})
+    gone = type(m)(**{**m.__dict__, "patches": (bare,)})
+    for v in ("0.28.0", "0.29.0"):
+        _, errors = load_patches(gone, v, loads=loads)
+        assert f"vLLM {v}" in str(errors["first"])

@@ -84,17 +84,41 @@ class ReleaseResult:
         return {k: v for k, v in self.files.items() if v != self.pristine.get(k)}
 
 
-def evaluate_release(manifest: Manifest, version: str, source: Source,
-                     exclude: frozenset[str] = frozenset()) -> ReleaseResult:
-    """Apply the manifest's series for ``version`` to ``source`` in memory, minus ``exclude``."""
+#: Patch files read in one run, by (patch id, patch file): shared by the releases a caller evaluates
+#: together, so that each file is read and parsed once for all of them (and all see the same bytes).
+Loads = dict[tuple[str, str], "PatchFile | PatchsetError"]
+
+
+def load_patches(manifest: Manifest, version: str, exclude: frozenset[str] = frozenset(),
+                 loads: Loads | None = None) -> tuple[dict[str, PatchFile], dict[str, PatchsetError]]:
+    """Each patch of the series ``version`` takes, parsed (by id), and why the others cannot be."""
     loaded: dict[str, PatchFile] = {}
     load_errors: dict[str, PatchsetError] = {}
     for p in manifest.patches:
-        if p.targets(version) and p.id not in exclude:
+        if not p.targets(version) or p.id in exclude:
+            continue
+        choice = p.choice_for(version)
+        key = (p.id, str(choice.path) if choice is not None else f"no file for {version}")  # the refusal names it
+        got = loads.get(key) if loads is not None else None
+        if got is None:
             try:
-                loaded[p.id] = p.load(version, manifest.base)
+                got = p.load(version, manifest.base)
             except PatchsetError as e:
-                load_errors[p.id] = e
+                got = e
+            if loads is not None:
+                loads[key] = got
+        if isinstance(got, PatchsetError):
+            load_errors[p.id] = got
+        else:
+            loaded[p.id] = got
+    return loaded, load_errors
+
+
+def evaluate_release(manifest: Manifest, version: str, source: Source,
+                     exclude: frozenset[str] = frozenset(), loads: Loads | None = None) -> ReleaseResult:
+    """Apply the manifest's series for ``version`` to ``source`` in memory, minus ``exclude``.
+    ``loads``: the patch files already read in this run (:data:`Loads`), filled as they are read."""
+    loaded, load_errors = load_patches(manifest, version, exclude, loads)
     paths = sorted({path for pf in loaded.values() for path in pf.touched}
                    | {probe.file for p in manifest.patches for probe in p.present})
     wanted = [path for path in paths if not _skippable(path, source)]

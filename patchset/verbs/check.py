@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from patchset import parallel
 from patchset.core.manifest import Manifest
-from patchset.core.series import ReleaseResult, evaluate_release
-from patchset.errors import PatchsetError
+from patchset.core.series import Loads, ReleaseResult, evaluate_release, load_patches
 from patchset.sources import Source, open_source
 from patchset.sources.local import DirSource
 
@@ -49,28 +47,28 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
             on_release(version)
         trees.append((version, open_source(source, version, project=manifest.pypi, tag=manifest.tag)))
 
+    loads: Loads = {}  # each patch file read once for every release (before any fork: children share it)
+
     def evaluate(vt: tuple[str, Source]) -> ReleaseResult:
-        result = evaluate_release(manifest, *vt)
+        result = evaluate_release(manifest, *vt, loads=loads)
         if not files:
             result.files, result.pristine = {}, {}
         return result
 
-    results = parallel.ordered_map(evaluate, trees, _processes(manifest, trees))
+    results = parallel.ordered_map(evaluate, trees, _processes(manifest, trees, loads))
     for (_, tree), result in zip(trees, results, strict=True):
         # what a dir: tree could not prove about itself, and e.g. a .patch no patch names (validate refuses it)
         result.warnings[:0] = [*getattr(tree, "warnings", []), *manifest.warnings]
     return CheckReport(str(manifest.path), results)
 
 
-def _processes(manifest: Manifest, trees: list[tuple[str, Source]]) -> int:
+def _processes(manifest: Manifest, trees: list[tuple[str, Source]], loads: Loads) -> int:
     """Processes for the evaluation. Only trees read as plain files (a warm sdist, a dir:) are shared
     with forked children: a wheel's HTTP connections and git's pipes must stay in one process."""
     if not all(isinstance(tree, DirSource) for _, tree in trees):
         return 1
     work = 0
-    for version, _ in trees:
-        for p in manifest.patches:  # parsed here, before any fork, so no child parses again
-            if p.targets(version):
-                with contextlib.suppress(PatchsetError):
-                    work += len(p.load(version, manifest.base).hunks)
+    for version, _ in trees:  # parsed here, before any fork, so no child parses again
+        loaded, _ = load_patches(manifest, version, loads=loads)
+        work += sum(len(pf.hunks) for pf in loaded.values())
     return parallel.workers(len(trees), work)
