@@ -317,9 +317,9 @@ class _Buffer:
         """Every index of ``line``, in order (do not change the list).
 
         Only a hunk that fails asks, for each of its lines: the places of every line are indexed once per
-        state of the buffer, as several hunks failing in one file ask again. Scanning the file for each
-        line instead took 34% of a release's evaluation where 48 hunks fail (cProfile, the fork-shaped
-        series on 0.31.0).
+        state of the buffer, as several hunks failing in one file ask again. Against scanning the file for
+        each line, evaluating the fork-shaped series on 0.30.0 and 0.31.0 (26 and 48 hunks failing) went
+        from 318 and 442 to 237 and 339 million instructions (callgrind).
         """
         index = self._index
         if index is None:
