@@ -303,3 +303,14 @@ def test_the_command_leaves_without_teardown_only_when_nothing_is_pending(projec
         assert done.returncode == 0 and json.loads(done.stdout)["ok"] is True, done.stderr
         assert ("handler ran" in done.stderr) == pending
         assert ("torn down" in done.stderr) == pending  # the objects are freed one by one only on a normal exit
+
+
+def test_a_run_builds_its_own_verbs_parser_and_a_typo_lists_them_all():
+    from patchset.cli import VERBS, build_parser
+
+    def verbs_of(parser):
+        return set(next(a for a in parser._actions if a.dest == "verb").choices)
+
+    assert verbs_of(build_parser("check")) == {"check"}
+    assert verbs_of(build_parser("chek")) == set(VERBS)  # the error names every choice
+    assert verbs_of(build_parser("")) == set(VERBS)  # `patchset --help` lists them

@@ -115,7 +115,8 @@ def is_release(text: str) -> bool:
 
 
 class Releases:
-    """A release range as the manifest writes it (a PEP 440 specifier; "" admits every release)."""
+    """A release range as the manifest writes it (a PEP 440 specifier; "" admits every release).
+    Two ranges are equal when they are written alike."""
 
     __slots__ = ("text", "_clauses")
 
