@@ -60,8 +60,14 @@ def timestamp_pyc(code_source: bytes, mtime: int, size: int) -> bytes:
 
 
 def loaded_code(source: Path):
-    """The code object Python really runs for the module at level 0."""
-    return importlib.machinery.SourceFileLoader(source.stem, str(source)).get_code(source.stem)
+    """The code object Python really runs for the module at level 0. Only looks: where a pyc is stale,
+    the loader would write a fresh one unless told not to (PYTHONDONTWRITEBYTECODE may be unset)."""
+    before = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+    try:
+        return importlib.machinery.SourceFileLoader(source.stem, str(source)).get_code(source.stem)
+    finally:
+        sys.dont_write_bytecode = before
 
 
 def verdicts(source: Path) -> dict[str, str]:
