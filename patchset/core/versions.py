@@ -45,7 +45,10 @@ def _plain(text: str) -> tuple[int, ...] | None:
     """A plain release's numbers without trailing zeros (``0.29.0`` -> (0, 29)), or None."""
     if not _PLAIN.fullmatch(text):
         return None
-    numbers = [int(x) for x in text.split(".")]
+    return _without_trailing_zeros([int(x) for x in text.split(".")])
+
+
+def _without_trailing_zeros(numbers: list[int]) -> tuple[int, ...]:
     while numbers and numbers[-1] == 0:
         numbers.pop()
     return tuple(numbers)
@@ -92,10 +95,7 @@ class Release:
     def __hash__(self) -> int:  # equal releases have the same numbers, trailing zeros dropped
         key = self._key
         if key is None:
-            numbers = list(self.version.release)
-            while numbers and numbers[-1] == 0:
-                numbers.pop()
-            key = tuple(numbers)
+            key = _without_trailing_zeros(list(self.version.release))
         return hash(key)
 
     def __str__(self) -> str:
