@@ -59,10 +59,12 @@ clause = st.builds(lambda op, sp, v: f"{op}{sp}{v}", st.sampled_from(["==", "!="
                    st.sampled_from(["", " "]), plain)
 plain_range = st.builds(", ".join, st.lists(clause, max_size=3))
 # What packaging alone decides: pre-, post-, dev- and local releases, epochs, a v prefix, ~=, wildcards, ===.
-other = st.sampled_from(["0.30.0rc1", "0.29.0.post1", "0.29.0+cpu", "1!0.29", "v0.29.0", "0.30.0.dev2",
-                         "0.29.0rc1", "0.29.0a1"])
-other_clause = st.sampled_from([">=0.29.0rc1", "~=0.29", "==0.29.*", "!=0.30.*", "<0.30.0rc2", "===0.29.0",
-                                ">0.29.0.post1", "<=1!0.1"])
+# Built on the same plain releases, so that `v1.2` meets `1.2.0` and `1.2rc1` meets `<1.2`.
+other = st.builds(lambda p, form: form.format(p), plain,
+                  st.sampled_from(["{}rc1", "{}.post1", "{}+cpu", "1!{}", "v{}", "{}.dev2", "{}a1", "V{}.0"]))
+other_clause = st.builds(lambda p, form: form.format(p), plain,
+                        st.sampled_from([">={}rc1", "~={}.0", "=={}.*", "!={}.*", "<{}rc2", "==={}", ">{}.post1",
+                                         "<=1!{}", "=={}+cpu"]))
 release = st.one_of(plain, other)
 mixed_range = st.builds(lambda a, b: ",".join(x for x in (a, b) if x), plain_range, other_clause)
 

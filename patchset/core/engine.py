@@ -245,8 +245,6 @@ def _onto_existing(fp: FilePatch, target: bytes, source: bytes | None, max_fuzz:
                         "and differs", fp.hunks)
 
 
-_NOWHERE: list[int] = []
-
 #: Recent edits, by (content, file patch, fuzz): a series checked on several releases meets the same
 #: file, as the patches before left it, on every release where upstream did not change it (measured:
 #: 41 of 108 consecutive-release pairs of the files bench/forkseries.py's 37-patch series touches on
@@ -299,6 +297,9 @@ class _Cursor:
         if not (res.applied or res.status == ALREADY):
             return _Cursor(shift, self.last_offset, self.floor)
         return _Cursor(shift, res.offset + (growth if res.status == ALREADY else 0), new_floor)
+
+
+_NOWHERE: list[int] = []  # the places of a line the buffer does not hold (shared: never changed)
 
 
 class _Buffer:
@@ -568,8 +569,6 @@ def _loose_find(buf: _Buffer, old: list[bytes]) -> int | None:
     places = sorted(q for ending in (b"\n", b"\r\n", b"") for q in buf.positions(want[a] + ending))
     return next((q - a for q in places if 0 <= q - a <= len(lines) - k
                  and all(_bare(lines[q - a + i]) == want[i] for i in range(k))), None)
-
-
 
 
 def _occurrences(lines: list[bytes], pattern: list[bytes], floor: int) -> list[int]:

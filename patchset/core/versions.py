@@ -6,8 +6,8 @@ Membership is the same under every `packaging` this project allows.
 by version order alone: pre-releases are always admitted (:func:`in_range`).
 
 `packaging` decides, but it is not loaded for what it would answer the obvious way: importing it
-compiles its regular expressions: 57 million instructions (callgrind) on every warm ``check``,
-which takes about 300 million in all. A plain release (``0.29.0``: numbers and dots, nothing else) is ordered
+compiles its regular expressions: leaving it out took this repository's warm ``check`` from 369 to
+332 million instructions (callgrind). A plain release (``0.29.0``: numbers and dots, nothing else) is ordered
 by its numbers with trailing zeros dropped, and a range made only of ``==``, ``!=``, ``<``,
 ``<=``, ``>``, ``>=`` clauses on plain releases admits a plain release by those comparisons:
 that is PEP 440's rule for final releases (``==0.29`` is ``0.29.0``; the exclusions ``<V`` and
