@@ -110,6 +110,9 @@ PATCH_CASES = {
     "leaves-the-tree": GOOD_PATCH.replace("a/vllm/sched.py", "a/../../etc/passwd"),
     "too-few-components": GOOD_PATCH.replace("a/vllm/sched.py", "sched.py").replace("b/vllm/sched.py", "sched.py"),
     "line-without-prefix": GOOD_PATCH.replace(" line8 = 8\n", "line8 = 8\n"),
+    # found by a mutated fork patch (issue 26): opening such a path failed with ENAMETOOLONG, exit 3
+    "path-component-too-long": GOOD_PATCH.replace("b/vllm/sched.py", "b/vllm/" + "x" * 300 + "/sched.py"),
+    "path-with-nul": GOOD_PATCH.replace("b/vllm/sched.py", "b/vllm/sch\0ed.py"),
 }
 
 ARG_CASES = {
@@ -243,3 +246,20 @@ def test_a_real_process_exits_2_with_one_line(project):
     assert proc.returncode == 2
     assert len(proc.stderr.splitlines()) == 1 and "'foo' is not a release version" in proc.stderr
     assert json.loads(proc.stdout)["ok"] is False
+
+
+@pytest.mark.parametrize("name", ["path-component-too-long", "path-with-nul"])
+def test_check_names_an_unopenable_patch_path_instead_of_crashing(project, capsys, name):
+    """Issue 26: `check` read such a path from the tree and died with OSError (ENAMETOOLONG), exit 3.
+
+    Whether `check` says 1 or 2 for a malformed patch is issue 21's rule; here it must be neither an internal
+    error nor silent: the patch file and the line of the path are named.
+    """
+    (project / "project" / "recipes" / "fix" / "fix.patch").write_text(PATCH_CASES[name])
+    capsys.readouterr()
+    code = main(["check", *SRC])
+    out, err = capsys.readouterr()
+    assert code != 3 and "internal error" not in err, err
+    line = PATCH_CASES[name].splitlines().index(next(x for x in PATCH_CASES[name].splitlines()
+                                                     if x.startswith("+++ "))) + 1
+    assert f"recipes/fix/fix.patch:{line}: path " in out + err, out + err

@@ -226,3 +226,27 @@ def test_refused_patches_and_a_cache_turned_off_keep_nothing(tmp_path, monkeypat
     monkeypatch.setenv("PATCHSET_NO_PARSE_CACHE", "1")
     _cached_parse(SERIES_PATCH)
     assert _entries(tmp_path) == []
+
+
+@pytest.mark.parametrize("path, what", [
+    ("vllm/" + "x" * 256 + "/a.py", "a component of 256 bytes"),
+    ("vllm/" + "é" * 128 + ".py", "a component of 259 bytes"),  # bytes, not characters, are what a file system counts
+    ("vllm/" + "/".join(["d" * 200] * 21) + "/a.py", "4230 bytes"),
+    ("vllm/a\0b.py", "a NUL byte"),
+])
+def test_paths_no_file_system_can_hold_are_refused_at_their_line(path, what):
+    """Issue 26: such a path reached the tree and failed there with ENAMETOOLONG, an internal error."""
+    text = udiff("vllm/a.py", "x\n", "y\n").replace("+++ b/vllm/a.py", f"+++ b/{path}")
+    with pytest.raises(PatchFileError) as e:
+        parse("Description: x\n\n" + text)
+    assert e.value.file == "recipes/x.patch" and e.value.line == 5 and what in e.value.message
+
+
+def test_the_longest_names_a_file_system_holds_are_kept():
+    path = "vllm/" + "x" * 255
+    assert parse(udiff(path, "x\n", "y\n")).touched == [path]
+
+
+def test_a_path_that_names_no_file_is_refused():
+    with pytest.raises(PatchFileError, match="names no file"):
+        parse(udiff("vllm/a.py", "x\n", "y\n").replace("a/vllm/a.py", "a/.").replace("b/vllm/a.py", "b/."))

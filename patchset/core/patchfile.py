@@ -324,6 +324,8 @@ class _Section:
     git_new: bytes | None = None
     minus: bytes | None = None  # the name after "--- " (b"/dev/null" kept)
     plus: bytes | None = None
+    minus_line: int = 0  # where the "--- " and "+++ " lines stand, for messages about their paths
+    plus_line: int = 0
     moved_from: bytes | None = None  # "rename from" / "copy from"
     moved_to: bytes | None = None
     copy: bool = False
@@ -361,7 +363,8 @@ class _Reader:
                 files.append(self.file(self.git_headers()))
             elif line.startswith(b"--- ") and self.at(self.i + 1).startswith(b"+++ "):
                 self.refuse_crlf_headers()
-                section = _Section(line=self.i + 1, minus=_name(line[4:]), plus=_name(self.at(self.i + 1)[4:]))
+                section = _Section(line=self.i + 1, minus=_name(line[4:]), plus=_name(self.at(self.i + 1)[4:]),
+                                   minus_line=self.i + 1, plus_line=self.i + 2)
                 self.i += 2
                 files.append(self.file(section))
             elif HUNK_HEADER.match(line):
@@ -393,6 +396,7 @@ class _Reader:
         if self.at(self.i).startswith(b"--- ") and self.at(self.i + 1).startswith(b"+++ "):
             self.refuse_crlf_headers()
             s.minus, s.plus = _name(self.lines[self.i][4:]), _name(self.lines[self.i + 1][4:])
+            s.minus_line, s.plus_line = self.i + 1, self.i + 2
             self.i += 2
         return s
 
@@ -440,17 +444,20 @@ class _Reader:
         if created and deleted:
             raise self.error("the diff both creates and deletes its file", s.line)
         moved_strip = max(self.strip - 1, 0)  # git writes rename/copy names without the a/ b/ prefix
-        old = _first((s.moved_from, moved_strip), (s.minus if s.minus != DEV_NULL else None, self.strip),
-                     (s.git_old, self.strip))
-        new = _first((s.moved_to, moved_strip), (s.plus if s.plus != DEV_NULL else None, self.strip),
-                     (s.git_new, self.strip))
+        # Each name with the line it stands on: a refused path is reported where it is written.
+        old = _first((s.moved_from, moved_strip, s.line),
+                     (s.minus if s.minus != DEV_NULL else None, self.strip, s.minus_line or s.line),
+                     (s.git_old, self.strip, s.line))
+        new = _first((s.moved_to, moved_strip, s.line),
+                     (s.plus if s.plus != DEV_NULL else None, self.strip, s.plus_line or s.line),
+                     (s.git_new, self.strip, s.line))
         if not s.git and old and new:
             old = new  # only git diffs rename: "--- a/x.py.orig +++ b/x.py" edits x.py
         if (old is None and not created) or (new is None and not deleted):
             raise self.error("cannot tell which file this diff changes", s.line,
                              "expected '--- a/PATH' and '+++ b/PATH' lines")
-        old_path = None if created else self.normalise(old[0], old[1], s.line)  # type: ignore[index]
-        new_path = None if deleted else self.normalise(new[0], new[1], s.line)  # type: ignore[index]
+        old_path = None if created else self.normalise(*old)  # type: ignore[misc]
+        new_path = None if deleted else self.normalise(*new)  # type: ignore[misc]
         return old_path, new_path
 
     def normalise(self, raw: bytes, strip: int, line: int) -> str:
@@ -558,8 +565,8 @@ def _git_names(rest: bytes) -> tuple[bytes | None, bytes | None]:
     return None, None
 
 
-def _first(*options: tuple[bytes | None, int]) -> tuple[bytes, int] | None:
-    return next(((raw, strip) for raw, strip in options if raw), None)
+def _first(*options: tuple[bytes | None, int, int]) -> tuple[bytes, int, int] | None:
+    return next(((raw, strip, line) for raw, strip, line in options if raw), None)
 
 
 def _normalise(raw: str, strip: int, root: str, name: str, line: int) -> str:
@@ -572,11 +579,38 @@ def _normalise(raw: str, strip: int, root: str, name: str, line: int) -> str:
     if root:
         rel = root.rstrip("/") + "/" + rel
     norm = posixpath.normpath(rel)
+    _refuse_unwritable(raw, norm, name, line)
     if path.startswith("/") and strip == 0 or norm.startswith(("../", "/")) or norm == ".." or "/../" in rel \
             or rel.startswith("../"):
         raise PatchFileError(f"path {raw!r} leaves the tree", file=name, line=line,
                              hint="patch paths must stay inside the vLLM tree")
     return norm
+
+
+#: The longest file name (one path component) and path, in bytes, that Linux file systems take
+#: (NAME_MAX, PATH_MAX - 1); macOS and Windows allow no more.
+NAME_MAX = 255
+PATH_MAX = 4095
+
+
+def _refuse_unwritable(raw: str, norm: str, name: str, line: int) -> None:
+    """A path no file system can hold is bad input in the patch, not a file to look for: opening it
+    fails with ENAMETOOLONG or "embedded null byte", which would surface as an internal error."""
+    encoded = norm.encode("utf-8", errors="surrogateescape")
+    if b"\0" in encoded:
+        raise PatchFileError(f"path {raw!r} contains a NUL byte", file=name, line=line,
+                             hint="the patch file is damaged; regenerate it")
+    longest = max(encoded.split(b"/"), key=len)
+    if len(longest) > NAME_MAX or len(encoded) > PATH_MAX:
+        what = (f"a component of {len(longest)} bytes" if len(longest) > NAME_MAX
+                else f"{len(encoded)} bytes")
+        shown = raw if len(raw) <= 80 else raw[:60] + "..." + raw[-16:]
+        raise PatchFileError(f"path {shown!r} has {what}, more than a file system allows "
+                             f"({NAME_MAX} a name, {PATH_MAX} a path)", file=name, line=line,
+                             hint="the patch file is damaged; regenerate it")
+    if norm in (".", ""):
+        raise PatchFileError(f"path {raw!r} names no file", file=name, line=line,
+                             hint="expected '--- a/PATH' and '+++ b/PATH' lines")
 
 
 def _refuse_binary(raw_lines: list[bytes], name: str) -> None:

@@ -58,6 +58,9 @@ class DirSource:
             return f.read_bytes()
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as e:  # a folder where the patch names a file, no permission: the tree's, not ours
+            raise SourceError(f"cannot read {path} in {self.root}: {e.strerror}",
+                              hint="the patch names something in the tree that is not a readable file") from e
 
 
 def import_name(project: str) -> str:

@@ -55,6 +55,9 @@ class TargetTree:
             return f.read_bytes()
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as e:  # a folder where the patch names a file, no permission: the tree's, not ours
+            raise SourceError(f"cannot read {path} in {self.root}: {e.strerror}",
+                              hint="the patch names something in the tree that is not a readable file") from e
 
     def version(self) -> tuple[str, str] | None:
         """The vLLM release this tree says it holds and the file that says so (_version.py, dist-info, PKG-INFO)."""
