@@ -115,7 +115,7 @@ def fork_manifest(work: Path) -> str:
 
 def cold_rows(repeat: int = 3, manifest: str = "patches.yaml") -> list[str]:
     """The cold workload's lines (Markdown), ready to print."""
-    from patchset.core.manifest import load_manifest
+    from patchset.core.manifest_load import load_manifest
     from patchset.sources import index
 
     versions = releases_since()

@@ -23,7 +23,7 @@ def main() -> int:
     import patchset.cli  # noqa: F401 -- timed: the CLI's own imports
 
     mark("import the CLI")
-    from patchset.core.manifest import load_manifest
+    from patchset.core.manifest_load import load_manifest
 
     mark("import the manifest loader")
     from patchset.core.series import evaluate_release

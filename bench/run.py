@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import forkseries  # noqa: E402
 
 from patchset.cache import Cache  # noqa: E402
-from patchset.core.manifest import Manifest, load_manifest  # noqa: E402
+from patchset.core.manifest import Manifest
+from patchset.core.manifest_load import load_manifest  # noqa: E402
 from patchset.sources.sdist import SdistSource  # noqa: E402
 
 HERE = Path(__file__).parent

@@ -99,7 +99,7 @@ def manifest_path() -> Path:
 
 @pytest.fixture(scope="session")
 def series_manifest(manifest_path):
-    from patchset.core.manifest import load_manifest
+    from patchset.core.manifest_load import load_manifest
 
     return load_manifest(manifest_path)
 

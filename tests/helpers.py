@@ -49,7 +49,7 @@ def schema_agrees(path: Path) -> None:
     """
     import jsonschema
 
-    from patchset.core.manifest import load_manifest
+    from patchset.core.manifest_load import load_manifest
     from patchset.core.schema import manifest_schema
     from patchset.errors import PatchsetError
 

@@ -21,7 +21,7 @@ import pytest
 from helpers import udiff, write_manifest, write_patch
 
 from patchset.core import bytecode, provenance
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.errors import PatchsetError
 from patchset.verbs.apply import apply_series
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import udiff, write_manifest, write_patch
 
-from patchset.core.manifest import MAX_ERRORS, ManifestErrors, inspect_manifest, load_manifest
+from patchset.core.manifest_load import MAX_ERRORS, ManifestErrors, inspect_manifest, load_manifest
 from patchset.errors import ManifestError
 
 DIFF = udiff("vllm/x.py", "a\n", "b\n")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from patchset.core.manifest import load_manifest
 from patchset.core.manifest_edit import ManifestEditor, narrowed, widened
+from patchset.core.manifest_load import load_manifest
 
 REPO = Path(__file__).resolve().parent.parent
 

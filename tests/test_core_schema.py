@@ -14,6 +14,7 @@ from helpers import load_yaml
 
 from patchset.cli import main
 from patchset.core import manifest as m
+from patchset.core import manifest_load as keys
 from patchset.core.schema import manifest_schema
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,13 +33,13 @@ def test_schema_is_a_valid_draft_2020_12_schema():
 
 def test_schema_and_loader_know_the_same_keys():
     s = manifest_schema()
-    assert _props(s) == m.TOP_KEYS
-    assert _props(s, "properties", "upstream") == m.UPSTREAM_KEYS
-    assert _props(s, "$defs", "layout") == m.LAYOUT_KEYS
-    assert set(s["properties"]["targets"]["additionalProperties"]["properties"]) == m.TARGET_KEYS
-    assert _props(s, "$defs", "patch") == m.PATCH_KEYS
-    assert _props(s, "$defs", "probe") == m.PROBE_KEYS
-    assert _props(s, "$defs", "suite") == m.SUITE_KEYS
+    assert _props(s) == keys.TOP_KEYS
+    assert _props(s, "properties", "upstream") == keys.UPSTREAM_KEYS
+    assert _props(s, "$defs", "layout") == keys.LAYOUT_KEYS
+    assert set(s["properties"]["targets"]["additionalProperties"]["properties"]) == keys.TARGET_KEYS
+    assert _props(s, "$defs", "patch") == keys.PATCH_KEYS
+    assert _props(s, "$defs", "probe") == keys.PROBE_KEYS
+    assert _props(s, "$defs", "suite") == keys.SUITE_KEYS
     assert set(s["$defs"]["patch"]["properties"]["origin"]["enum"]) == set(m.ORIGINS)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import git
 from helpers import udiff, write_manifest, write_patch
 
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.core.series import evaluate_release
 from patchset.sources.git import GitSource
 from patchset.sources.local import DirSource

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from patchset.core import yamlnodes, yamlparse
-from patchset.core.manifest import inspect_manifest, load_manifest
+from patchset.core.manifest_load import inspect_manifest, load_manifest
 
 REPO = Path(__file__).resolve().parent.parent
 

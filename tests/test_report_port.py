@@ -7,7 +7,7 @@ from pathlib import Path
 
 import portfixture
 
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.report import port as render
 from patchset.verbs.next import next_release
 from patchset.verbs.port import port

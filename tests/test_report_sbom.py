@@ -10,7 +10,7 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
 from patchset.cli import main
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.report import sbom
 from patchset.verbs.audit import CARRIED, MISSING, TAMPERED, FixVerdict, ImageAudit
 

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 from helpers import udiff, write_patch
 
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.errors import PatchsetError
 from patchset.report import testreport
 from patchset.runners import RunConfig
 from patchset.runners.image import ImageRunner, device_requests
 from patchset.sources.local import DirSource
+from patchset.verbs import proof
 from patchset.verbs import test as vt
 
 pytest_plugins = ["conftest_docker"]
@@ -153,7 +154,7 @@ def test_a_toy_fix_is_proven_inside_a_container(docker_client, standin, session_
     runner = ImageRunner(image, client=docker_client)
     assert "pytest pytest-asyncio tblib mounted from" in runner.prepare("toypkg", "1.0")
     work = tmp_path / "work"
-    report = vt.prove(manifest, "1.0", runner, DirSource(src), workdir=work, options=vt.ProofOptions(timeout=300))
+    report = vt.prove(manifest, "1.0", runner, DirSource(src), workdir=work, options=proof.ProofOptions(timeout=300))
     assert {p.id: p.verdict for p in report.patches} == {"fix": "proven", "useless": "not-discriminating"}
     fix = report.patches[0]
     assert fix.without_fix.count("failed") == 2 and fix.with_fix.count("passed") == 2
@@ -176,9 +177,9 @@ def test_the_offload_tests_give_the_same_verdicts_in_the_image_as_in_the_venv(
     source = open_source("pypi", VERSION, project=series_manifest.pypi, tag=series_manifest.tag)
     lines: list[str] = []
     in_image = vt.prove(series_manifest, VERSION, ImageRunner(built.tag, client=docker_client), source,
-                        workdir=tmp_path / "image", options=vt.ProofOptions(timeout=1200, progress=lines.append))
+                        workdir=tmp_path / "image", options=proof.ProofOptions(timeout=1200, progress=lines.append))
     in_venv = vt.prove(series_manifest, VERSION, VenvRunner(), source, workdir=tmp_path / "venv",
-                       options=vt.ProofOptions(timeout=1200))
+                       options=proof.ProofOptions(timeout=1200))
     image_verdicts = {p.id: p.verdict for p in in_image.patches}
     assert image_verdicts == {p.id: p.verdict for p in in_venv.patches}, "\n".join(lines[-20:])
     assert set(image_verdicts.values()) == {"proven"}, testreport.proof_doc(in_image)

@@ -233,7 +233,7 @@ def test_a_stray_tests_folder_in_site_packages_is_not_upstream_tests(tmp_path):
 def test_a_dir_that_does_not_say_its_release_is_checked_with_a_warning(tmp_path):
     from helpers import udiff, write_manifest, write_patch
 
-    from patchset.core.manifest import load_manifest
+    from patchset.core.manifest_load import load_manifest
     from patchset.verbs.check import check
 
     tree = vllm_dir(tmp_path / "tree", None)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import udiff, write_manifest, write_patch
 
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.verbs.apply import ApplyError, apply_series
 
 MOD = "vllm/core/sched.py"

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from helpers import udiff, write_manifest, write_patch
 
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.journal import KILL_ENV
 from patchset.verbs.apply import apply_series, recover_tree
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from patchset.cli import main
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.report.auditreport import audit_doc
 from patchset.verbs.audit import audit
 from patchset.verbs.build import build_image

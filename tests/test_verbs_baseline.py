@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from patchset.runners import ERROR, FAILED, PASSED, SKIPPED, NodeResult
+from patchset.runners.pytestrun import gpu_reason
 from patchset.verbs import baseline as bl
-from patchset.verbs.test import gpu_reason
 
 T = "tests/a/test_x.py::test_y"
 

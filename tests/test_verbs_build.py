@@ -100,7 +100,7 @@ def test_build_labels_say_what_the_image_is(built, docker_client, series_manifes
 @pytest.mark.docker
 @pytest.mark.slow
 def test_build_refuses_when_the_series_does_not_apply(tmp_path, docker_client, standin, session_repo):
-    from patchset.core.manifest import load_manifest
+    from patchset.core.manifest_load import load_manifest
 
     write_patch(tmp_path, "recipes/bad.patch",
                 f"--- a/{SCHEDULER}\n+++ b/{SCHEDULER}\n@@ -1,2 +1,2 @@\n-this line is not there\n+nor this\n"
@@ -121,7 +121,7 @@ def test_build_refuses_when_the_series_does_not_apply(tmp_path, docker_client, s
 @pytest.mark.docker
 @pytest.mark.slow
 def test_the_mode_a_patch_sets_is_the_mode_in_the_layer(tmp_path, docker_client, standin, session_repo):
-    from patchset.core.manifest import load_manifest
+    from patchset.core.manifest_load import load_manifest
     from patchset.images.engine import ImageFiles
 
     write_patch(tmp_path, "recipes/exec.patch", f"diff --git a/{SCHEDULER} b/{SCHEDULER}\nold mode 100644\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.sources import open_source
 from patchset.verbs.apply import ApplyError, apply_series
 from patchset.verbs.check import check

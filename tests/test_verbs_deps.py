@@ -12,7 +12,7 @@ from helpers import udiff
 
 from patchset.cache import Cache
 from patchset.cli import main
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.report import deps as render
 from patchset.sources.sdist import SdistSource
 from patchset.verbs.deps import closure, deps, reverse

@@ -15,7 +15,7 @@ from helpers import load_yaml, udiff
 
 from patchset.cache import Cache
 from patchset.cli import main
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.core.schema import manifest_schema
 from patchset.errors import PatchsetError
 from patchset.sources.sdist import SdistSource

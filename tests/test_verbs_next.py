@@ -11,7 +11,7 @@ import portfixture
 import pytest
 
 from patchset.cli import main
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.verbs.next import as_target, newer_releases, next_release
 
 REPO = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ import pytest
 from test_verbs_next import REPO, SCHED, TESTS, only_028
 
 from patchset.cli import main
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.core.patchfile import read_patch
 from patchset.verbs.check import check
 from patchset.verbs.port import header_of, port

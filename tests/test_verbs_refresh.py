@@ -13,7 +13,7 @@ from test_verbs_next import REPO, SCHED, TESTS, only_028
 from test_verbs_port import _applied, results
 
 from patchset.cli import main
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.errors import PatchsetError
 from patchset.verbs.check import check
 from patchset.verbs.port import port

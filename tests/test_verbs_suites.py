@@ -17,11 +17,12 @@ from helpers import udiff
 from test_verbs_test import UTIL, WATERMARK, WATERMARK_FIXED, fix_patch, make_project, manifest_with
 
 from patchset.cache import Cache
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.report import testreport
 from patchset.runners.venv import PythonEnv, VenvRunner
 from patchset.sources.local import DirSource
 from patchset.verbs import baseline as bl
+from patchset.verbs import proof
 from patchset.verbs import suites as vs
 from patchset.verbs import test as vt
 
@@ -40,14 +41,14 @@ PRE_EXISTING = textwrap.dedent('''\
     ''')
 
 
-def run_prove(root: Path, src: Path, site: Path, manifest: Path, **kw) -> vt.ProofReport:
+def run_prove(root: Path, src: Path, site: Path, manifest: Path, **kw) -> proof.ProofReport:
     """One `patchset test` in a fresh work folder; the cache (and its pristine results) is kept between calls."""
     runner = VenvRunner(PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False)
     n = len(list(root.glob("work*")))
     work = root / (f"work{n}" if n else "work")
     work.mkdir()
     return vt.prove(load_manifest(manifest), "1.0", runner, DirSource(src), workdir=work,
-                    options=vt.ProofOptions(timeout=300, **kw), cache=Cache(root / "cache"))
+                    options=proof.ProofOptions(timeout=300, **kw), cache=Cache(root / "cache"))
 
 
 GPU_ONLY = 'import pytest\n\n\ndef test_kernel():\n    pytest.skip("requires CUDA")\n'

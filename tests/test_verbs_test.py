@@ -20,12 +20,13 @@ import pytest
 from helpers import udiff, write_patch
 
 from patchset.cache import Cache
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.errors import PatchsetError
 from patchset.report import testreport
-from patchset.runners import ERROR, FAILED, PASSED, SKIPPED, NodeResult, RunOutcome
+from patchset.runners import ERROR, FAILED, PASSED, SKIPPED, NodeResult, RunOutcome, pytestrun
 from patchset.runners.venv import PythonEnv, VenvRunner
 from patchset.sources.local import DirSource
+from patchset.verbs import proof
 from patchset.verbs import test as vt
 
 WATERMARK = textwrap.dedent('''\
@@ -98,20 +99,20 @@ def manifest_with(root: Path, patches: dict[str, str], entries: str, suites: str
     return path
 
 
-OPTIONS = ("patch_ids", "suites", "timeout", "rebaseline", "progress")  # vt.ProofOptions' fields
+OPTIONS = ("patch_ids", "suites", "timeout", "rebaseline", "progress")  # proof.ProofOptions' fields
 
 
-def run_prove(root: Path, src: Path, site: Path, manifest: Path, **kw) -> vt.ProofReport:
+def run_prove(root: Path, src: Path, site: Path, manifest: Path, **kw) -> proof.ProofReport:
     runner = VenvRunner(PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False)
     work = kw.pop("workdir", root / "work")
     work.mkdir(exist_ok=True)
-    options = vt.ProofOptions(**{"timeout": 300, **{k: kw.pop(k) for k in OPTIONS if k in kw}})
+    options = proof.ProofOptions(**{"timeout": 300, **{k: kw.pop(k) for k in OPTIONS if k in kw}})
     kw.setdefault("cache", Cache(root / "cache"))
     return vt.prove(load_manifest(manifest), "1.0", kw.pop("runner", runner), DirSource(src), workdir=work,
                     options=options, **kw)
 
 
-def verdicts(report: vt.ProofReport) -> dict[str, str]:
+def verdicts(report: proof.ProofReport) -> dict[str, str]:
     return {p.id: p.verdict for p in report.patches}
 
 
@@ -482,8 +483,8 @@ def test_cli_runs_the_verb_and_exits_by_the_verdicts(project, monkeypatch, capsy
 # --- the verdict rules on their own -------------------------------------------------------------------
 
 
-def run_of(*results: NodeResult, label: str = "series") -> vt.ConfigRun:
-    return vt.ConfigRun(label, (), ("t",), list(results))
+def run_of(*results: NodeResult, label: str = "series") -> pytestrun.ConfigRun:
+    return pytestrun.ConfigRun(label, (), ("t",), list(results))
 
 
 @pytest.mark.parametrize(("with_fix", "without_fix", "verdict"), [
@@ -507,9 +508,9 @@ def test_verdict_rules(with_fix, without_fix, verdict):
     assert vt.decide("p", ("t",), w, wo).verdict == verdict
 
 
-def crashed(code: int, why: str, label: str) -> vt.ConfigRun:
+def crashed(code: int, why: str, label: str) -> pytestrun.ConfigRun:
     # what select() makes of a run that wrote no report: an error for every selector
-    return vt.ConfigRun(label, (), ("t",), [NodeResult("t0", ERROR, f"pytest exited with code {code}")], code,
+    return pytestrun.ConfigRun(label, (), ("t",), [NodeResult("t0", ERROR, f"pytest exited with code {code}")], code,
                         crash=why)
 
 
@@ -546,7 +547,7 @@ def outcome(code: int, output: str = "last words\n", problem: str | None = None)
     (outcome(1, problem="pytest wrote no JUnit report (junit.xml)"), {}, "pytest exit 1; pytest wrote no JUnit"),
 ])
 def test_crash_reasons_name_the_exit_code(run, not_found, crash):
-    got = vt.crash_reason(run, ("t",), not_found, timeout=60)
+    got = pytestrun.crash_reason(run, ("t",), not_found, timeout=60)
     assert (got is None) if crash is None else got.startswith(crash)
 
 
@@ -554,11 +555,11 @@ def test_a_cuda_error_is_needs_gpu_only_without_an_accelerator():
     cuda = NodeResult("t0", FAILED, "RuntimeError: CUDA error: an illegal memory access was encountered")
     cpu = vt.decide("p", ("t",), run_of(cuda), run_of(NodeResult("t0", FAILED)))
     assert cpu.verdict == "needs-gpu"
-    gpu_run = vt.ConfigRun("series", (), ("t",), [cuda], 1, accelerator=True)
+    gpu_run = pytestrun.ConfigRun("series", (), ("t",), [cuda], 1, accelerator=True)
     gpu = vt.decide("p", ("t",), gpu_run, run_of(NodeResult("t0", FAILED)))
     assert gpu.verdict == "failing" and "t0" in gpu.reason
     # a GPU runner's skips are upstream's own choice, not a missing device
-    skipped = vt.ConfigRun("series", (), ("t",), [NodeResult("t0", SKIPPED, "Requires at least 2 GPUs")],
+    skipped = pytestrun.ConfigRun("series", (), ("t",), [NodeResult("t0", SKIPPED, "Requires at least 2 GPUs")],
                            accelerator=True)
     assert vt.decide("p", ("t",), skipped, None).verdict == "unproven"
 
@@ -573,21 +574,21 @@ def test_a_cuda_error_is_needs_gpu_only_without_an_accelerator():
     (NodeResult("t", FAILED, "AssertionError: assert gpu_blocks == 3"), False),
 ])
 def test_gpu_reasons_are_recognised(result, gpu):
-    assert (vt.gpu_reason(result) is not None) == gpu
+    assert (pytestrun.gpu_reason(result) is not None) == gpu
 
 
 def test_selectors_overlapping_a_suite_run_once():
-    assert vt.minimal_selectors(["tests/a", "tests/a/test_x.py::test_y", "tests/b.py::t", "./tests/a/"]) == (
+    assert pytestrun.minimal_selectors(["tests/a", "tests/a/test_x.py::test_y", "tests/b.py::t", "./tests/a/"]) == (
         "tests/a", "tests/b.py::t")
-    assert vt.covers("tests/a.py::test_y", "tests/a.py::test_y[1-2]")
-    assert not vt.covers("tests/a.py::test_y", "tests/a.py::test_yz")
+    assert pytestrun.covers("tests/a.py::test_y", "tests/a.py::test_y[1-2]")
+    assert not pytestrun.covers("tests/a.py::test_y", "tests/a.py::test_yz")
 
 
 def test_a_crashed_suite_run_is_not_ok_and_says_why():
-    run = vt.ConfigRun("series", (), ("tests",), [NodeResult("tests/test_a.py::t", PASSED)], -1,
+    run = pytestrun.ConfigRun("series", (), ("tests",), [NodeResult("tests/test_a.py::t", PASSED)], -1,
                        crash="pytest timed out after 60 s and was killed (exit -1): ...")
-    suite = vt.SuiteResult("tests", run)
+    suite = proof.SuiteResult("tests", run)
     assert not suite.ok  # what passed before the kill is no reason to call the suite green
-    report = vt.ProofReport("1.0", "venv", "here", [], [suite])
+    report = proof.ProofReport("1.0", "venv", "here", [], [suite])
     assert not report.ok and "pytest timed out after 60 s" in testreport.render_table(report)
     assert json.loads(testreport.render_json(report))["suites"][0]["crash"].startswith("pytest timed out")

@@ -8,7 +8,7 @@ import pytest
 from helpers import udiff, write_manifest, write_patch
 
 from patchset.cli import main
-from patchset.core.manifest import MAX_ERRORS, load_manifest
+from patchset.core.manifest_load import MAX_ERRORS, load_manifest
 from patchset.verbs.check import check
 from patchset.verbs.validate import validate
 

@@ -24,7 +24,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from patchset.core.manifest import manifest_at, split_revision
+    from patchset.core.manifest_export import manifest_at, split_revision
     from patchset.errors import PatchsetError
     from patchset.report import auditreport as render
     from patchset.verbs.audit import audit

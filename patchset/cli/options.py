@@ -7,7 +7,8 @@ import re
 import sys
 from collections.abc import Callable
 
-from patchset.core.manifest import DEFAULT_MANIFEST, Manifest, load_manifest
+from patchset.core.manifest import DEFAULT_MANIFEST, Manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.core.versions import is_release
 
 # Docker's reference grammar (distribution/reference): a bad name is bad input here, not a docker traceback.

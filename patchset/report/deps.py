@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.core.series import PatchStatus
 from patchset.errors import PatchsetError
 from patchset.report.common import dump_json, render, table

@@ -207,3 +207,14 @@ def _first_error_line(detail: str) -> str:
         if line.startswith("E   "):
             return line[4:].strip()[:300]
     return ""
+
+
+@dataclass
+class Baseline:
+    """The pristine release's results for one suite, and where they came from."""
+
+    key: str
+    cached: bool
+    runs: list[dict[str, NodeResult]] = field(default_factory=list)  # the run, then its failures again
+    error: str = ""  # why there is no usable pristine result
+    duration: float = 0.0

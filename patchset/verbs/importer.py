@@ -26,7 +26,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from patchset.core.manifest import DEFAULT_MANIFEST, PATCH_SUFFIXES, load_manifest
+from patchset.core.manifest import DEFAULT_MANIFEST, PATCH_SUFFIXES
+from patchset.core.manifest_load import load_manifest
 from patchset.core.patchfile import PatchFile, parse_dep3, parse_patch
 from patchset.core.series import ReleaseResult, evaluate_release
 from patchset.errors import PatchFileError, PatchsetError

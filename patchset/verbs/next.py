@@ -24,7 +24,8 @@ from patchset.core.patchfile import Hunk
 from patchset.core.versions import Releases
 from patchset.core.words import Word
 from patchset.errors import ManifestError, SourceError
-from patchset.sources import Source, index, open_source
+from patchset.sources import Source, index
+from patchset.verbs.trees import Trees, newest_covered_target
 
 
 class NextStatus(Word):
@@ -106,12 +107,6 @@ def newer_releases(manifest: Manifest, pre: bool = False, released: Sequence[str
     return [str(v) for v in versions if v > newest]
 
 
-def newest_covered_target(manifest: Manifest, p: Patch) -> str | None:
-    """The release ``p`` was last made for: the newest target its releases include."""
-    covered = [t.version for t in manifest.targets if p.targets(t.version)]
-    return max(covered, key=Version) if covered else None
-
-
 def as_target(manifest: Manifest, version: str, from_release: str | None = None) -> Manifest:
     """The manifest with every patch targeting ``version``, in memory only.
 
@@ -163,21 +158,6 @@ def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = 
         p.id + ":" for p in patches if p.status == NextStatus.UPSTREAM)
     warnings = [w for w in result.warnings if not w.startswith(upstream)] if upstream else list(result.warnings)
     return NextReport(version, newer, result.source, patches, warnings)
-
-
-class Trees:
-    """Pristine trees by release, opened once."""
-
-    def __init__(self, manifest: Manifest, source: str) -> None:
-        self.manifest = manifest
-        self.source = source
-        self.opened: dict[str, Source] = {}
-
-    def get(self, version: str) -> Source:
-        if version not in self.opened:
-            self.opened[version] = open_source(self.source, version, project=self.manifest.pypi,
-                                               tag=self.manifest.tag)
-        return self.opened[version]
 
 
 def _classify(manifest: Manifest, p: Patch, r: series.PatchResult, version: str, trees: Trees) -> NextPatch:

@@ -30,14 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchset.core import engine, merge
-from patchset.core.manifest import Manifest, Patch, load_manifest
+from patchset.core.manifest import Manifest, Patch
 from patchset.core.manifest_edit import ManifestEditor
+from patchset.core.manifest_load import load_manifest
 from patchset.core.patchfile import PatchFile, parse_patch, read_patch
 from patchset.core.series import python_syntax_errors, upstream_evidence
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.sources import Source
-from patchset.verbs.next import Trees, newest_covered_target, window_change
+from patchset.verbs.next import window_change
+from patchset.verbs.trees import Trees, newest_covered_target
 
 
 class PortStatus(Word):

@@ -21,20 +21,28 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from patchset.cache import Cache
 from patchset.core.manifest import Suite
 from patchset.runners import ERROR, FAILED, NodeResult, Outcome, Progress, RunConfig, Runner, RunOutcome
+from patchset.runners.pytestrun import (
+    PYTEST_CONFIG_FILES,
+    ConfigRun,
+    covers,
+    crash_reason,
+    gpu_reason,
+    prepare_test_tree,
+    run_pytest,
+    select,
+    slug,
+)
 from patchset.verbs import baseline as bl
-
-if TYPE_CHECKING:  # patchset.verbs.test imports this module's callers; imported lazily at run time
-    from patchset.verbs.test import SuiteResult
+from patchset.verbs.baseline import Baseline
+from patchset.verbs.proof import SuiteResult
 
 #: Bump when what a cached pristine result means changes (selection, re-runs, the stored fields).
 BASELINE_FORMAT = 1
@@ -42,17 +50,6 @@ BASELINE_FORMAT = 1
 FLAKY_RERUNS = 2
 #: Labels an image built by ``patchset build`` carries (OCI annotations).
 BASE_DIGEST_LABEL = "org.opencontainers.image.base.digest"
-
-
-@dataclass
-class Baseline:
-    """The pristine release's results for one suite, and where they came from."""
-
-    key: str
-    cached: bool
-    runs: list[dict[str, NodeResult]] = field(default_factory=list)  # the run, then its failures again
-    error: str = ""  # why there is no usable pristine result
-    duration: float = 0.0
 
 
 @dataclass
@@ -79,7 +76,6 @@ class SuiteJob:
 
     def pristine_tree(self) -> Path:
         """The pristine test tree, copied out of the source only when a pristine run is due."""
-        from patchset.verbs.test import prepare_test_tree
 
         if self._pristine_tree is None:
             self._pristine_tree = prepare_test_tree(self.pristine_root, {}, self.workdir / "pristine-tree")
@@ -87,7 +83,6 @@ class SuiteJob:
 
     def pristine_digest(self) -> str:
         """The digest of the pristine test tree: what prepare_test_tree copies (tests/, pytest's config)."""
-        from patchset.verbs.test import PYTEST_CONFIG_FILES
 
         if self._digest is None:
             files = [self.pristine_root / name for name in PYTEST_CONFIG_FILES]
@@ -97,7 +92,6 @@ class SuiteJob:
 
 def run_suite(job: SuiteJob, suite: Suite) -> SuiteResult:
     """Run one suite with the series and judge it against the pristine release."""
-    from patchset.verbs.test import ConfigRun, SuiteResult, gpu_reason
 
     if suite.gpu and job.runner.needs_accelerator_reason:
         job.progress(f"suite {suite.path}: needs-gpu, not run ({job.runner.needs_accelerator_reason})")
@@ -243,12 +237,11 @@ class _Ran:
 def _selected(job: SuiteJob, suite: Suite, label: str, files: Mapping[str, bytes | None], tree: Path,
               selectors: tuple[str, ...]) -> _Ran:
     """Run ``selectors`` in one configuration; the results of the tests they name, by node id."""
-    from patchset.verbs.test import _run, crash_reason, select
 
     timeout = suite.timeout or job.timeout
-    config = RunConfig(label, job.package, files, tree, selectors, job.workdir / "runs" / _slug(label), timeout,
+    config = RunConfig(label, job.package, files, tree, selectors, job.workdir / "runs" / slug(label), timeout,
                        job.progress)
-    outcome, not_found = _run(job.runner, config, job.progress)
+    outcome, not_found = run_pytest(job.runner, config, job.progress)
     job.seconds[label] = round(outcome.duration, 1)
     crash = crash_reason(outcome, selectors, not_found, timeout)
     if crash:
@@ -260,7 +253,6 @@ def _selected(job: SuiteJob, suite: Suite, label: str, files: Mapping[str, bytes
 
 def _unless_deselected(outcome: RunOutcome, suite: Suite) -> RunOutcome:
     """Drop what the suite deselects, should pytest have reported it anyway (a file that failed to import)."""
-    from patchset.verbs.test import covers
 
     if not suite.deselect:
         return outcome
@@ -270,10 +262,6 @@ def _unless_deselected(outcome: RunOutcome, suite: Suite) -> RunOutcome:
 
 def _label(suite: Suite) -> str:
     return f"suite {suite.path}"
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9._-]+", "-", text).strip("-")
 
 
 def _tail(text: str, limit: int = 1500) -> str:

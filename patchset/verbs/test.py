@@ -32,200 +32,45 @@ Runners (venv, image) only run pytest for a configuration; see
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from patchset.cache import Cache
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.series import PatchStatus
-from patchset.core.words import Word
 from patchset.errors import Finding, PatchsetError
 from patchset.runners import (
-    NodeResult,
     Outcome,
     Progress,
     RunConfig,
     Runner,
     RunOutcome,
-    no_progress,
 )
-from patchset.verbs.baseline import Comparison
-
-
-class Verdict(Word):
-    """What a patch's tests prove on a release (decided by :func:`decide`)."""
-
-    PROVEN = "proven"
-    NOT_DISCRIMINATING = "not-discriminating"
-    FAILING = "failing"
-    UNPROVEN = "unproven"
-    NEEDS_GPU = "needs-gpu"
-    INCONCLUSIVE = "inconclusive"
-    # Patches with nothing to prove on this release keep their status word from `check`.
-    UPSTREAM = "upstream"
-    NOT_TARGETED = "not-targeted"
-
+from patchset.runners.pytestrun import (
+    ConfigRun,
+    covers,
+    crash_reason,
+    last_error_line,
+    minimal_selectors,
+    prepare_test_tree,
+    run_pytest,
+    select,
+    slug,
+)
+from patchset.verbs.proof import PatchVerdict, ProofOptions, ProofReport, SuiteResult, Verdict
+from patchset.verbs.suites import SuiteJob, run_suite
 
 SERIES = "series"
-#: Upstream files that configure pytest for the tests/ tree (markers, asyncio mode).
-PYTEST_CONFIG_FILES = ("pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "conftest.py")
 
-#: A skip reason that says the test needs an accelerator.
-_GPU_SKIP = re.compile(
-    r"\b(cuda|gpus?|accelerators?|rocm|xpu|tpu|nvidia|nccl|flash[-_ ]?attn|flashinfer|"
-    r"(compute|device) capability|sm_?\d{2,3}|hopper|blackwell|ampere|multi-?gpu)\b", re.I)
-#: An error or failure message that says the same (narrower: failures mention gpu_blocks and the like).
-_GPU_ERROR = re.compile(
-    r"(no nvidia driver|found no nvidia|cuda is not available|not compiled with cuda|no cuda gpus|"
-    r"cuda driver|cudaerror|cuda error|cuda_home|nvcc|libcuda|libcudart|nccl error|"
-    r"requires? (an? )?(gpu|cuda|accelerator)|no accelerator|torch\.accelerator\.\w+\(\) .*not available)",
-    re.I)
 
 Evaluate = Callable[..., Any]  # patchset.core.series.evaluate_release
-if TYPE_CHECKING:
-    from patchset.cache import Cache
-    from patchset.verbs.suites import Baseline
-
-
-def gpu_reason(r: NodeResult, accelerator: bool = False) -> str | None:
-    """The reason a result says it needs an accelerator, or None.
-
-    Always None on a run that had an accelerator: there a CUDA error is the
-    test's own failure, and a skip is upstream's choice, not a missing device.
-    """
-    if accelerator:
-        return None
-    if r.outcome == Outcome.SKIPPED and _GPU_SKIP.search(r.message):
-        return r.message
-    if r.outcome in (Outcome.ERROR, Outcome.FAILED):
-        for text in (r.message, _last_error_line(r.detail)):
-            if text and _GPU_ERROR.search(text):
-                return text
-    return None
-
-
-@dataclass
-class ConfigRun:
-    """What one configuration said about some node ids (a patch's tests, a suite)."""
-
-    label: str
-    excluded: tuple[str, ...]
-    selectors: tuple[str, ...]
-    results: list[NodeResult]
-    exit_code: int = 0
-    duration: float = 0.0
-    crash: str | None = None  # why the run cannot be read as test outcomes (timeout, pytest exit 2/3/4, no report)
-    accelerator: bool = False  # the run had an accelerator (GPU runner given --gpus)
-
-    def count(self, outcome: Outcome) -> int:
-        return sum(1 for r in self.results if r.outcome == outcome)
-
-    @property
-    def failing(self) -> list[str]:
-        return [r.nodeid for r in self.results
-                if r.outcome in (Outcome.FAILED, Outcome.ERROR) and not gpu_reason(r, self.accelerator)]
-
-    @property
-    def needs_gpu(self) -> list[tuple[str, str]]:
-        return [(r.nodeid, reason) for r in self.results if (reason := gpu_reason(r, self.accelerator))]
-
-    @property
-    def needs_gpu_errors(self) -> list[str]:
-        """Tests that errored or failed for lack of an accelerator (skips are upstream's own choice)."""
-        return [n for n, _ in self.needs_gpu if self.outcome_of(n) in (Outcome.FAILED, Outcome.ERROR)]
-
-    def outcome_of(self, nodeid: str) -> Outcome | None:
-        exact = next((r.outcome for r in self.results if r.nodeid == nodeid), None)
-        if exact is None and any(r.outcome == Outcome.ERROR and covers(r.nodeid, nodeid) for r in self.results):
-            return Outcome.ERROR  # its file failed to import: the test could not even be collected
-        return exact
-
-    def summary(self) -> str:
-        parts = [f"{self.count(o)} {o}" for o in Outcome if self.count(o)]
-        if self.crash:
-            parts.insert(0, f"crashed (pytest exit {self.exit_code})")
-        if self.needs_gpu:
-            parts.append(f"{len(self.needs_gpu)} need a GPU")
-        return ", ".join(parts) or "nothing ran"
-
-
-@dataclass
-class PatchVerdict:
-    """Whether a patch's own tests prove it, with the runs with and without the fix."""
-
-    id: str
-    verdict: Verdict
-    reason: str
-    tests: tuple[str, ...] = ()
-    with_fix: ConfigRun | None = None
-    without_fix: ConfigRun | None = None
-
-    @property
-    def ok(self) -> bool:
-        if self.verdict in (Verdict.PROVEN, Verdict.UPSTREAM, Verdict.NOT_TARGETED):
-            return True
-        return self.verdict == Verdict.UNPROVEN and not self.tests  # nothing claimed, nothing to prove
-
-
-@dataclass
-class SuiteResult:
-    """A whole upstream suite on the patched release, compared test by test with the pristine one."""
-
-    path: str
-    run: ConfigRun
-    comparison: Comparison | None = None  # test by test against the pristine release (patchset.verbs.baseline)
-    baseline: Baseline | None = None  # where the pristine results came from
-    gpu: bool = False  # the manifest marks it gpu: true
-    not_run: str = ""  # a gpu: true suite on a runner without an accelerator: why it did not run
-
-    @property
-    def result(self) -> str:
-        return Verdict.NEEDS_GPU if self.not_run else "pass" if self.ok else "FAIL"
-
-    @property
-    def ok(self) -> bool:
-        if self.not_run:
-            return True
-        if self.run.crash:
-            return False
-        if self.comparison is not None:  # what the series broke, not what the runner cannot do
-            return self.comparison.ok and self.run.count(Outcome.PASSED) > 0
-        return not self.run.failing and not self.run.needs_gpu_errors and self.run.count(Outcome.PASSED) > 0
-
-
-@dataclass
-class ProofReport:
-    """Every patch's proof and every suite's comparison on one release."""
-
-    vllm: str
-    runner: str
-    environment: str
-    patches: list[PatchVerdict]
-    suites: list[SuiteResult]
-    warnings: list[str] = field(default_factory=list)
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return all(p.ok for p in self.patches) and all(s.ok for s in self.suites)
-
-
-@dataclass(frozen=True)
-class ProofOptions:
-    """What one ``patchset test`` proves and how: the choices its caller makes, in one value."""
-
-    patch_ids: tuple[str, ...] = ()  # prove only these patches (default: every patch)
-    suites: bool = True  # run the manifest's suites too
-    timeout: float | None = None  # the limit for each pytest run, in seconds
-    rebaseline: bool = False  # run the suites on the pristine release again instead of using the cache
-    progress: Progress = no_progress
 
 
 # --- the test tree ---------------------------------------------------------------------------------------
@@ -244,74 +89,7 @@ def pristine_tests_root(source) -> Path:
     return Path(root)
 
 
-def prepare_test_tree(pristine: Path, files: dict[str, bytes | None], dest: Path) -> Path:
-    """``dest``: pristine ``tests/`` and pytest config, with every ``tests/...`` file of ``files`` written in."""
-    dest.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(pristine / "tests", dest / "tests", symlinks=True,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in PYTEST_CONFIG_FILES:
-        if (pristine / name).is_file():
-            shutil.copy2(pristine / name, dest / name)
-    for path, content in files.items():
-        if not path.startswith("tests/"):
-            continue
-        target = dest / path
-        if content is None:
-            target.unlink(missing_ok=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
-    return dest
-
-
 # --- selection ---------------------------------------------------------------------------------------------
-
-
-def normalise_selector(sel: str) -> str:
-    sel = sel.strip()
-    while sel.startswith("./"):
-        sel = sel[2:]
-    return sel.rstrip("/") if "::" not in sel else sel
-
-
-def covers(selector: str, nodeid: str) -> bool:
-    """Whether running ``selector`` runs ``nodeid`` (a folder, a file, a test, a parametrised test)."""
-    s = normalise_selector(selector)
-    return nodeid == s or nodeid.startswith((s + "[", s + "::", s + "/"))
-
-
-def minimal_selectors(selectors: Sequence[str]) -> tuple[str, ...]:
-    """Drop selectors another one already runs (pytest would run such tests twice)."""
-    out: list[str] = []
-    norm = [normalise_selector(s) for s in selectors]
-    for i, s in enumerate(norm):
-        if s in out:
-            continue
-        if any(j != i and t != s and covers(t, s) for j, t in enumerate(norm)):
-            continue
-        out.append(s)
-    return tuple(out)
-
-
-def select(outcome: RunOutcome, selectors: Sequence[str], not_found: dict[str, str]) -> list[NodeResult]:
-    """The results of the tests ``selectors`` name, with an error for each selector that ran nothing."""
-    out: dict[str, NodeResult] = {}
-    for sel in selectors:
-        s = normalise_selector(sel)
-        hits = [r for nid, r in outcome.results.items() if covers(s, nid)]
-        # a file that failed to import is reported under its path; it "covers" the selector the other way
-        hits += [r for nid, r in outcome.results.items() if r.outcome == Outcome.ERROR and covers(nid, s) and nid != s]
-        if not hits:
-            if s in not_found:
-                why = f"not collected: {not_found[s]}"
-            elif outcome.exit_code in (0, 1, 5):
-                why = "not collected: no test matches this node id"
-            else:
-                why = f"pytest exited with code {outcome.exit_code}: {_last_output_line(outcome.output)}"
-            hits = [NodeResult(s, Outcome.ERROR, why)]
-        for r in hits:
-            out.setdefault(r.nodeid, r)
-    return list(out.values())
 
 
 # --- verdicts ------------------------------------------------------------------------------------------
@@ -365,7 +143,7 @@ def _negative_verdict(passed: list[str], without_fix: ConfigRun) -> tuple[Verdic
     if did_not_run:
         n = did_not_run[0]
         # pytest's message for a collection error is "collection failure": the exception line says why
-        why = next((_last_error_line(r.detail) or r.message for r in without_fix.results
+        why = next((last_error_line(r.detail) or r.message for r in without_fix.results
                     if r.nodeid == n or covers(r.nodeid, n)), "")
         said = outcome[n] or "not collected"
         return Verdict.INCONCLUSIVE, (f"without the fix {len(did_not_run)} of {len(passed)} did not run "
@@ -373,33 +151,6 @@ def _negative_verdict(passed: list[str], without_fix: ConfigRun) -> tuple[Verdic
                               "without the fix proves it (import what the fix adds inside the test)")
     return (Verdict.NOT_DISCRIMINATING,
             f"all {len(passed)} that pass with the fix also pass without it: they prove nothing")
-
-
-#: pytest's exit codes that mean the run did not end normally (0 passed, 1 some failed, 5 nothing collected).
-_EXIT_MEANING = {2: "interrupted (e.g. an error during collection)", 3: "internal error",
-                 4: "usage error, or a named test in a file that could not be collected"}
-
-
-def crash_reason(outcome: RunOutcome, selectors: Sequence[str], not_found: Mapping[str, str],
-                 timeout: float | None = None) -> str | None:
-    """Why a run cannot be read as test outcomes, or None when it can."""
-    code = outcome.exit_code
-    if code == 4 and not_found and set(not_found) >= set(selectors):
-        return None  # pytest refused only unknown node ids: each is reported as not collected
-    last = _crash_line(outcome.output)
-    if code == -1:
-        limit = f" after {timeout:.0f} s" if timeout else ""
-        return f"pytest timed out{limit} and was killed (exit -1): {last}"
-    if code in (0, 1, 5) and outcome.report_problem is None:
-        return None
-    if code < 0 or code > 128:
-        meaning = f" (killed by signal {-code if code < 0 else code - 128})"
-    elif code in (0, 1, 5):
-        meaning = ""
-    else:
-        meaning = f" ({_EXIT_MEANING.get(code, 'abnormal exit')})"
-    problem = f"; {outcome.report_problem}" if outcome.report_problem else ""
-    return f"pytest exit {code}{meaning}{problem}: {last}"
 
 
 # --- the verb ------------------------------------------------------------------------------------------
@@ -445,7 +196,6 @@ def prove_release(manifest: Manifest, vllm: str, *, source: str = "pypi", image:
         return in_(scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
 
 
 def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: Path,
@@ -556,8 +306,8 @@ class _Session:
 
     def run(self, label: str, files: dict[str, bytes | None], selectors: Sequence[str]) -> _Ran:
         config = RunConfig(label, import_name(self.manifest.pypi), files, self.tree, minimal_selectors(selectors),
-                           self.workdir / "runs" / _slug(label), self.timeout, self.progress)
-        outcome, not_found = _run(self.runner, config, self.progress)
+                           self.workdir / "runs" / slug(label), self.timeout, self.progress)
+        outcome, not_found = run_pytest(self.runner, config, self.progress)
         self.seconds[label] = round(outcome.duration, 1)
         crash = crash_reason(outcome, config.selectors, not_found, self.timeout)
         if crash:
@@ -584,9 +334,6 @@ class _Session:
 
 def _suites(session: _Session, cache: Cache | None) -> list[SuiteResult]:
     """The manifest's suites, each in a run of its own, judged against the pristine release (verbs.suites)."""
-    from patchset.cache import Cache
-    from patchset.verbs.suites import SuiteJob, run_suite
-
     s, paths = session, session.package_paths
     job = SuiteJob(s.runner, s.manifest.pypi, s.version, import_name(s.manifest.pypi),
                    {p: s.full.files[p] for p in paths}, {p: s.full.pristine.get(p) for p in paths},
@@ -595,53 +342,3 @@ def _suites(session: _Session, cache: Cache | None) -> list[SuiteResult]:
     return [run_suite(job, suite) for suite in s.manifest.suites]
 
 
-_NOT_FOUND = re.compile(r"ERROR: (?:file or directory )?not found: (.+?)\s*$", re.M)
-
-
-def _run(runner: Runner, config: RunConfig, progress: Progress) -> tuple[RunOutcome, dict[str, str]]:
-    """Run a configuration; if pytest refuses unknown node ids (it then runs nothing), run the others."""
-    progress(f"{config.label}: running {len(config.selectors)} selector(s) with the {runner.name} runner ...")
-    outcome = runner.run(config)
-    not_found: dict[str, str] = {}
-    if outcome.exit_code == 4:
-        for m in _NOT_FOUND.finditer(outcome.output):
-            said = m.group(1)
-            for sel in config.selectors:
-                if said == sel or said.endswith("/" + sel) or said.endswith(sel) and said[:-len(sel)].endswith("/"):
-                    not_found[sel] = f"pytest: not found: {sel}"
-        rest = tuple(s for s in config.selectors if s not in not_found)
-        if not_found and rest:
-            outcome = runner.run(replace(config, selectors=rest, workdir=config.workdir.with_name(
-                config.workdir.name + "-retry")))
-    progress(f"{config.label}: pytest exit {outcome.exit_code} in {outcome.duration:.0f} s "
-             f"({_counts(outcome.results)})")
-    return outcome, not_found
-
-
-def _counts(results: dict[str, NodeResult]) -> str:
-    c: dict[str, int] = {}
-    for r in results.values():
-        c[r.outcome] = c.get(r.outcome, 0) + 1
-    return ", ".join(f"{n} {o}" for o, n in c.items()) or "no results"
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9._-]+", "-", text).strip("-")
-
-
-def _last_output_line(text: str) -> str:
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else "no output"
-
-
-def _crash_line(text: str) -> str:
-    """The line that says why pytest died: faulthandler's, else the last one."""
-    fatal = re.search(r"^Fatal Python error: .*$", text, re.M)
-    return fatal.group(0)[:300] if fatal else _last_output_line(text)
-
-
-def _last_error_line(text: str) -> str:
-    for line in reversed(text.splitlines()):
-        if line.startswith("E   "):
-            return line[4:].strip()
-    return ""

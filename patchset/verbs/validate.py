@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchset.core.manifest import MAX_ERRORS, Manifest, inspect_manifest
+from patchset.core.manifest import Manifest
+from patchset.core.manifest_load import MAX_ERRORS, inspect_manifest
 from patchset.core.patchfile import read_patch
 from patchset.errors import PatchsetError
 
