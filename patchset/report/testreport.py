@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from patchset.report.common import Case, dump_json, junit, markdown_table, render, table
 from patchset.runners import NodeResult, Outcome
+from patchset.runners.pytestrun import ConfigRun
 from patchset.verbs import baseline as bl
 from patchset.verbs.baseline import Baseline
-from patchset.runners.pytestrun import ConfigRun
 from patchset.verbs.proof import PatchVerdict, ProofReport, SuiteResult, Verdict
 
 MARK = {Verdict.PROVEN: "✔", Verdict.UPSTREAM: "·", Verdict.NOT_TARGETED: "·"}
