@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,6 +43,8 @@ class ColdRun:
     bytes_by_release: dict[str, int] = field(default_factory=dict)
     requests_by_release: dict[str, int] = field(default_factory=dict)
     listing_bytes: int = 0
+    cpu: float = 0.0  # user + system seconds of the process and its children: less at the mercy of other load
+    cache_bytes: int = 0  # what the run left in its cache, when it started from an empty one
 
 
 def cold(args: list[str], cache: Path | None = None, env: dict[str, str] | None = None) -> ColdRun:
@@ -50,18 +53,26 @@ def cold(args: list[str], cache: Path | None = None, env: dict[str, str] | None 
         log = Path(tmp) / "http.jsonl"
         env = {**os.environ, **(env or {}), "PATCHSET_CACHE": str(cache or Path(tmp) / "cache"),
                "PATCHSET_HTTP_LOG": str(log)}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         code = subprocess.run([sys.executable, "-m", "patchset", *args], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env=env).returncode
         run = ColdRun(time.perf_counter() - start, code)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the process and its forked children, reaped
+        run.cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         lines = log.read_text().splitlines() if log.exists() else []
+        if cache is None:
+            run.cache_bytes = sum(p.stat().st_size for p in (Path(tmp) / "cache").rglob("*") if p.is_file())
     for line in lines:
         answer = json.loads(line)
         name = answer["url"].rstrip("/").rsplit("/", 1)[-1]
-        if not name.endswith(".whl"):
+        if name.endswith(".tar.gz"):
+            version = name[:-len(".tar.gz")].rsplit("-", 1)[-1]
+        elif name.endswith(".whl"):
+            version = str(parse_wheel_filename(name)[1])
+        else:
             run.listing_bytes += answer["bytes"]
             continue
-        version = str(parse_wheel_filename(name)[1])
         run.bytes_by_release[version] = run.bytes_by_release.get(version, 0) + answer["bytes"]
         run.requests_by_release[version] = run.requests_by_release.get(version, 0) + 1
     return run
@@ -74,9 +85,10 @@ def releases_since(since: str = SINCE) -> list[str]:
     return [str(v) for v in released_versions("vllm") if v >= Version(since)]
 
 
-def check_row(manifest: str, repeat: int, versions: list[str], env: dict[str, str] | None = None) -> dict:
-    """A cold ``check --source wheel`` of ``versions``, each run on an empty cache."""
-    args = ["check", "--manifest", manifest, "--source", "wheel", "--format", "json"]
+def check_row(manifest: str, repeat: int, versions: list[str], env: dict[str, str] | None = None,
+              source: str = "wheel") -> dict:
+    """A cold ``check --source SOURCE`` of ``versions``, each run on an empty cache."""
+    args = ["check", "--manifest", manifest, "--source", source, "--format", "json"]
     for v in versions:
         args += ["--vllm", v]
     runs = [cold(args, env=env) for _ in range(repeat)]
@@ -86,7 +98,24 @@ def check_row(manifest: str, repeat: int, versions: list[str], env: dict[str, st
             "codes": sorted({r.code for r in runs}),
             "bytes": {v: statistics.median(r.bytes_by_release.get(v, 0) for r in runs) for v in releases},
             "requests": {v: statistics.median(r.requests_by_release.get(v, 0) for r in runs) for v in releases},
-            "listing": statistics.median(r.listing_bytes for r in runs)}
+            "listing": statistics.median(r.listing_bytes for r in runs),
+            "cache": statistics.median(r.cache_bytes for r in runs),
+            "cpu": statistics.median(r.cpu for r in runs)}
+
+
+def sdist_rows(repeat: int = 3, manifest: str = "patches.yaml") -> list[str]:
+    """The cold ``check`` with the default source (the sdists, streamed): seconds and the cache it leaves.
+    Goal (issue 24): this repository's targets in <= 5 s, <= 50 MB of cache."""
+    from patchset.core.manifest import load_manifest
+
+    targets = [t.version for t in load_manifest(manifest).targets]
+    row = check_row(manifest, repeat, targets, source="pypi")
+    fetched = ", ".join(f"{v}: {row['bytes'][v] / 1e6:.1f} MB" for v in targets)
+    met = row["seconds"] <= 5 and row["cache"] <= 50e6
+    return [f"cold check (default source: sdists streamed), this repository x {len(targets)} targets (exit "
+            f"{row['codes']}): {row['seconds']:.2f} s ({row['cpu']:.2f} s CPU), cache left "
+            f"{row['cache'] / 1e6:.2f} MB, fetched {fetched}; median of {repeat} runs on empty caches",
+            f"goal: cold check <= 5 s and cache <= 50 MB: {'met' if met else 'MISSED'}"]
 
 
 def next_row(manifest: str, repeat: int, versions: list[str]) -> dict:
@@ -128,6 +157,7 @@ def cold_rows(repeat: int = 3, manifest: str = "patches.yaml") -> list[str]:
         fork = check_row(fork_manifest(Path(tmp)), repeat, FORK_RELEASES)
     nxt = next_row(manifest, repeat, versions)
     out = [f"cold (empty PATCHSET_CACHE each run), medians of {repeat} runs; {NOISE}", "",
+           *sdist_rows(repeat, manifest), "",
            "| cold workload | seconds | per release | bytes fetched per release (requests) |",
            "| --- | --- | --- | --- |"]
     for name, row in ((f"check --source wheel, this repository x {len(targets)} targets", whole),
@@ -152,8 +182,10 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--manifest", default="patches.yaml")
+    ap.add_argument("--sdist-only", action="store_true", help="only the cold check with the default source")
     args = ap.parse_args()
-    print("\n".join(cold_rows(args.repeat, args.manifest)))
+    rows = sdist_rows(args.repeat, args.manifest) if args.sdist_only else cold_rows(args.repeat, args.manifest)
+    print("\n".join(rows))
     return 0
 
 

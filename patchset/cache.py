@@ -18,7 +18,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from patchset import TYPE_CHECKING
 from patchset.errors import SourceError
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _T = TypeVar("_T")
 
 CHUNK = 1 << 20
 
@@ -111,6 +117,57 @@ class Cache:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         return final
+
+    def read_through(self, sha256: str, url: str, consume: Callable[[Iterator[bytes]], _T], *,
+                     progress: Callable[[int, int], None] | None = None) -> _T:
+        """``consume(chunks)`` over the file with this sha256, read once, without keeping the file.
+
+        From the cached blob when there is one, else streamed from ``url`` and verified: what
+        ``consume`` returns is handed back only once every byte has passed and the digest matched, so
+        a caller that keeps nothing before that keeps nothing unverified. A body cut short starts
+        ``consume`` again from the first byte (a bounded number of times).
+        """
+        final = self.path("blobs", sha256[:2], sha256)
+        if final.is_file():  # verified when it was downloaded, like every reader of it trusts
+            with open(final, "rb") as f:
+                return consume(iter(lambda: f.read(CHUNK), b""))
+        for attempt in range(1, _http().RETRIES + 2):
+            digest = hashlib.sha256()
+
+            def chunks(digest: hashlib._Hash = digest) -> Iterator[bytes]:
+                for chunk, done, total in _stream(url):
+                    digest.update(chunk)
+                    if progress:
+                        progress(done, total)
+                    elif download_progress:
+                        download_progress(_name(url), done, total)
+                    yield chunk
+
+            body = chunks()
+            try:
+                try:
+                    got = consume(body)
+                except SourceError:
+                    # a corrupt download can look like a corrupt archive: the digest says which it is
+                    for _ in body:
+                        pass
+                    if digest.hexdigest() == sha256:
+                        raise
+                    got = None
+                for _ in body:  # what the consumer did not need still counts for the digest
+                    pass
+            except _CutShort as e:
+                if attempt > _http().RETRIES:
+                    raise SourceError(f"cannot download {_name(url)}: {e} ({attempt} attempts)") from e
+                time.sleep(_http().BACKOFF * 2 ** (attempt - 1))
+                continue
+            except OSError as e:
+                raise SourceError(f"cannot download {_name(url)}: {_http().redact(str(e))}") from e
+            if digest.hexdigest() != sha256:
+                raise SourceError(f"{_name(url)}: sha256 {digest.hexdigest()} does not match the "
+                                  f"index's {sha256}", hint="the download was corrupted or the index lies")
+            return got  # type: ignore[return-value]  # None only when the digest check above raised
+        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
     def put_bytes(self, data: bytes, *parts: str) -> Path:
         import tempfile

@@ -42,7 +42,7 @@ def workers(items: int, work: int) -> int:
         return max(1, min(items, int(asked)))
     if not hasattr(os, "fork") or work < MIN_WORK:
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = usable_cores()
     if cores <= 1:
         return 1
     # One more process than cores when each still gets two items or more: the shares are fixed in
@@ -52,6 +52,20 @@ def workers(items: int, work: int) -> int:
     # (medians of paired runs): the fork-shaped 37-patch series on 3 releases took 219 ms in 2 processes
     # and 231 ms in 3; the 500-patch series on 10 releases 1.86 s in 3 and 2.10 s in 2.
     return min(items, cores + 1 if items >= 2 * (cores + 1) else cores)
+
+
+def heavy_workers(items: int) -> int:
+    """Processes for ``items`` that each take most of a second of CPU or more (an sdist streamed and
+    read member by member): one per core, as ``PATCHSET_JOBS`` allows."""
+    asked = os.environ.get("PATCHSET_JOBS", "").strip()
+    if asked.isdigit() and int(asked) > 0:
+        return max(1, min(items, int(asked)))
+    return max(1, min(items, usable_cores())) if hasattr(os, "fork") else 1
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def ordered_map(fn: Callable[[_T], _R], items: Sequence[_T], processes: int) -> list[_R]:

@@ -119,11 +119,10 @@ def evaluate_release(manifest: Manifest, version: str, source: Source,
     """Apply the manifest's series for ``version`` to ``source`` in memory, minus ``exclude``.
     ``loads``: the patch files already read in this run (:data:`Loads`), filled as they are read."""
     loaded, load_errors = load_patches(manifest, version, exclude, loads)
-    paths = sorted({path for pf in loaded.values() for path in pf.touched}
-                   | {probe.file for p in manifest.patches for probe in p.present})
-    wanted = [path for path in paths if not _skippable(path, source)]
+    paths = paths_to_read(manifest, loaded)
     if hasattr(source, "prefetch"):  # a remote source fetches them together, not one round trip each
-        source.prefetch(wanted)
+        source.prefetch(paths)
+    wanted = [path for path in paths if not _skippable(path, source)]
     pristine = {path: source.read(path) for path in wanted}
     walk = _Walk(version, source, pristine, dict(pristine), exclude)
     results: list[PatchResult] = []
@@ -132,6 +131,13 @@ def evaluate_release(manifest: Manifest, version: str, source: Source,
         results.append(r)
         walk.by_id[p.id] = r
     return ReleaseResult(version, source.identity, results, walk.tree, pristine, walk.warnings, walk.modes)
+
+
+def paths_to_read(manifest: Manifest, loaded: dict[str, PatchFile]) -> list[str]:
+    """The files an evaluation reads: those the loaded patches touch and the probes' (less, when it
+    reads them, the upstream tests a source without tests cannot have)."""
+    return sorted({path for pf in loaded.values() for path in pf.touched}
+                  | {probe.file for p in manifest.patches for probe in p.present})
 
 
 class _Walk:

@@ -84,8 +84,14 @@ def ca_bundle() -> str | bool:
     return index.pip_setting("cert") or True
 
 
-@cache
 def session() -> requests.Session:
+    """This process's session. A forked child gets its own: pooled connections are sockets, and two
+    processes reading answers from one socket would each get pieces of the other's."""
+    return _session(os.getpid())
+
+
+@cache
+def _session(pid: int) -> requests.Session:
     import requests
     import requests.adapters
     from urllib3.util.retry import Retry

@@ -1,11 +1,29 @@
 """A release's sdist from the package index: the full upstream tree at the tag.
 
-The sdist is downloaded once, verified against the index's sha256 and unpacked
-into the cache; later reads are plain file reads.
+A check needs only the files its series touches, so those are what the cache keeps: the sdist is
+streamed once (downloaded, verified against the index's sha256, decompressed and read member by
+member in one pass, without keeping the archive) and the members asked for are written under
+``sdist-members/<sha256>/``, with the archive's listing beside them. A release checked there costs
+under a megabyte of cache, not the 150 MB of the unpacked tree. The whole tree is unpacked (into
+``trees/sdist-<sha256>``, as before) only when something needs it on disk: :attr:`SdistSource.root`
+(the test runner's upstream tests, a fork-shaped fixture), or a read of a file the streamed pass did
+not keep. Once the whole tree is there, every read comes from it.
+
+Cache layout, one entry per sdist (``patchset cache`` reads it)::
+
+    sdist-members/<sha256>/about.json    {"filename", "tops", "listed"}: what the archive is
+    sdist-members/<sha256>/listing       every file of the archive, one path a line
+    sdist-members/<sha256>/files/<path>  the members kept, byte for byte as in the archive
+
+Each file is written whole under a temporary name and renamed into place, members first and
+``about.json`` last, and only after the stream's digest matched: a reader sees a verified member or
+none, and trusts ``listing`` (to answer "not in the sdist") only once it is whole.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from patchset import TYPE_CHECKING
@@ -14,18 +32,175 @@ from patchset.errors import SourceError
 from patchset.sources import index
 from patchset.sources.local import DirSource
 
-if TYPE_CHECKING:  # tarfile only when an sdist is unpacked: a warm cache reads plain files
+if TYPE_CHECKING:  # tarfile only when an sdist is read: a warm cache reads plain files
     import tarfile
+
+MEMBERS = "sdist-members"
 
 
 class SdistSource(DirSource):
+    """The sdist's tree: the members a check asked for, or the whole unpacked tree once one exists."""
+
     def __init__(self, project: str, version: str, cache: Cache, *, progress=None) -> None:
         found = index.remembered(cache, "sdist", project, version, index.sdist)
-        blob = cache.blob(found.sha256, found.url, progress=progress)
-        root = cache.tree(f"sdist-{found.sha256}", lambda tmp: _unpack(blob, tmp, found.filename))
-        super().__init__(root)
+        self.cache, self.found, self.progress = cache, found, progress
         self.identity = f"sdist:{found.filename}@sha256:{found.sha256[:12]}"
         self.sha256 = found.sha256
+        self.warnings: list[str] = []
+        self.source_tree: bool | None = None
+        self.package = ""
+        self.store = cache.path(MEMBERS, found.sha256)
+        whole = cache.path("trees", f"sdist-{found.sha256}")
+        self._root: Path | None = whole if whole.is_dir() else None
+        self._about: dict | None = None
+        self._listing: frozenset[str] | None = None
+
+    @property
+    def root(self) -> Path:  # type: ignore[override]  # DirSource's attribute, filled on first use here
+        """The whole unpacked tree (downloaded and unpacked now if it is not in the cache)."""
+        if self._root is None:
+            blob = self.cache.blob(self.sha256, self.found.url, progress=self.progress)
+            self._root = self.cache.tree(f"sdist-{self.sha256}", lambda tmp: _unpack(blob, tmp, self.found.filename))
+        return self._root
+
+    @root.setter
+    def root(self, value: Path) -> None:
+        self._root = Path(value)
+
+    def covers(self, path: str) -> bool:
+        if self._root is not None:
+            return super().covers(path)
+        return path.split("/", 1)[0] in self._read_about()["tops"]
+
+    def read(self, path: str) -> bytes | None:
+        if self._root is None:
+            try:
+                return (self.store / "files" / path).read_bytes()
+            except (FileNotFoundError, NotADirectoryError):
+                pass
+            if not (self.store / "about.json").is_file():  # never streamed: one pass keeps this file
+                self.prefetch([path])
+                return self.read(path)
+            if path not in self._read_listing():
+                return None  # not in the archive: nothing to unpack for it
+        return super().read(path)  # in the archive, not kept: the whole tree serves this read and the next
+
+    def pending(self, paths: Iterable[str]) -> bool:
+        """Whether :meth:`prefetch` of ``paths`` would stream the sdist (the cache cannot answer them all)."""
+        return self._root is None and self._needs_pass(sorted(set(paths)))
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Keep ``paths`` from one streamed pass over the sdist, unless the cache answers them all."""
+        if self._root is not None:
+            return
+        wanted = sorted(set(paths))
+        if not self._needs_pass(wanted):
+            return
+        with self.cache.lock(MEMBERS, self.sha256):
+            self._about = self._listing = None  # another job may have filled it while we waited
+            if not self._needs_pass(wanted):
+                return
+            # What an earlier pass kept stays; this pass reads them again, from the same verified bytes.
+            kept, listing, tops = self.cache.read_through(
+                self.sha256, self.found.url, lambda chunks: stream_members(chunks, set(wanted), self.found.filename),
+                progress=self.progress)
+            for path, data in kept.items():
+                self.cache.put_bytes(data, MEMBERS, self.sha256, "files", *path.split("/"))
+            self.cache.put_bytes("".join(p + "\n" for p in listing).encode(), MEMBERS, self.sha256, "listing")
+            about = {"filename": self.found.filename, "tops": sorted(tops), "listed": len(listing)}
+            self.cache.put_bytes(json.dumps(about).encode(), MEMBERS, self.sha256, "about.json")
+            self._about, self._listing = about, frozenset(listing)
+
+    def _needs_pass(self, paths: list[str]) -> bool:
+        """Whether the cache entry cannot answer ``paths`` (or, asked for none, has no listing yet)."""
+        if not paths:
+            return not (self.store / "about.json").is_file()
+        return bool(self._missing(paths))
+
+    def _missing(self, paths: list[str]) -> list[str]:
+        """The paths this cache entry cannot answer yet (all of them when it has no listing)."""
+        absent = [p for p in paths if not (self.store / "files" / p).is_file()]
+        if not absent:  # every one kept: no need to read the listing
+            return []
+        try:
+            listing = self._read_listing(fill=False)
+        except FileNotFoundError:
+            return absent
+        return [p for p in absent if p in listing]
+
+    def _read_about(self) -> dict:
+        if self._about is None:
+            try:
+                self._about = json.loads((self.store / "about.json").read_bytes())
+            except (FileNotFoundError, ValueError):
+                self.prefetch([])  # the listing and tops, from a pass that keeps no member
+                if self._about is None:  # a whole tree appeared meanwhile (another job's test)
+                    self._about = {"tops": sorted(p.name for p in self.root.iterdir())}
+        return self._about
+
+    def _read_listing(self, *, fill: bool = True) -> frozenset[str]:
+        if self._listing is None:
+            if not (self.store / "about.json").is_file():  # about.json is written last: the listing is whole
+                if not fill:
+                    raise FileNotFoundError(self.store / "about.json")
+                self._read_about()
+                if self._listing is not None:
+                    return self._listing
+            self._listing = frozenset((self.store / "listing").read_text("utf-8", "surrogateescape").splitlines())
+        return self._listing
+
+
+class _Chunks:
+    """A read-only file over an iterator of byte strings, as tarfile's stream mode reads one."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buf = memoryview(b"")
+
+    def read(self, size: int = -1) -> bytes:
+        if not self._buf:
+            self._buf = memoryview(next(self._chunks, b""))
+        if size < 0 or size >= len(self._buf):
+            out, self._buf = bytes(self._buf), memoryview(b"")
+            return out
+        out, self._buf = bytes(self._buf[:size]), self._buf[size:]
+        return out
+
+
+def stream_members(chunks: Iterator[bytes], wanted: set[str],
+                   name: str) -> tuple[dict[str, bytes], list[str], set[str]]:
+    """One pass over a .tar.gz given as chunks: (the wanted files' bytes, every file's path, the top-level names).
+
+    Paths are relative to the archive's top folder, as :func:`safe_members` renames them; a member
+    that :func:`safe_members` would refuse refuses the whole archive here too, before anything is kept.
+    """
+    import tarfile
+
+    kept: dict[str, bytes] = {}
+    listing: list[str] = []
+    tops: set[str] = set()
+    prefix: str | None = None
+    try:
+        with tarfile.open(fileobj=_Chunks(chunks), mode="r|gz") as tar:  # type: ignore[call-overload]
+            for m in tar:
+                if prefix is None:
+                    prefix = m.name.split("/", 1)[0] + "/"
+                safe = safe_members([m], name, prefix)
+                if not safe:
+                    continue
+                rel = safe[0].name
+                tops.add(rel.split("/", 1)[0])
+                if not m.isfile():
+                    continue
+                listing.append(rel)
+                if rel in wanted:
+                    f = tar.extractfile(m)
+                    assert f is not None  # a regular file always has one
+                    kept[rel] = f.read()
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise SourceError(f"cannot unpack {name}: {e}") from e
+    listing.sort()
+    return kept, listing, tops
 
 
 def _unpack(blob: Path, dest: Path, name: str) -> None:
@@ -44,13 +219,15 @@ def _unpack(blob: Path, dest: Path, name: str) -> None:
         raise SourceError(f"cannot unpack {name}: {e}") from e
 
 
-def safe_members(members: list[tarfile.TarInfo], name: str) -> list[tarfile.TarInfo]:
+def safe_members(members: list[tarfile.TarInfo], name: str, prefix: str | None = None) -> list[tarfile.TarInfo]:
     """The members under the archive's top folder, renamed relative to it; any unsafe one refuses it all.
 
     An sdist holds regular files and folders only: a link, a device, an absolute path or a `..`
     could write outside the cache (or read through a link later), so the whole archive is refused.
+    ``prefix``: the top folder, when ``members`` is not the whole archive from its first member on.
     """
-    prefix = members[0].name.split("/", 1)[0] + "/" if members else ""
+    if prefix is None:
+        prefix = members[0].name.split("/", 1)[0] + "/" if members else ""
     keep = []
     for m in members:
         parts = m.name.split("/")

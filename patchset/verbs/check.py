@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from patchset import parallel
 from patchset.core.manifest import Manifest
-from patchset.core.series import Loads, ReleaseResult, evaluate_release, load_patches
+from patchset.core.series import Loads, ReleaseResult, evaluate_release, load_patches, paths_to_read
 from patchset.sources import Source, open_source
 from patchset.sources.local import DirSource
 
@@ -48,6 +48,7 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
         trees.append((version, open_source(source, version, project=manifest.pypi, tag=manifest.tag)))
 
     loads: Loads = {}  # each patch file read once for every release (before any fork: children share it)
+    _stream_cold(manifest, trees, loads)
 
     def evaluate(vt: tuple[str, Source]) -> ReleaseResult:
         result = evaluate_release(manifest, *vt, loads=loads)
@@ -60,6 +61,20 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
         # what a dir: tree could not prove about itself, and e.g. a .patch no patch names (validate refuses it)
         result.warnings[:0] = [*getattr(tree, "warnings", []), *manifest.warnings]
     return CheckReport(str(manifest.path), results)
+
+
+def _stream_cold(manifest: Manifest, trees: list[tuple[str, Source]], loads: Loads) -> None:
+    """Fetch, side by side, what each release's evaluation will read from a source that must stream
+    its archive for it (a cold sdist: most of a second of decompression each). Evaluation then reads
+    the cache, in whatever processes it uses."""
+    cold = []
+    for version, tree in trees:
+        pending = getattr(tree, "pending", None)
+        if pending is not None:
+            paths = paths_to_read(manifest, load_patches(manifest, version, loads=loads)[0])
+            if pending(paths):
+                cold.append((tree.prefetch, paths))  # type: ignore[attr-defined]  # a source with pending has it
+    parallel.ordered_map(lambda fetch: fetch[0](fetch[1]), cold, parallel.heavy_workers(len(cold)))
 
 
 def _processes(manifest: Manifest, trees: list[tuple[str, Source]], loads: Loads) -> int:
