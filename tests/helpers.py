@@ -78,3 +78,36 @@ ONE_PATCH_MANIFEST = textwrap.dedent("""\
         patch: recipes/fix/fix.patch
         tests: ["tests/test_sched.py"]
     """)
+
+
+SCRATCH_MOD = "vllm/sched.py"
+SCRATCH_PRISTINE = "".join(f"line{i} = {i}\n" for i in range(1, 31))
+SCRATCH_FIXED = SCRATCH_PRISTINE.replace("line10 = 10\n", "line10 = 10 - 1\n")
+#: ``--source`` for a scratch fork: its pristine releases are plain folders beside the manifest.
+SCRATCH_SOURCE = "dir:trees/{version}"
+
+
+def scratch_fork(root: Path) -> Path:
+    """A fork's git repository carrying one fix on 0.29.0 (upstream in 0.30.0), with its two pristine
+    releases as folders under trees/ (``--source dir:trees/{version}``): a check needs no network."""
+    import subprocess
+
+    for v, text in (("0.29.0", SCRATCH_PRISTINE), ("0.30.0", SCRATCH_FIXED)):
+        (root / "trees" / v / "vllm").mkdir(parents=True)
+        (root / "trees" / v / SCRATCH_MOD).write_text(text)
+        (root / "trees" / v / "vllm" / "__init__.py").write_text("")
+    write_patch(root, "recipes/fix/fix.patch", udiff(SCRATCH_MOD, SCRATCH_PRISTINE, SCRATCH_FIXED))
+    write_manifest(root, f"""
+        schema: 1
+        targets: {{"0.29.0": {{}}, "0.30.0": {{}}}}
+        patches:
+          - id: fix
+            releases: ">=0.29.0,<0.30.0"
+            patch: recipes/fix/fix.patch
+            present: {{file: {SCRATCH_MOD}, contains: "line10 = 10 - 1"}}
+        """)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "init", "-q", str(root)], check=True)
+    subprocess.run([*git, "-C", str(root), "add", "-A"], check=True)
+    subprocess.run([*git, "-C", str(root), "commit", "-q", "-m", "fork"], check=True)
+    return root

@@ -297,10 +297,17 @@ def test_refuses_to_overwrite_and_writes_nothing_on_error(pristine, imported, tm
 def test_cli_import_then_deps_then_check(pristine, imported, tmp_path, capsys):
     fork, _, _ = imported
     into = tmp_path / "cli"
-    assert main(["import", str(fork.dir / "series"), "--into", str(into), "--target", VERSION,
+    assert main(["import", str(fork.dir / "series"), "--into", str(into), "--target", VERSION, "--ci",
                  "--format", "json"]) == 1  # the stale-context patch fails, as with patch -F0
     out = json.loads(capsys.readouterr().out)
     assert not out["ok"] and len(out["patches"]) == 40 and len(out["edges"]) == 2
+    # --ci: init's scaffolding beside the imported manifest, and a second import refuses before writing.
+    assert {str(into / ".pre-commit-config.yaml"), str(into / ".github/workflows/patchset.yml")} <= set(out["written"])
+    again = tmp_path / "again"
+    (again / ".github/workflows").mkdir(parents=True)
+    (again / ".github/workflows/patchset.yml").write_text("mine\n")
+    assert main(["import", str(fork.dir / "series"), "--into", str(again), "--target", VERSION, "--ci"]) == 2
+    assert "patchset.yml already exists" in capsys.readouterr().err and not (again / "patches.yaml").exists()
     manifest = str(into / "patches.yaml")
     assert main(["deps", "--manifest", manifest, "--format", "json"]) == 0
     deps = json.loads(capsys.readouterr().out)

@@ -83,12 +83,27 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
+class _Version(argparse.Action):
+    """``--version``: what a bug report needs, patchset's version with the Python and platform it runs on."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: Any = None) -> None:
+        sys.stdout.write(version_line() + "\n")
+        raise SystemExit(0)
+
+
+def version_line() -> str:
+    import platform
+
+    return (f"patchset {__version__} (Python {platform.python_version()} {platform.python_implementation()}, "
+            f"{platform.system()} {platform.release()} {platform.machine()})")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser. With ``only``, no other verb's module is imported; when ``only`` is a verb, the others
     are left out (the other 13 cost this repository's check 9 million instructions, callgrind), else they
     are listed for the top-level help and for the error that names the choices."""
     parser = _Parser(prog="patchset", description="Keep a fork's vLLM backports honest.")
-    parser.add_argument("--version", action="version", version=f"patchset {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="print patchset's version, Python and platform")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     sub.required = True
     for name, verb in _REGISTRY.items():

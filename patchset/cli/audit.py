@@ -4,7 +4,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from patchset.cli.options import add_source, image_reference, progress_printer
+from patchset.cli.options import add_source, add_summary, image_reference, progress_printer, write_summary
 from patchset.cli.registry import subparser
 from patchset.core.manifest import DEFAULT_MANIFEST
 
@@ -20,6 +20,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_source(p, default="wheel", what="where the pristine release to compare with comes from")
     p.add_argument("--pull", action="store_true",
                    help="pull every image from its registry first, even when a local copy exists")
+    add_summary(p)
     return p
 
 
@@ -39,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     if rev is not None:
         report.manifest = args.manifest  # what was asked for, not the temporary copy it was read from
     sys.stdout.write(render.RENDERERS[args.format](report))
+    write_summary(args, lambda: render.render_markdown(report))
     for line in render.github_annotations(report):
         print(line, file=sys.stderr)
     return 0 if report.ok else 1

@@ -3,7 +3,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from patchset.cli.options import add_format, add_manifest, add_source, add_vllm, manifest_from, progress_printer
+from patchset.cli.options import (
+    add_format,
+    add_manifest,
+    add_source,
+    add_summary,
+    add_vllm,
+    manifest_from,
+    progress_printer,
+    write_summary,
+)
 from patchset.cli.registry import subparser
 from patchset.report import check as render
 from patchset.verbs.check import check
@@ -15,14 +24,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_manifest(p)
     add_format(p)
     add_source(p)
+    add_summary(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     manifest = manifest_from(args)
     report = check(manifest, args.vllm, args.source, on_release=progress_printer(args, "checking vLLM {} ..."),
-                   files=args.format == "markdown")  # only its dependency graph reads the files
+                   files=args.format == "markdown" or bool(args.summary))  # only its dependency graph reads the files
     sys.stdout.write(render.RENDERERS[args.format](report))
+    write_summary(args, lambda: render.render_markdown(report))
     # Annotations go to stderr whatever the format: the runner reads both streams, and stdout
     # must stay one clean document (JSON, JUnit XML or Markdown for the step summary).
     for line in render.github_annotations(report):

@@ -24,6 +24,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "or auto: whichever finds every file in the first target's tree (default)")
     add_dry_run(p, "show the manifest and the check, write nothing")
     p.add_argument("--force", action="store_true", help="replace an existing patches.yaml and recipe files")
+    p.add_argument("--ci", action="store_true",
+                   help="also write what `patchset init` writes beside a manifest: a .pre-commit-config.yaml "
+                        "entry and .github/workflows/patchset.yml (never overwritten)")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
     add_source(p)
     return p
@@ -31,7 +34,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     result = import_series(args.sources, args.into, args.target, args.layout, dry_run=args.dry_run,
-                           force=args.force, source=args.source)
+                           force=args.force, source=args.source, ci=args.ci)
     sys.stdout.write(render.RENDERERS[args.format](result))
     return 0 if result.ok else 1
 

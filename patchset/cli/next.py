@@ -3,7 +3,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from patchset.cli.options import add_format, add_manifest, add_source, manifest_from, progress_printer, release
+from patchset.cli.options import (
+    add_format,
+    add_manifest,
+    add_source,
+    add_summary,
+    manifest_from,
+    progress_printer,
+    release,
+    write_summary,
+)
 from patchset.cli.registry import subparser
 from patchset.report import port as render
 from patchset.verbs.next import next_release
@@ -17,6 +26,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_manifest(p)
     add_format(p, choices=("table", "json", "markdown"))
     add_source(p)
+    add_summary(p)
     return p
 
 
@@ -25,4 +35,5 @@ def run(args: argparse.Namespace) -> int:
     progress = progress_printer(args, "evaluating the series on vLLM {} ...")
     report = next_release(manifest, args.vllm, pre=args.pre, source=args.source, on_release=progress)
     sys.stdout.write(render.NEXT[args.format](report))
+    write_summary(args, lambda: render.next_markdown(report))
     return 0 if report.ok else 1

@@ -53,6 +53,19 @@ def add_source(p: argparse.ArgumentParser, *, default: str = "pypi",
                    help=f"{what}: {kinds} (PATH may contain {{version}})")
 
 
+def add_summary(p: argparse.ArgumentParser) -> None:
+    """``--summary FILE``: the Markdown report appended to FILE whatever --format says (a CI job's summary)."""
+    p.add_argument("--summary", metavar="FILE",
+                   help='also append the Markdown report to FILE, e.g. "$GITHUB_STEP_SUMMARY"')
+
+
+def write_summary(args: argparse.Namespace, markdown: Callable[[], str]) -> None:
+    """Append the Markdown report to ``--summary FILE`` (made only when asked for)."""
+    if getattr(args, "summary", None):
+        with open(args.summary, "a", encoding="utf-8") as f:
+            f.write(markdown() + "\n")
+
+
 def add_workdir(p: argparse.ArgumentParser, what: str) -> None:
     """``--workdir`` of port and refresh: where the conflict workspaces live."""
     from patchset.verbs.port import DEFAULT_WORKDIR  # the verb owns the layout of its workspaces

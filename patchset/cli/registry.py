@@ -75,6 +75,12 @@ VERBS: dict[str, Verb] = {
         "Audit IMAGE's files and print a CycloneDX 1.6 document whose vLLM component lists, under "
         "pedigree.patches, every fix the audit found carried (backport, the diff, the upstream PR it resolves). "
         "Missing or tampered fixes are never listed as carried.", "patchset sbom fork/vllm:0.29.0 > sbom.cdx.json"),
+    "init": Verb(
+        "init", "start a fork on patchset: a starter patches.yaml, a pre-commit entry and a CI workflow",
+        "Write patches.yaml (the schema modeline, the --vllm targets, no patches yet), a .pre-commit-config.yaml "
+        "running patchset validate, and .github/workflows/patchset.yml running the patchset action: check on "
+        "every target, test per target, images on a GPU runner. Never overwrites: when any of them exists, "
+        "nothing is written and the error names them.", "patchset init --vllm 0.29.0 --vllm 0.30.0"),
     "import": Verb(
         "importer", "adopt an existing series: quilt series, patch folder, format-patch, git",
         "Write patches.yaml and recipes/ from a series a fork already carries (ids, DEP-3 headers, upstream PR "

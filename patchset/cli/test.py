@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from patchset.cli.options import add_manifest, add_vllm, image_reference, manifest_from
+from patchset.cli.options import add_manifest, add_summary, add_vllm, image_reference, manifest_from, write_summary
 from patchset.cli.registry import subparser
 from patchset.errors import UsageError
 
@@ -26,6 +26,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "json", "markdown"), default="table",
                    help="output format on stdout (default: table)")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    add_summary(p)
     p.add_argument("--source", default="pypi", metavar="KIND",
                    help="where the pristine tree and its tests/ come from: pypi (sdist, default) or dir:PATH")
     p.add_argument("--no-suites", action="store_true", help="skip the manifest's suites")
@@ -85,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if args.junit:
         Path(args.junit).write_text(testreport.render_junit(report))
     sys.stdout.write(testreport.RENDERERS[args.format](report))
+    write_summary(args, lambda: testreport.render_markdown(report))
     for line in testreport.github_annotations(report):
         print(line, file=sys.stderr)
     return 0 if report.ok else 1

@@ -67,6 +67,11 @@ def inspect_manifest(path: str | Path = DEFAULT_MANIFEST, *,
     path = Path(path)
     try:
         raw = path.read_bytes()
+    except FileNotFoundError:
+        # The first thing a fork without a manifest sees: say how to get one.
+        return None, [ManifestError("no manifest here", file=str(path), hint=(
+            "start one with `patchset init --vllm V`, or adopt a series the fork already carries with "
+            "`patchset import SERIES`; or point --manifest at it"))]
     except OSError as e:
         return None, [ManifestError(f"cannot read the manifest: {e.strerror}", file=str(path))]
     try:

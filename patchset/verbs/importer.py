@@ -34,6 +34,7 @@ from patchset.errors import PatchFileError, PatchsetError
 from patchset.sources import Source, open_source
 from patchset.verbs.check import CheckReport
 from patchset.verbs.deps import Edge, infer_edges
+from patchset.verbs.init import scaffold
 from patchset.verbs.validate import validate
 
 LAYOUTS = {"auto": ("", "vllm"), "repo": ("",), "package": ("vllm",)}
@@ -103,8 +104,9 @@ class ImportResult:
 
 def import_series(sources: Sequence[str], into: str | Path = ".", targets: Sequence[str] = (),
                   layout: str = "auto", *, dry_run: bool = False, force: bool = False,
-                  source: str = "pypi") -> ImportResult:
-    """Read the series, write the manifest and recipes (unless ``dry_run``), and check it on ``targets``."""
+                  source: str = "pypi", ci: bool = False) -> ImportResult:
+    """Read the series, write the manifest and recipes (unless ``dry_run``), and check it on ``targets``;
+    with ``ci``, also what ``patchset init`` writes beside a manifest (pre-commit entry, CI workflow)."""
     versions = _versions(targets)
     if layout not in LAYOUTS:
         raise SeriesImportError(f"unknown layout {layout!r}", hint="use auto, repo or package")
@@ -112,6 +114,8 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
     manifest_path = into / DEFAULT_MANIFEST
     if manifest_path.exists() and not force:
         raise SeriesImportError(f"{manifest_path} exists", hint="pass --force to replace it, or --into another folder")
+    if ci:  # refused before anything is read or written, as init refuses
+        scaffold(into, versions, manifest=False, dry_run=True)
     entries, notes = read_sources(sources)
     trees = {v: open_source(source, v) for v in versions}
     plans = plan(entries, trees[versions[0]], layout, notes)
@@ -133,6 +137,8 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
         result = ImportResult(manifest_path, dry_run, text, plans, disabled, notes, edges, report)
         if not dry_run:
             result.written = _install(stage, into, [p.file for p in plans] + [DEFAULT_MANIFEST])
+            if ci:
+                result.written += scaffold(into, versions, manifest=False).written
     return result
 
 

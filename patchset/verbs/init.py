@@ -1,0 +1,135 @@
+"""`patchset init`: what a fork needs to start carrying its vLLM backports with patchset.
+
+Three files, each what its tool expects: a starter ``patches.yaml`` (the schema modeline for editors,
+the pinned releases, no patches yet), a ``.pre-commit-config.yaml`` entry running ``patchset validate``
+on every commit, and ``.github/workflows/patchset.yml`` running the patchset action (check on every
+target, the proof per target, images on a GPU runner). It never overwrites: when any of them exists,
+nothing is written and the error names every one. ``patchset import --ci`` writes the two CI files
+beside an imported series with the same code.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from patchset.core.manifest import DEFAULT_MANIFEST
+from patchset.errors import PatchsetError
+
+#: Where patchset lives on GitHub: the action (``uses:``) and the pre-commit hooks (``repo:``) are taken
+#: from there. ``patchset init --action OWNER/NAME@REF`` points at a fork or a mirror instead.
+HOME = "vllm-patchset/patchset"
+WORKFLOW = ".github/workflows/patchset.yml"
+PRE_COMMIT = ".pre-commit-config.yaml"
+SCHEMA_URL = f"https://raw.githubusercontent.com/{HOME}/main/patchset/data/manifest.schema.json"
+
+
+class InitError(PatchsetError):
+    """A file init would write is already there, or the folder cannot be written: nothing was written."""
+
+
+@dataclass
+class InitResult:
+    """What init wrote (or, with ``dry_run``, would write): path → text, in the order written."""
+
+    into: Path
+    files: dict[str, str]
+    dry_run: bool
+    written: list[str] = field(default_factory=list)
+
+
+def default_action_ref(version: str) -> str:
+    """``OWNER/NAME@vX.Y.Z`` for a released patchset, ``@main`` for a development build."""
+    release = version.split("+")[0]
+    is_release = all(part.isdigit() for part in release.split("."))
+    return f"{HOME}@v{release}" if is_release else f"{HOME}@main"
+
+
+def manifest_text(versions: Sequence[str]) -> str:
+    targets = "\n".join(f'  "{v}": {{}}  # image: "vllm/vllm-openai:v{v}" to build and audit images' for v in versions)
+    return f"""\
+# yaml-language-server: $schema={SCHEMA_URL}
+# The fork's series: which backports it carries on which pinned vLLM releases, in order.
+# Add a patch with an entry under patches: (the list order is the series order), e.g.
+#   - id: offload-finished-watermark
+#     title: "Stop offloading the final sampled token's KV slot"
+#     origin: backport            # backport | fork | local
+#     upstream: {{pr: 54288}}
+#     releases: ">=0.28.0,<0.30.0"
+#     patch: recipes/offload-finished-watermark/fix.patch
+#     tests: ["tests/v1/...::test_..."]
+# `patchset validate` checks this file; `patchset check` checks every hunk on every target.
+schema: 1
+upstream:
+  pypi: vllm
+  tag: "v{{version}}"
+targets:
+{targets}
+patches: []
+"""
+
+
+def pre_commit_text(action: str) -> str:
+    repo, _, rev = action.partition("@")
+    return f"""\
+# pre-commit (https://pre-commit.com): `pre-commit install` once, then every commit that touches the
+# series is validated offline; `pre-commit run patchset-check --hook-stage manual` checks every hunk.
+repos:
+  - repo: https://github.com/{repo}
+    rev: {rev or "main"}
+    hooks:
+      - id: patchset-validate
+      - id: patchset-check
+"""
+
+
+def workflow_text(action: str, versions: Sequence[str]) -> str:
+    template = resources.files("patchset.data").joinpath("workflow.yml").read_text(encoding="utf-8")
+    return template.replace("@ACTION@", action).replace("@TARGETS@", ", ".join(versions))
+
+
+def scaffold(into: str | Path, versions: Sequence[str], *, action: str | None = None, manifest: bool = True,
+             dry_run: bool = False) -> InitResult:
+    """Write the starter files under ``into`` (the fork's repository), or none when any exists."""
+    from patchset import __version__
+
+    if manifest and not versions:
+        raise InitError("no target release", hint="name the pinned vLLM release(s): --vllm 0.29.0")
+    into = Path(into)
+    if into.exists() and not into.is_dir():
+        raise InitError(f"{into} is not a folder", hint="run it in the fork's repository, or pass --into DIR")
+    action = action or default_action_ref(__version__)
+    files: dict[str, str] = {}
+    if manifest:
+        files[DEFAULT_MANIFEST] = manifest_text(versions)
+    files[PRE_COMMIT] = pre_commit_text(action)
+    files[WORKFLOW] = workflow_text(action, versions)
+    there = [rel for rel in files if os.path.lexists(into / rel)]
+    if there:
+        raise InitError(f"{', '.join(str(into / rel) for rel in there)} already "
+                        f"{'exists' if len(there) == 1 else 'exist'}; nothing was written",
+                        hint="init never overwrites: move them away, or add what they lack by hand")
+    result = InitResult(into, files, dry_run)
+    if not dry_run:
+        result.written = _write(into, files)
+    return result
+
+
+def _write(into: Path, files: dict[str, str]) -> list[str]:
+    """Every file or none: each created exclusively (a file that appeared meanwhile is not overwritten)."""
+    written: list[Path] = []
+    try:
+        for rel, text in files.items():
+            dest = into / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with open(dest, "x", encoding="utf-8") as out:
+                written.append(dest)
+                out.write(text)
+    except OSError as e:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise InitError(f"cannot write {e.filename or into}: {e.strerror}", hint="nothing was written") from e
+    return [str(f) for f in written]
