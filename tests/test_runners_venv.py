@@ -240,7 +240,7 @@ def fake_index(monkeypatch):
     from patchset.sources import index
 
     wheel = IndexFile("vllm-9.9.9-cp38-abi3-manylinux_2_28_x86_64.whl", "http://index.invalid/w.whl", "ab" * 32)
-    monkeypatch.setattr(index, "wheel", lambda project, version: wheel)
+    monkeypatch.setattr(index, "wheel", lambda project, version, tags=None: wheel)
     return wheel
 
 

@@ -120,8 +120,10 @@ class VenvBuilder:
     def venv_for(self, project: str, version: str) -> PythonEnv:
         from patchset.sources import index
 
-        wheel = index.remembered(self.cache, "wheel", project, version, index.wheel)
         pytag = self._python_tag()
+        python = (int(pytag[2]), int(pytag[3:]))  # "cp311": the venv's Python picks the wheel, not patchset's
+        wheel = index.remembered(self.cache, index.wheel_kind(python), project, version,
+                                 lambda p, v: index.wheel(p, v, index.supported_tags(python)))
         key = f"{canonicalize_name(project)}-{version}-{pytag}-{wheel.sha256[:16]}-f{VENV_FORMAT}"
         final = self.cache.path("venvs", key)
         if not self._complete(final):

@@ -22,6 +22,7 @@ import os
 import re
 import sys
 import urllib.parse
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -31,6 +32,8 @@ from patchset.sources import canonical_name, http
 
 if TYPE_CHECKING:  # subprocess is imported when pip is asked: a warm cache never is
     import subprocess
+
+    from packaging.tags import Tag
 
 ACCEPT = "application/vnd.pypi.simple.v1+json"
 
@@ -219,21 +222,104 @@ def sdist(project: str, version: str) -> IndexFile:
     raise SourceError(f"{project} {version} has no source distribution on the index")
 
 
-def wheel(project: str, version: str, platform: str = "manylinux_2_28_x86_64") -> IndexFile:
-    from packaging.utils import canonicalize_name, parse_wheel_filename
-    from packaging.version import Version
+def wheel(project: str, version: str, tags: Sequence[Tag] | None = None) -> IndexFile:
+    """The release's wheel that best fits ``tags`` (default: :func:`supported_tags`), as pip would choose it."""
+    return choose_wheel(project_files(project), project, version, supported_tags() if tags is None else tags)
 
-    for f in project_files(project):
-        if not f.filename.endswith(".whl"):
-            continue
+
+def choose_wheel(files: Iterable[IndexFile], project: str, version: str, tags: Sequence[Tag]) -> IndexFile:
+    """The wheel of ``project`` ``version`` among ``files`` whose tags come first in ``tags``.
+
+    ``tags`` is ordered most specific first, as ``packaging.tags.sys_tags()`` orders them: a
+    ``manylinux_2_28`` wheel beats a ``manylinux1`` one on a machine that accepts both, and either
+    beats ``py3-none-any``. Among wheels of equal rank the highest build tag wins (pip's rule).
+    Refused, listing what the index has for the release, when no wheel fits.
+    """
+    from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
+    from packaging.version import InvalidVersion, Version
+
+    want, name = Version(version), canonicalize_name(project)
+    rank: dict[Tag, int] = {}
+    for i, tag in enumerate(tags):
+        rank.setdefault(tag, i)
+    fitting: list[tuple[int, tuple, IndexFile]] = []
+    release: list[str] = []  # every file of this release, for the refusal
+    for f in files:
         try:
-            name, ver, _, tags = parse_wheel_filename(f.filename)
-        except Exception:
+            if f.filename.endswith(".whl"):
+                found, ver, build, file_tags = parse_wheel_filename(f.filename)
+            elif f.filename.endswith((".tar.gz", ".zip")):
+                (found, ver), build, file_tags = parse_sdist_filename(f.filename), (), frozenset()
+            else:
+                continue
+        except (ValueError, InvalidVersion):
+            continue  # odd file names are the index's business
+        if found != name or ver != want:
             continue
-        if name == canonicalize_name(project) and ver == Version(version) and any(
-                t.platform == platform or t.platform == "any" for t in tags):
-            return f
-    raise SourceError(f"{project} {version} has no wheel for {platform} on the index")
+        release.append(f.filename)
+        best = min((rank[t] for t in file_tags if t in rank), default=None)
+        if best is not None:
+            fitting.append((best, build, f))
+    if fitting:
+        fitting.sort(key=lambda c: c[1], reverse=True)  # the highest build tag first, then (stable) by rank
+        return min(fitting, key=lambda c: c[0])[2]
+    has = ", ".join(sorted(release)) if release else "no file of that release at all"
+    raise SourceError(f"{project} {version} has no wheel for this platform ({describe_tags(tags)}) on the "
+                      f"index; it has: {has}",
+                      hint="check against the sdist (--source pypi), or run where one of those wheels installs")
+
+
+def supported_tags(python: tuple[int, int] | None = None) -> list[Tag]:
+    """The wheel tags a CPython ``python`` (default: this one) accepts here, most specific first.
+
+    On Linux, every manylinux/musllinux tag this machine's C library accepts, ``abi3`` and
+    ``py3-none-any`` (``packaging.tags``). Elsewhere (vLLM publishes Linux wheels only), the tags
+    a ``manylinux_2_28_x86_64`` machine accepts: what a vLLM image holds, read from any host.
+    """
+    from packaging import tags
+
+    if python is None and sys.platform.startswith("linux"):
+        return list(tags.sys_tags())
+    version = python or (sys.version_info[0], sys.version_info[1])
+    platforms = list(tags.platform_tags()) if sys.platform.startswith("linux") else _manylinux(28, "x86_64")
+    return [*tags.cpython_tags(version, platforms=platforms), *tags.compatible_tags(version, platforms=platforms)]
+
+
+def _manylinux(glibc_minor: int, arch: str) -> list[str]:
+    """The manylinux platform tags a glibc 2.``glibc_minor`` machine accepts, newest first, with the
+    legacy aliases (PEP 600: manylinux2014 is 2.17, manylinux2010 2.12, manylinux1 2.5)."""
+    legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
+    out = []
+    for minor in range(glibc_minor, 4, -1):
+        out.append(f"manylinux_2_{minor}_{arch}")
+        if minor in legacy:
+            out.append(f"{legacy[minor]}_{arch}")
+    return out
+
+
+def describe_tags(tags: Sequence[Tag]) -> str:
+    """"cp311, 914 tags from cp311-cp311-manylinux_2_36_x86_64 to py3-none-any": what a refusal names."""
+    if not tags:
+        return "no tags"
+    platforms = [t.platform for t in tags if t.platform != "any"]
+    span = "pure Python only" if not platforms else platforms[0] if len(set(platforms)) == 1 else \
+        f"{platforms[0]} down to {platforms[-1]}"
+    return f"{tags[0].interpreter}, {span}, {len(tags)} tag{'' if len(tags) == 1 else 's'}"
+
+
+def wheel_kind(python: tuple[int, int] | None = None) -> str:
+    """The cache key of a release's chosen wheel: what decides the choice (Python, machine, C library).
+
+    Cheap on purpose (no packaging.tags): a warm cache answers without computing a single tag.
+    """
+    major, minor = python or (sys.version_info[0], sys.version_info[1])
+    if not sys.platform.startswith("linux"):
+        return f"wheel-cp{major}{minor}-manylinux_2_28_x86_64"
+    try:
+        libc = os.confstr("CS_GNU_LIBC_VERSION") or "libc"
+    except (ValueError, OSError):  # musl answers no glibc version
+        libc = "libc"
+    return f"wheel-cp{major}{minor}-{os.uname().machine}-{libc.replace(' ', '')}"
 
 
 def remembered(cache, kind: str, project: str, version: str, find) -> IndexFile:

@@ -60,14 +60,15 @@ class WheelSource:
         self.cache = cache
         self.package = package
         self.identity = f"wheel:{self.file.filename}@sha256:{self.file.sha256[:12]}"
+        self.kind = "wheel"  # the package alone: nothing beside it (patchset.core.trees)
         self._reader: _Reader | None = None
         #: Why the range reads were given up for the full download (None: they were not).
         self.fallback_reason: str | None = None
 
     @classmethod
     def of(cls, project: str, version: str, cache: Cache) -> WheelSource:
-        """The release's wheel as the package index lists it."""
-        found = index.remembered(cache, "wheel", project, version, index.wheel)
+        """The release's wheel that fits this machine best, as the package index lists it (``index.wheel``)."""
+        found = index.remembered(cache, index.wheel_kind(), project, version, index.wheel)
         return cls(found, cache, package=project.lower().replace("-", "_"))
 
     def covers(self, path: str) -> bool:
