@@ -35,8 +35,10 @@ def test_each_vocabulary_holds_each_word_once() -> None:
 
 
 def test_the_words_users_read_are_the_documented_ones() -> None:
-    assert [w.value for w in HunkStatus] == ["exact", "offset", "fuzz", "already-applied", "failed"]
+    assert [w.value for w in HunkStatus] == ["exact", "offset", "fuzz", "already-applied", "failed", "not-in-tree"]
     assert [w.value for w in PatchStatus] == ["applies", "upstream", "not-targeted", "failed", "blocked",
-                                              "partly-upstream", "excluded"]
+                                              "partly-upstream", "excluded", "not-in-tree"]
+    assert [w.value for w in NextStatus] == ["carries", "upstream", "partly-upstream", "needs-port", "blocked",
+                                             "not-targeted", "not-in-tree"]
     assert [w.value for w in FixStatus] == ["carried", "upstream", "missing", "stale", "tampered", "unknown"]
     assert [w.value for w in PortStatus] == ["carried", "retired", "ported", "conflict", "blocked"]

@@ -144,9 +144,20 @@ def test_site_packages_without_tests_applies_the_package_part(tmp_path):
     root = make_tree(tmp_path / "site")
     (root / TEST).unlink()
     (root / "tests").rmdir()
+    (root / "pyproject.toml").unlink()  # site-packages: nothing of the upstream tree beside the package
     report = apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
     assert report.skipped == [TEST]
     assert "x10 = 10 - 1" in (root / MOD).read_text()
+
+
+def test_an_upstream_tree_without_its_tests_is_refused_not_skipped(tmp_path):
+    root = make_tree(tmp_path / "checkout")  # pyproject.toml: an upstream tree, which holds tests/
+    (root / TEST).unlink()
+    (root / "tests").rmdir()
+    before = snapshot(root)
+    with pytest.raises(ApplyError, match=f"{TEST}: not in dir:"):
+        apply_series(load_manifest(make_manifest(tmp_path)), "0.29.0", root)
+    assert snapshot(root) == before
 
 
 def test_package_layout_the_vllm_folder_itself(tmp_path):

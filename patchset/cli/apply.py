@@ -40,14 +40,17 @@ def run(args: argparse.Namespace) -> int:
     assert report.result is not None
     for p in report.result.patches:
         applied = p.status == PatchStatus.APPLIES
-        extra = ", ".join(_shown(args.dir, f) for f in p.files) if applied else p.evidence
+        extra = ", ".join(_shown(args.dir, f) for f in p.files) if applied else p.evidence or p.message
         print(f"  {p.id:36} {'applied' if applied else p.status:12} {extra}")
     for path in report.written:
         print(f"  wrote   {_shown(args.dir, path)}")
     for path in report.deleted:
         print(f"  deleted {_shown(args.dir, path)}")
     if report.skipped:
-        print(f"  not in this tree (left out): {', '.join(report.skipped)}")
+        kind = next(p.tree for p in report.result.patches if p.skipped)
+        print(f"  not in this {kind} (left out): {', '.join(report.skipped)}")
+    if report.compiled:
+        print(f"  compiled code left out (only a build of vLLM carries it): {', '.join(report.compiled)}")
     for w in report.result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"{report.tree}: {report.message}; provenance in {_shown(args.dir, report.record)}")

@@ -23,6 +23,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="json: one object on stdout describing the image; build output goes to stderr")
     p.add_argument("--quiet", action="store_true", help="hide the builder's log (warnings and errors still show)")
+    p.add_argument("--python-only", action="store_true",
+                   help="build even though patches change compiled code (csrc/, *.cu, CMakeLists.txt): their "
+                        "Python files go in, their compiled code cannot; the image never claims those fixes")
     return p
 
 
@@ -45,13 +48,15 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(text)
         sys.stderr.flush()
 
-    report = build_image(manifest, args.vllm, base=args.base, tag=args.tag, progress=progress, sbom=sbom)
+    report = build_image(manifest, args.vllm, base=args.base, tag=args.tag, progress=progress, sbom=sbom,
+                         python_only=args.python_only)
     if args.format == "json":
         from patchset.report.build import render_json
 
         sys.stdout.write(render_json(report))
         return 0
-    carried = [p.id for p in report.result.patches if p.status == PatchStatus.APPLIES]
+    carried = [p.id for p in report.result.patches
+               if p.status == PatchStatus.APPLIES and p.id not in report.not_carried]
     upstream = [p.id for p in report.result.patches if p.status == PatchStatus.UPSTREAM]
     print(f"built {report.tag} ({report.image_id[:19]}) from {report.base}")
     print(f"  vLLM {report.vllm}; carries {', '.join(carried) or 'nothing'}"
@@ -61,6 +66,12 @@ def run(args: argparse.Namespace) -> int:
           + f"; added {plural(len(report.layers), 'layer')}, {_size(report.added_bytes)}:")
     for layer in report.layers:
         print(f"    {_size(layer.size):>9}  {_short(layer.created_by)}")
+    for pid, files in report.not_carried.items():
+        print(f"  not carried: {pid} (its compiled code is left out: {', '.join(files)})")
+    left = sorted({f for files in report.left_out.values() for f in files} - {
+        f for files in report.not_carried.values() for f in files})
+    if left:
+        print(f"  not in an image (left out): {', '.join(left)}")
     if report.sbom:
         print(f"  SBOM: {report.sbom['path']} in the image, and {report.sbom['file']}")
     return 0

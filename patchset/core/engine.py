@@ -59,13 +59,16 @@ from patchset.core.words import Word
 
 
 class HunkStatus(Word):
-    """Where one hunk stands on a tree: the policy in this module's docstring decides it."""
+    """Where one hunk stands on a tree: the policy in this module's docstring decides it, except
+    ``not-in-tree``, which ``core.series`` gives a hunk on a file the kind of tree cannot hold
+    (``requirements/`` in a wheel: ``core.trees``); the engine never sees such a hunk."""
 
     EXACT = "exact"
     OFFSET = "offset"
     FUZZ = "fuzz"
     ALREADY = "already-applied"
     FAILED = "failed"
+    NOT_IN_TREE = "not-in-tree"
 
 
 class OutcomeStatus(Word):
@@ -78,7 +81,7 @@ class OutcomeStatus(Word):
 
 # the short names callers (tests/differential.py, the verbs) compare against
 EXACT, OFFSET, FUZZ = HunkStatus.EXACT, HunkStatus.OFFSET, HunkStatus.FUZZ
-ALREADY, FAILED = HunkStatus.ALREADY, HunkStatus.FAILED
+ALREADY, FAILED, NOT_IN_TREE = HunkStatus.ALREADY, HunkStatus.FAILED, HunkStatus.NOT_IN_TREE
 
 MAX_FUZZ_PROBE = 2  # as far as GNU patch goes by default; further is not worth reporting
 
@@ -98,6 +101,11 @@ class HunkResult:
     candidates: tuple[int, ...] = ()
     differ: tuple[str, ...] = ()
     patch_line: int = 0  # the @@ line in the patch file, for messages and annotations
+
+    @property
+    def fails(self) -> bool:
+        """Not applied, and not because its result is there already or its file is not in this kind of tree."""
+        return not self.applied and self.status not in (ALREADY, NOT_IN_TREE)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,11 @@ It lives at ``vllm/.patchset-provenance.json`` (repository layout), so it
 travels with the package whether the tree is a site-packages folder, an
 upstream checkout or an image layer. Audits trust it only as far as the
 file digests it lists still match the files.
+
+What the tree could not hold is recorded too: each patch's ``left_out``
+files (``requirements/``, ``csrc/``, ``tests/`` beside a site-packages or an
+image), and the ``tree`` kind that left them out. A patch whose left-out
+files include compiled code is never counted as carried (``carried_ids``).
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import json
 from patchset import __version__
 from patchset.core.digest import sha256
 from patchset.core.manifest import Manifest
-from patchset.core.series import APPLIES, ReleaseResult
+from patchset.core.series import APPLIES, NOT_IN_TREE, ReleaseResult
+from patchset.core.trees import compiled
 from patchset.sources.local import PROVENANCE_NAME
 
 PROVENANCE_PATH = f"vllm/{PROVENANCE_NAME}"
@@ -38,9 +44,14 @@ def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "rep
         entry: dict[str, object] = {"id": p.id, "status": p.status}
         if p.status == APPLIES:
             entry.update({"sha256": p.sha256, "patch": p.patch_file, "files": list(p.files)})
+        elif p.status == NOT_IN_TREE:
+            entry.update({"sha256": p.sha256, "patch": p.patch_file})
         elif p.evidence:
             entry["evidence"] = p.evidence
+        if p.skipped:
+            entry["left_out"] = list(p.skipped)
         patches.append(entry)
+    left_out = sorted({f for p in result.patches for f in p.skipped})
     return {
         "schema": SCHEMA,
         "tool": f"patchset {__version__}",
@@ -51,7 +62,8 @@ def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "rep
         "applied_at": _applied_at(),
         "patches": patches,
         "files": files,
-    }
+    } | ({"left_out": {"tree": next(p.tree for p in result.patches if p.skipped), "files": left_out}}
+         if left_out else {})
 
 
 def source_date_epoch() -> int | None:
@@ -85,5 +97,12 @@ def loads(data: bytes) -> dict:
 
 
 def carried_ids(record: dict) -> dict[str, str]:
-    """patch id -> sha256 of the patch file, for the patches the record says were applied."""
-    return {p["id"]: p.get("sha256", "") for p in record.get("patches", []) if p.get("status") == APPLIES}
+    """patch id -> sha256 of the patch file, for the patches the record says were applied whole: one whose
+    compiled code was left out (overlaying files cannot carry it) is not carried."""
+    return {p["id"]: p.get("sha256", "") for p in record.get("patches", [])
+            if p.get("status") == APPLIES and not left_out_compiled(p)}
+
+
+def left_out_compiled(entry: dict) -> list[str]:
+    """The compiled-code files a record's patch entry says were left out of the tree."""
+    return compiled(entry.get("left_out") or [])

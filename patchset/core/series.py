@@ -2,14 +2,20 @@
 
 This is where the status words of a patch on a release are decided:
 ``applies`` · ``upstream`` · ``partly-upstream`` · ``not-targeted`` ·
-``failed`` · ``blocked``. Everything is cumulative: each patch sees the tree
-as the patches before it left it, which is what makes order dependencies
-visible.
+``not-in-tree`` · ``failed`` · ``blocked``. Everything is cumulative: each
+patch sees the tree as the patches before it left it, which is what makes
+order dependencies visible.
 
-A path the tree does not have never passes silently: only ``tests/...`` files
-on a source without tests (a wheel, an installed package) are skipped, and
-reported as skipped. Any other missing file fails the patch, naming the path
-and the layout (``root``/``strip``) under which it would exist, if any.
+A path the tree does not have never passes silently. A file that this kind of
+tree cannot hold (anything beside the package in a wheel, site-packages or an
+image: ``tests/``, ``requirements/``, ``csrc/``, ``setup.py``; ``core.trees``)
+gives each of its hunks the status ``not-in-tree``, naming the kind of tree;
+the patch is judged on the rest, and is ``not-in-tree`` itself when nothing of
+it is left. Any other missing file fails the patch, naming the path and the
+layout (``root``/``strip``) under which it would exist, if any: a path that
+another layout finds inside the package is a layout mistake, never
+``not-in-tree``. An upstream tree (sdist, git tag, source checkout) can hold
+every path, so there every hunk is checked.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from patchset.core import engine
 from patchset.core.manifest import Manifest, Patch
-from patchset.core.patchfile import PatchFile
+from patchset.core.patchfile import FilePatch, PatchFile
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.sources import Source
@@ -35,13 +41,15 @@ class PatchStatus(Word):
     BLOCKED = "blocked"
     PARTLY_UPSTREAM = "partly-upstream"  # some hunks are in the pristine release, the others are not: not ok
     EXCLUDED = "excluded"  # left out on purpose (negative controls), never shown by check
+    NOT_IN_TREE = "not-in-tree"  # every file it touches is beside the package, in a tree that holds none
 
 
 # the short names the verbs (test, build, audit, deps, provenance) import
 APPLIES, UPSTREAM, NOT_TARGETED = PatchStatus.APPLIES, PatchStatus.UPSTREAM, PatchStatus.NOT_TARGETED
 FAILED, BLOCKED, PARTLY_UPSTREAM = PatchStatus.FAILED, PatchStatus.BLOCKED, PatchStatus.PARTLY_UPSTREAM
-EXCLUDED = PatchStatus.EXCLUDED
-GOOD = (APPLIES, UPSTREAM, NOT_TARGETED, EXCLUDED)
+EXCLUDED, NOT_IN_TREE = PatchStatus.EXCLUDED, PatchStatus.NOT_IN_TREE
+# not-in-tree is no finding: this tree cannot say, and the check against an upstream tree does
+GOOD = (APPLIES, UPSTREAM, NOT_TARGETED, EXCLUDED, NOT_IN_TREE)
 NOT_APPLYING = (FAILED, BLOCKED, PARTLY_UPSTREAM)  # what blocks the patches that come after it
 
 
@@ -56,7 +64,8 @@ class PatchResult:
     patch_file: str | None = None
     sha256: str | None = None
     hunks: tuple[engine.HunkResult, ...] = ()
-    skipped: tuple[str, ...] = ()  # files of the patch this source does not hold (tests/ in a wheel)
+    skipped: tuple[str, ...] = ()  # files of the patch this kind of tree cannot hold (its hunks: not-in-tree)
+    tree: str = ""  # the kind of tree that cannot hold them (wheel, site-packages, image), when there are some
     files: tuple[str, ...] = ()  # paths this patch changed (content or mode)
 
 
@@ -120,9 +129,9 @@ def evaluate_release(manifest: Manifest, version: str, source: Source,
     ``loads``: the patch files already read in this run (:data:`Loads`), filled as they are read."""
     loaded, load_errors = load_patches(manifest, version, exclude, loads)
     paths = paths_to_read(manifest, loaded)
+    wanted = [path for path in paths if source.covers(path)]
     if hasattr(source, "prefetch"):  # a remote source fetches them together, not one round trip each
-        source.prefetch(paths)
-    wanted = [path for path in paths if not _skippable(path, source)]
+        source.prefetch(wanted)
     pristine = {path: source.read(path) for path in wanted}
     walk = _Walk(version, source, pristine, dict(pristine), exclude)
     results: list[PatchResult] = []
@@ -135,7 +144,7 @@ def evaluate_release(manifest: Manifest, version: str, source: Source,
 
 def paths_to_read(manifest: Manifest, loaded: dict[str, PatchFile]) -> list[str]:
     """The files an evaluation reads: those the loaded patches touch and the probes' (less, when it
-    reads them, the upstream tests a source without tests cannot have)."""
+    reads them, those the kind of tree cannot hold)."""
     return sorted({path for pf in loaded.values() for path in pf.touched}
                   | {probe.file for p in manifest.patches for probe in p.present})
 
@@ -152,11 +161,6 @@ class _Walk:
         self.by_id: dict[str, PatchResult] = {}
         self.warnings: list[str] = []
         self.modes: dict[str, int] = {}  # path -> mode the series sets so far
-
-
-def _skippable(path: str, source: Source) -> bool:
-    """Only upstream tests may be missing, and only from a source that holds no tests."""
-    return path.startswith("tests/") and not source.covers(path)
 
 
 def _evaluate_one(walk: _Walk, p: Patch, pf: PatchFile | None, load_error: PatchsetError | None) -> PatchResult:
@@ -189,21 +193,30 @@ def _evaluate_one(walk: _Walk, p: Patch, pf: PatchFile | None, load_error: Patch
 
 def _apply_one(walk: _Walk, p: Patch, pf: PatchFile, base: PatchResult) -> PatchResult:
     source, pristine, tree = walk.source, walk.pristine, walk.tree
-    covered = [f for f in pf.files if not all(_skippable(x, source) for x in f.touched)]
-    base.skipped = tuple(sorted({f.path for f in pf.files if f not in covered}))
+    beside = [f for f in pf.files if _beside(f, source, p.strip, p.root)]
+    covered = [f for f in pf.files if f not in beside]
+    base.skipped = tuple(sorted({f.path for f in beside}))
+    base.tree = _kind(source) if beside else ""
+    outside = _not_in_tree(beside, source)
     if not covered:
-        base.status = APPLIES
-        base.message = f"nothing to apply in this tree: {source.identity} holds no tests/"
+        base.status = NOT_IN_TREE
+        base.hunks = outside
+        base.message = (f"nothing of it is in this {_kind(source)} ({', '.join(base.skipped)}): check it against "
+                        "an upstream tree (--source pypi or git:PATH)")
         return base
     missing = _missing_paths(covered, tree, source, p.strip, p.root)
     if missing:
         base.message = "; ".join(missing)
+        base.hunks = outside
         return base
     sub = PatchFile(pf.path, pf.sha256, pf.header, tuple(covered))
     outcome = engine.apply_patch(tree, sub, max_fuzz=p.fuzz)
     where = {h.number: h.line for h in sub.hunks}
     base.hunks = tuple(h if h.patch_line == where.get(h.number, 0) else replace(h, patch_line=where.get(h.number, 0))
                        for h in outcome.hunks)
+    if outside:  # every hunk in the patch's own order, whichever tree holds its file
+        files = {x: i for i, f in reversed(list(enumerate(pf.files))) for x in (f.path, *f.touched)}
+        base.hunks = tuple(sorted(base.hunks + outside, key=lambda h: (files.get(h.file, len(files)), h.number)))
     untouched = not any(tree.get(x) != pristine.get(x) for x in sub.touched)
     if outcome.status == engine.OutcomeStatus.ALREADY and untouched:
         base.status = UPSTREAM
@@ -233,7 +246,7 @@ def _not_applying(base: PatchResult, outcome: engine.PatchOutcome, version: str,
     if already and untouched:
         rest = [h for h in outcome.hunks if h.status != engine.ALREADY]
         base.status = PARTLY_UPSTREAM
-        failing = [h.number for h in rest if not h.applied]
+        failing = [h.number for h in rest if h.fails]
         what = f"{_hunks(failing)} failing" if failing else "the other hunks would apply"
         base.message = f"{_hunks(already)} already in vLLM {version}, {what}: port the patch (drop what is upstream)"
         return base
@@ -243,6 +256,33 @@ def _not_applying(base: PatchResult, outcome: engine.PatchOutcome, version: str,
 
 def _hunks(numbers: list[int]) -> str:
     return ("hunk " if len(numbers) == 1 else "hunks ") + ", ".join(map(str, numbers))
+
+
+def _kind(source: Source) -> str:
+    return getattr(source, "kind", "tree")
+
+
+def _beside(f: FilePatch, source: Source, strip: int, root: str) -> bool:
+    """Whether this kind of tree cannot hold any path ``f`` touches, and no other layout finds one inside it.
+
+    The layout check keeps a package-layout patch read as repository layout (``v1/x.py`` for
+    ``vllm/v1/x.py``) a failure with its hint. It leaves out the reading that adds ``vllm/`` after
+    dropping a component: ``tests/utils.py`` would find ``vllm/utils.py``.
+    """
+    return not any(source.covers(x) or _layout_hint(x, source, strip, root, guess_package=False)
+                   for x in f.touched)
+
+
+def _not_in_tree(files: list[FilePatch], source: Source) -> tuple[engine.HunkResult, ...]:
+    """A ``not-in-tree`` result for every hunk (or file-level change) of ``files``, naming the kind of tree."""
+    kind = _kind(source)
+    out = []
+    for f in files:
+        why = f"this {kind} holds only the package: {f.path} lies beside it"
+        out += [engine.HunkResult(f.path, h.number, engine.NOT_IN_TREE, False, message=why, patch_line=h.line)
+                for h in f.hunks] or [engine.HunkResult(f.path, 0, engine.NOT_IN_TREE, False, message=why,
+                                                        patch_line=f.line)]
+    return tuple(out)
 
 
 def _missing_paths(files: list, tree: dict, source: Source, strip: int, root: str) -> list[str]:
@@ -265,15 +305,15 @@ def _missing_paths(files: list, tree: dict, source: Source, strip: int, root: st
     return out
 
 
-def _layout_hint(path: str, source: Source, strip: int, root: str) -> str:
+def _layout_hint(path: str, source: Source, strip: int, root: str, *, guess_package: bool = True) -> str:
     """Which other reading of a patch path names a file that this tree has."""
     head, _, tail = path.partition("/")
     options = [("" if root else "vllm/" + path, "the patch is in package layout: set root: vllm"),
                (path[len(root) + 1:] if root and path.startswith(root + "/") else "",
                 f"the patch is in repository layout: drop root: {root}"),
                (tail, f"its paths have one more leading component: strip: {strip + 1}"),
-               ("vllm/" + tail if tail and not root else "", f"package layout with one more leading component: "
-                f"root: vllm, strip: {strip + 1}")]
+               ("vllm/" + tail if tail and not root and guess_package else "",
+                f"package layout with one more leading component: root: vllm, strip: {strip + 1}")]
     for candidate, why in options:
         if candidate and candidate != path and source.read(candidate) is not None:
             return f"; {candidate} exists: {why}"
@@ -296,7 +336,7 @@ def failure_summary(result: ReleaseResult, where: str = "") -> str:
     parts = []
     for p in result.patches:
         if p.status in NOT_APPLYING:
-            bad = [h for h in p.hunks if not h.applied and h.status != engine.ALREADY]
+            bad = [h for h in p.hunks if h.fails]
             at = ""
             if bad:
                 h = bad[0]

@@ -17,6 +17,7 @@ class ImageTree:
         self.files = files
         self.install = install
         self.identity = f"image:{name}@{image_digest(files.image)}"
+        self.kind = "image"  # its site-packages: the package alone (patchset.core.trees)
         self._read: dict[str, bytes | None] = {}
 
     def covers(self, path: str) -> bool:

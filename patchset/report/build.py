@@ -17,7 +17,7 @@ def build_doc(report: BuildReport) -> dict:
         "patches": [{"id": p.id, "status": p.status, "sha256": p.sha256} for p in report.result.patches],
         "written": report.written, "deleted": report.deleted, "labels": report.labels,
         "layers": [{"created_by": layer.created_by, "size": layer.size} for layer in report.layers],
-        "added_bytes": report.added_bytes,
+        "added_bytes": report.added_bytes, "left_out": report.left_out, "not_carried": report.not_carried,
     } | ({"sbom": report.sbom} if report.sbom else {})
 
 

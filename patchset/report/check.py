@@ -23,7 +23,7 @@ def hunk_summary(hunks: tuple[HunkResult, ...]) -> str:
             key = f"offset {h.offset:+d}"
         elif h.status == HunkStatus.FUZZ:
             key = f"fuzz {h.fuzz} (#{h.number} @ line {h.line})"
-        elif h.status in (HunkStatus.EXACT, HunkStatus.ALREADY):
+        elif h.status in (HunkStatus.EXACT, HunkStatus.ALREADY, HunkStatus.NOT_IN_TREE):
             key = h.status
         else:
             key = f"{h.status} (#{h.number})"
@@ -38,15 +38,16 @@ def detail(p: PatchResult) -> str:
     text = hunk_summary(p.hunks)
     if p.message:
         text = (text + "; " if text else "") + p.message
-    if p.skipped:
-        text += f"; not in this tree: {', '.join(p.skipped)}"
+    if p.skipped and p.status != PatchStatus.NOT_IN_TREE:  # whose message names them already
+        text += f"; not in this {p.tree or 'tree'}: {', '.join(p.skipped)}"
     return text
 
 
 def failure_text(p: PatchResult) -> str:
     lines = [p.message] if p.message else []
     for h in p.hunks:
-        if h.applied or h.status == HunkStatus.ALREADY and p.status != PatchStatus.FAILED:
+        if h.applied or h.status == HunkStatus.NOT_IN_TREE or (h.status == HunkStatus.ALREADY
+                                                               and p.status != PatchStatus.FAILED):
             continue
         where = f"{p.patch_file}:{h.patch_line}: " if h.patch_line else ""
         lines.append(f"{where}hunk {h.number} ({h.file}): {h.status}" + (f" - {h.message}" if h.message else ""))
@@ -97,7 +98,8 @@ def patch_doc(p: PatchResult) -> dict:
         out["patch"] = p.patch_file
         out["sha256"] = p.sha256
     if p.skipped:
-        out["skipped_files"] = list(p.skipped)
+        out["skipped_files"] = list(p.skipped)  # their hunks are not-in-tree
+        out["tree"] = p.tree
     return out
 
 
@@ -141,6 +143,8 @@ def render_junit(report: CheckReport) -> str:
                 c.detail = failure_text(p)
             elif p.status == PatchStatus.NOT_TARGETED:
                 c.skipped = str(p.status)
+            elif p.status == PatchStatus.NOT_IN_TREE:
+                c.skipped = f"{p.status}: {p.message}"
             cases.append(c)
     return junit(cases, "patchset check")
 
@@ -151,7 +155,7 @@ def github_annotations(report: CheckReport) -> list[str]:
         for p in t.patches:
             if p.status not in NOT_APPLYING:
                 continue
-            bad = [h for h in p.hunks if not h.applied and h.status != HunkStatus.ALREADY]
+            bad = [h for h in p.hunks if h.fails]
             line = bad[0].patch_line if bad else None
             a = github_annotation("error", f"vLLM {t.vllm}: {p.id} {p.status}: {p.message}", p.patch_file, line)
             if a:

@@ -13,7 +13,8 @@ from patchset.verbs.deps import DepsReport, Edge, Stale, merge
 
 # Colours by status on the release, light enough to read the ids on.
 FILL = {PatchStatus.APPLIES: "#d4edda", PatchStatus.UPSTREAM: "#cce5ff", PatchStatus.NOT_TARGETED: "#eeeeee",
-        PatchStatus.FAILED: "#f8d7da", PatchStatus.BLOCKED: "#fff3cd", PatchStatus.EXCLUDED: "#eeeeee"}
+        PatchStatus.FAILED: "#f8d7da", PatchStatus.BLOCKED: "#fff3cd", PatchStatus.EXCLUDED: "#eeeeee",
+        PatchStatus.NOT_IN_TREE: "#eeeeee"}
 
 
 def render_table(report: DepsReport) -> str:

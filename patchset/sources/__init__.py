@@ -1,8 +1,9 @@
 """Pristine vLLM trees, by release, behind one small interface.
 
 A source answers ``read(path)`` for repository-layout paths (``vllm/...``,
-``tests/...``) and says which paths it ``covers``: a wheel or an installed
-package has no ``tests/``. A remote source may also offer ``prefetch(paths)``: fetch those
+``tests/...``) and says which paths a tree of its ``kind`` can hold (``covers``): an upstream
+tree (sdist, git tag, source checkout) every path, a wheel, an installed package or an image
+only the package's own (``patchset.core.trees``). A remote source may also offer ``prefetch(paths)``: fetch those
 paths together before they are read (the wheel does; ``series.evaluate_release`` calls it).
 """
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:  # a protocol for the type checker only: nothing checks it at 
 
     class Source(Protocol):
         identity: str  # what tree this is, for messages and cache keys
+        kind: str  # what kind of tree: sdist, git tag, source tree, wheel, site-packages, image, ...
 
         def read(self, path: str) -> bytes | None: ...
 

@@ -19,9 +19,10 @@ class GitSource:
             raise SourceError(f"{repo_path} has no tag {tag}", hint="fetch the tags, or fix upstream.tag") from e
         self.tag = tag
         self.identity = f"git:{repo_path}@{tag}={self.commit.hexsha[:12]}"
+        self.kind = "git tag"  # the whole repository
 
     def covers(self, path: str) -> bool:
-        return True
+        return True  # an upstream tree: every path is checked, a missing one fails
 
     def read(self, path: str) -> bytes | None:
         try:

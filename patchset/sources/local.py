@@ -29,8 +29,9 @@ class DirSource:
             raise SourceError(f"{root} is not a directory")
         self.identity = f"dir:{self.root.resolve()}"
         self.warnings: list[str] = []
-        self.source_tree: bool | None = None  # None: judge tests/ by its presence alone
+        self.source_tree: bool | None = None  # None: judge a path beside the package by its folder's presence
         self.package = ""
+        self.kind = "folder"  # until release() says which: "source tree" or "site-packages"
 
     @classmethod
     def release(cls, root: str | Path, version: str, project: str = "vllm") -> DirSource:
@@ -44,12 +45,17 @@ class DirSource:
         refuse_patched(src.root / package, str(root))
         _check_release(src.root, package, version, str(root), src.warnings)
         src.source_tree, src.package = is_source_tree(src.root), package
+        src.kind = "source tree" if src.source_tree else "site-packages"
         return src
 
     def covers(self, path: str) -> bool:
+        """Whether a tree of this kind can hold ``path``: an upstream tree every path (a missing one fails),
+        site-packages only its package (tests/ or docs/ beside it are someone else's)."""
+        if self.source_tree:
+            return True
         top = path.split("/", 1)[0]
         if self.source_tree is False and top != self.package:
-            return False  # site-packages: tests/ or docs/ beside the package are someone else's
+            return False
         return (self.root / top).exists()
 
     def read(self, path: str) -> bytes | None:

@@ -47,7 +47,8 @@ class SdistSource(DirSource):
         self.identity = f"sdist:{found.filename}@sha256:{found.sha256[:12]}"
         self.sha256 = found.sha256
         self.warnings: list[str] = []
-        self.source_tree: bool | None = None
+        self.source_tree: bool | None = True
+        self.kind = "sdist"  # the full upstream tree at the tag
         self.package = ""
         self.store = cache.path(MEMBERS, found.sha256)
         whole = cache.path("trees", f"sdist-{found.sha256}")
@@ -68,9 +69,8 @@ class SdistSource(DirSource):
         self._root = Path(value)
 
     def covers(self, path: str) -> bool:
-        if self._root is not None:
-            return super().covers(path)
-        return path.split("/", 1)[0] in self._read_about()["tops"]
+        """Every path: an upstream tree checks every hunk, and a file it lacks fails (core.trees)."""
+        return True
 
     def read(self, path: str) -> bytes | None:
         if self._root is None:

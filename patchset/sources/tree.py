@@ -28,6 +28,7 @@ class TargetTree:
         self.identity = f"dir:{self.root}"
         # tests/ (or anything beside vllm/) is patched only in an upstream tree; in site-packages it is someone else's.
         self.source_tree = self.layout == REPO and is_source_tree(self.root)
+        self.kind = "source tree" if self.source_tree else "site-packages" if self.layout == REPO else "package folder"
 
     @property
     def package(self) -> Path:
@@ -43,9 +44,8 @@ class TargetTree:
         return None
 
     def covers(self, path: str) -> bool:
-        if path.startswith("vllm/"):
-            return True
-        return self.source_tree and (self.root / path.split("/", 1)[0]).is_dir()
+        """Whether this kind of tree can hold ``path``: an upstream tree every path (a missing one fails)."""
+        return path.startswith("vllm/") or self.source_tree
 
     def read(self, path: str) -> bytes | None:
         f = self.local(path)

@@ -1,7 +1,9 @@
 """`patchset apply`: the series for one release onto a real tree, all or nothing.
 
 Every hunk is verified in memory first; nothing is written unless the whole
-series applies and every resulting Python file compiles. The files are then
+series applies and every resulting Python file compiles. Files the kind of tree
+cannot hold (``requirements/``, ``csrc/``, ``tests/`` beside a site-packages)
+are left out, listed in the report and in the provenance record (docs/trees.md). The files are then
 replaced through a journal (``patchset.journal``): an error rolls the tree
 back, and a kill at any instant is finished or undone by the next ``apply``
 (or ``apply --recover``), so the tree is either pristine or fully patched.
@@ -19,6 +21,7 @@ from patchset import journal
 from patchset.core import bytecode, provenance
 from patchset.core.manifest import Manifest
 from patchset.core.series import PatchStatus, ReleaseResult, evaluate_release, failure_summary, syntax_error
+from patchset.core.trees import compiled
 from patchset.core.versions import same_release
 from patchset.errors import Finding, PatchsetError
 from patchset.sources.tree import TargetTree
@@ -41,7 +44,8 @@ class ApplyReport:
     result: ReleaseResult | None
     written: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # files of the series this tree cannot hold
+    skipped: list[str] = field(default_factory=list)  # files of the series this kind of tree cannot hold: left out
+    compiled: list[str] = field(default_factory=list)  # those of them that are compiled code (csrc/, *.cu, ...)
     record: str = ""
     already: bool = False
     message: str = ""
@@ -95,10 +99,14 @@ def _apply_locked(manifest: Manifest, version: str, tree: TargetTree, compile_by
     journal.replace_files(plan, new, old, provenance.dumps(record), compile_bytecode=compile_bytecode)
     report = ApplyReport(version, str(tree.root), result, record=str(record_path))
     report.skipped = sorted({f for p in result.patches for f in p.skipped})
+    report.compiled = compiled(report.skipped)
     report.written = sorted(e.path for e in plan.entries if e.new_sha256 is not None)
     report.deleted = sorted(e.path for e in plan.entries if e.new_sha256 is None)
     applied = sum(1 for p in result.patches if p.status == PatchStatus.APPLIES)
     report.message = f"applied {applied} patch{'' if applied == 1 else 'es'}"
+    if report.skipped:
+        n = len(report.skipped)
+        report.message += f"; left out {n} file{'' if n == 1 else 's'} this {tree.kind} cannot hold"
     return report
 
 

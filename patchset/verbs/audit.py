@@ -21,6 +21,11 @@ Status of a fix in an image:
 ``unknown``   the files fit none of the above (neither pristine nor patched), or there is
               nothing to compare them with.
 
+A fix whose patch changes compiled code (``csrc/``, ``*.cu``, ``*.cpp``, ``CMakeLists.txt``:
+``core.trees``) is never ``carried``: an image's files cannot show a kernel, and copying files
+onto an image cannot carry one. It is ``missing`` when the provenance record says its compiled
+code was left out (``build --python-only``), else at best ``unknown``, the evidence naming the files.
+
 The audit fails (``ok`` false) when a fix the manifest targets for the image's release is
 ``missing``, ``stale`` or ``tampered``, or when an image cannot be audited at all.
 """
@@ -43,6 +48,7 @@ from patchset.core.digest import sha256
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.patchfile import PatchFile, parse_patch
 from patchset.core.series import PatchResult, PatchStatus, ReleaseResult, evaluate_release
+from patchset.core.trees import compiled
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.images.engine import (
@@ -381,11 +387,32 @@ class _Judge:
             if r.status == PatchStatus.NOT_TARGETED:
                 return FixStatus.MISSING, f"not targeted: {r.evidence}"
             return FixStatus.UNKNOWN, r.message or "no patch for this release"
+        code = compiled(current.touched)
+        if code:
+            return self._decide_compiled(patch, r, entry, current, code)
         if not _vllm_files(current):
             return FixStatus.UNKNOWN, f"{current.path} changes nothing under vllm/: an image cannot show it"
         if carried_per_record:
             return self._decide_recorded(patch, r, entry, current)
         return self._decide_from_files(patch, r, current)
+
+    def _decide_compiled(self, patch: Patch, r: PatchResult, entry: dict, current: PatchFile,
+                         code: list[str]) -> tuple[FixStatus, str]:
+        """A patch that changes compiled code: never carried, whatever its Python files show."""
+        left = provenance.left_out_compiled(entry)
+        if left:
+            return FixStatus.MISSING, (f"the provenance record says its compiled code was left out "
+                                       f"({', '.join(left)}): copying files onto an image cannot carry it")
+        note = f"it changes compiled code ({', '.join(code)}), which an image's files cannot show"
+        if not _vllm_files(current):
+            return FixStatus.UNKNOWN, note
+        if entry.get("status") == PatchStatus.APPLIES:
+            status, why = self._decide_recorded(patch, r, entry, current)
+        else:
+            status, why = self._decide_from_files(patch, r, current)
+        if status == FixStatus.CARRIED:
+            return FixStatus.UNKNOWN, f"its Python hunks are in the image's files ({why}), but {note}"
+        return status, f"{why}; {note}"
 
     def _decide_recorded(self, patch: Patch, r: PatchResult, entry: dict,
                          current: PatchFile) -> tuple[FixStatus, str]:

@@ -13,6 +13,12 @@ throwaway compile stage is removed by the id this build gave it, never by a prun
 
 Refused, with nothing built, when the base does not hold the release asked for, already carries
 a series, or when the series does not apply to it.
+
+An image holds the package alone: files beside it (``requirements/``, ``tests/``, ``docker/``) are
+left out and listed. A patch that changes compiled code (``csrc/``, ``*.cu``, ``*.cpp``,
+``CMakeLists.txt``: ``core.trees``) cannot be carried by copying files onto the base: the build is
+refused (a finding, naming the patch and the files) unless ``python_only`` asks for the image
+without that code, and then the image's labels and provenance never call that patch carried.
 """
 
 from __future__ import annotations
@@ -32,7 +38,16 @@ from docker.models.images import Image
 
 from patchset.core import provenance
 from patchset.core.manifest import Manifest
-from patchset.core.series import APPLIES, UPSTREAM, ReleaseResult, evaluate_release, failure_summary, syntax_error
+from patchset.core.series import (
+    APPLIES,
+    NOT_IN_TREE,
+    UPSTREAM,
+    ReleaseResult,
+    evaluate_release,
+    failure_summary,
+    syntax_error,
+)
+from patchset.core.trees import compiled
 from patchset.core.versions import same_release
 from patchset.errors import Finding, PatchsetError
 from patchset.images.context import build_context, build_time, dockerfile_for, sbom_context
@@ -88,6 +103,8 @@ class BuildReport:
     context_bytes: int = 0
     removed_stages: list[str] = field(default_factory=list)  # the throwaway stages' image ids, removed
     sbom: dict | None = None  # build --sbom: {"path": in the image, "file": on the host, "sha256": of both}
+    left_out: dict[str, list[str]] = field(default_factory=dict)  # patch id -> its files an image cannot hold
+    not_carried: dict[str, list[str]] = field(default_factory=dict)  # patch id -> its compiled code (python_only)
 
     @property
     def ok(self) -> bool:
@@ -110,8 +127,9 @@ def default_tag(base: str) -> str:
 def build_image(manifest: Manifest, version: str, *, base: str | None = None, tag: str | None = None,
                 client: docker.DockerClient | None = None,
                 progress: Callable[[str], None] | None = None, nocache: bool = False,
-                sbom: Path | None = None) -> BuildReport:
-    """``sbom``: also audit the built image and embed its CycloneDX SBOM (and write it to that file)."""
+                sbom: Path | None = None, python_only: bool = False) -> BuildReport:
+    """``sbom``: also audit the built image and embed its CycloneDX SBOM (and write it to that file).
+    ``python_only``: build even though patches change compiled code, without it (never labelled carried)."""
     version = manifest.target(version).version
     base = base or default_base(manifest, version)
     tag = tag or default_tag(base)
@@ -128,10 +146,18 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     for warning in manifest.warnings:  # e.g. a .patch no patch names: validate refuses it
         say(f"warning: {warning}\n")
     install, result, changed, modes = _series_on_base(client, image, base, manifest, version)
+    not_carried = compiled_changes(result)
+    if not_carried and not python_only:
+        said = "; ".join(f"patch {pid} changes {', '.join(files)}" for pid, files in not_carried.items())
+        raise SeriesFails(f"{said}: compiled code, which copying files onto {base} cannot carry; nothing was built",
+                          hint="build vLLM from source with the series for it, or pass --python-only to build the "
+                               "image without that code (audit will not call those fixes carried)")
+    for pid, files in not_carried.items():
+        say(f"warning: {pid} is not carried: its compiled code ({', '.join(files)}) is left out\n")
     record = provenance.make_record(manifest, result, layout="repo",
                                     modes={p: 0o100000 | m for p, m in modes.items() if m is not None})
     record["image"] = {"base": base, "base_digest": base_digest, "site": install.site}
-    labels = image_labels(manifest, version, base, base_digest, result)
+    labels = image_labels(manifest, version, base, base_digest, result, not_carried)
     written = sorted(p for p, c in changed.items() if c is not None)
     deleted = sorted(p for p, c in changed.items() if c is None)
     mtime = build_time()
@@ -153,7 +179,9 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     built = client.images.get(image_id)
     removed = _remove_stages(client, stages, keep={local_id(image), local_id(built)}, say=say)
     report = BuildReport(version, base, base_digest, tag, local_id(built), install.site, result, written, deleted,
-                         labels, _added_layers(image, built), len(context), removed)
+                         labels, _added_layers(image, built), len(context), removed,
+                         left_out={p.id: list(p.skipped) for p in result.patches if p.skipped},
+                         not_carried=not_carried)
     if sbom is not None:
         add_sbom(client, manifest, image, install, report, sbom, say=say, nocache=nocache)
     return report
@@ -245,6 +273,17 @@ def _series_on_base(client: docker.DockerClient, image: Image, base: str, manife
     return install, result, changed, modes
 
 
+def compiled_changes(result: ReleaseResult) -> dict[str, list[str]]:
+    """patch id -> the compiled-code files it changes, for each patch the series would apply (or could not hold)."""
+    out = {}
+    for p in result.patches:
+        if p.status in (APPLIES, NOT_IN_TREE):
+            files = compiled({h.file for h in p.hunks} | set(p.files) | set(p.skipped))
+            if files:
+                out[p.id] = files
+    return out
+
+
 def _deleted_paths(install: VllmInstall, deleted: list[str]) -> list[str]:
     out = []
     for path in deleted:
@@ -257,7 +296,7 @@ def _deleted_paths(install: VllmInstall, deleted: list[str]) -> list[str]:
 
 
 def image_labels(manifest: Manifest, version: str, base: str, base_digest: str,
-                 result: ReleaseResult) -> dict[str, str]:
+                 result: ReleaseResult, not_carried: dict[str, list[str]] | None = None) -> dict[str, str]:
     created = dt.datetime.fromtimestamp(build_time(), dt.timezone.utc)
     labels = {
         f"{OCI}.title": f"vLLM {version} with the {manifest.path.name} series",
@@ -271,7 +310,9 @@ def image_labels(manifest: Manifest, version: str, base: str, base_digest: str,
     }
     labels.update(_git_labels(manifest.base))
     for p in result.patches:
-        if p.status == APPLIES and p.sha256:
+        if p.id in (not_carried or {}):  # its compiled code is not in the image: never claim it
+            labels[f"{LABEL_NS}.left-out.{p.id}"] = ", ".join((not_carried or {})[p.id])
+        elif p.status == APPLIES and p.sha256:
             labels[f"{LABEL_NS}.patch.{p.id}"] = p.sha256
         elif p.status == UPSTREAM:
             labels[f"{LABEL_NS}.upstream.{p.id}"] = p.evidence or str(UPSTREAM)

@@ -94,8 +94,8 @@ def compare(manifest: Manifest, result: ReleaseResult, edges: list[Edge]) -> Dep
     return DepsReport(result.vllm, order, statuses, edges, declared, undeclared, stale, free)
 
 
-RANK = {PatchStatus.FAILED: 0, PatchStatus.BLOCKED: 1, PatchStatus.APPLIES: 2, PatchStatus.UPSTREAM: 3,
-        PatchStatus.NOT_TARGETED: 4, PatchStatus.EXCLUDED: 5}  # worst first
+RANK = {PatchStatus.FAILED: 0, PatchStatus.BLOCKED: 1, PatchStatus.APPLIES: 2, PatchStatus.NOT_IN_TREE: 3,
+        PatchStatus.UPSTREAM: 4, PatchStatus.NOT_TARGETED: 5, PatchStatus.EXCLUDED: 6}  # worst first
 
 
 def merge(manifest: Manifest, results: list[ReleaseResult]) -> DepsReport:

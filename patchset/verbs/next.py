@@ -37,9 +37,10 @@ class NextStatus(Word):
     NEEDS_PORT = "needs-port"
     BLOCKED = "blocked"
     NOT_TARGETED = "not-targeted"  # covers no target and has no file for V
+    NOT_IN_TREE = "not-in-tree"  # nothing of it is in this kind of tree (--source wheel): check it on the sdist
 
 
-GOOD = (NextStatus.CARRIES, NextStatus.UPSTREAM)
+GOOD = (NextStatus.CARRIES, NextStatus.UPSTREAM, NextStatus.NOT_IN_TREE)
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,9 @@ def _classify(manifest: Manifest, p: Patch, r: series.PatchResult, version: str,
         return NextPatch(p.id, NextStatus.BLOCKED, u, r)
     if r.status == series.NOT_TARGETED:  # covers no target and has no file for V: nothing to carry
         return NextPatch(p.id, NextStatus.NOT_TARGETED, u, r)
-    placed = all(h.status in (engine.EXACT, engine.OFFSET) for h in r.hunks)
+    if r.status == series.NOT_IN_TREE:
+        return NextPatch(p.id, NextStatus.NOT_IN_TREE, u, r)
+    placed = all(h.status in (engine.EXACT, engine.OFFSET, engine.NOT_IN_TREE) for h in r.hunks)
     if r.status == series.APPLIES and placed:
         return NextPatch(p.id, NextStatus.CARRIES, u, r)
     status = NextStatus.PARTLY if already else NextStatus.NEEDS_PORT
