@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from helpers import udiff, write_manifest, write_patch
 
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.core.series import evaluate_release
 from patchset.core.trees import compiled, is_compiled
 from patchset.report.check import RENDERERS
