@@ -471,3 +471,35 @@ def test_an_edit_met_again_gives_what_placing_it_afresh_gives():
         again = engine._edit(bytes(content), fp, 0)  # an equal content, another object
         assert first[0][:-1] == again[0] == fresh[0] and first[1] == again[1] == fresh[1]
         assert (fresh[1] is None) == any(not r.applied for r in fresh[0])
+
+
+@needs_patch
+@pytest.mark.parametrize("shape", ["twice", "more-after", "more-before"])
+def test_a_whole_file_hunk_on_a_file_that_is_more_than_that_names_where_each_tool_puts_it(tmp_path, shape):
+    """Issue 21 item 8: ``@@ -1,8 +1,20 @@`` (old side the whole file, 3 lines of leading context and 2
+    of trailing). GNU patch anchors it at the end, git apply at the start: on a file holding the 8 lines
+    twice they place it 8 lines apart; with other lines after (or before) them only one tool places it.
+    Refused either way, and the reason says which tool would put it where (it used to say "fuzz 1")."""
+    old = [f"a{i} = {i}\n" for i in range(1, 9)]
+    new = old[:3] + [f"n{i} = 0\n" for i in range(6)] + old[3:6] + [f"m{i} = 0\n" for i in range(6)] + old[6:]
+    diff = unified_diff(F, [x.encode() for x in old], [x.encode() for x in new], 3).decode()
+    assert "@@ -1,8 +1,20 @@" in diff
+    body = "".join(old)
+    tree = {"twice": body + body, "more-after": body + "junk = 1\n", "more-before": "junk = 1\n" + body}[shape]
+    out = apply_patch({F: tree.encode()}, patch_of(diff))
+    message = out.hunks[0].message
+    assert out.status == "failed" and out.hunks[0].status == "failed" and "fuzz" not in message
+    gnu_rc, _, gnu = gnu_patch(tmp_path, {F: tree.encode()}, diff, "-F0")
+    git_rc, _, git = git_apply(tmp_path, {F: tree.encode()}, diff)
+    patched = "".join(new).encode()
+    if shape == "twice":
+        assert gnu_rc == 0 and gnu[F] == body.encode() + patched  # end-anchored: the second copy
+        assert git_rc == 0 and git[F] == patched + body.encode()  # start-anchored: the first copy
+        assert message.startswith("ambiguous: ") and "the tools disagree on the place" in message
+        assert "GNU patch at line 9" in message and "git apply at line 1" in message
+    elif shape == "more-after":
+        assert gnu_rc != 0 and git_rc == 0 and git[F].startswith(patched)
+        assert "at line 1, at the start of the file, where git apply places it and GNU patch refuses it" in message
+    else:
+        assert gnu_rc == 0 and git_rc != 0 and gnu[F].endswith(patched)
+        assert "at line 2, at the end of the file, where GNU patch places it and git apply refuses it" in message

@@ -19,6 +19,11 @@ were bitten by their leniency.
   GNU's "less leading than trailing context at line 1"); one with less
   trailing than leading context, or a line without a final newline, only at
   the end. A hunk without context (``-U0``) is anchored only by ``@@ -0,0``.
+  A hunk anchored at both ends (its old side was the whole file) needs the
+  file to be exactly that: GNU anchors it at the end, git at the start, so on
+  a file holding those lines twice they place it at different lines, and on
+  one with other lines too only one of them places it. Refused, naming where
+  each tool would put it.
 * A hunk lands where its old lines match, at the position its header says
   (``exact``) or elsewhere (``offset`` N, reported). Hunks of one file land
   in order and never overlap.
@@ -401,25 +406,63 @@ class _Placement:
         if pick is not None:
             return self.failure(f"the context matches only at line {pick - self.shift + 1}, before the end of "
                                 "the previous hunk: the hunks are out of order or overlap")
-        return self.already() or self.fuzzy() or self.failed()
+        return self.already() or self.anchored_elsewhere() or self.fuzzy() or self.failed()
 
-    def tools_disagree(self, pick: int, matches: list[int] | None) -> str:
-        """Why GNU patch or git apply would place this hunk elsewhere than ``pick``, or ''.
+    def tool_places(self, matches: list[int]) -> tuple[int | None, int | None]:
+        """Where GNU patch and git apply would each place the old lines among ``matches``, or None.
 
         Each tool takes the match nearest to where it looks first, under its own anchoring: GNU
-        from the stated line moved by the previous hunks' offset, never before the previous hunk;
-        git from the stated line of the new side, anywhere in the file. ``matches``: every place of the
-        old lines, when the caller has them.
+        from the stated line moved by the previous hunks' offset, never before the previous hunk, at
+        the start only when the leading context is the shorter at line 1, at the end when the trailing
+        one is; git from the stated line of the new side, anywhere, at the start from line 1, at the
+        end when there is no trailing context.
         """
         k, n = len(self.old), len(self.buf.lines)
         lead, trail, first = self.hunk.leading, self.hunk.trailing, self.hunk.source_start
-        if matches is None:
-            matches = self.buf.find(self.old, 0, False, False)
         gnu = _nearest_of([p for p in matches if p >= self.floor and
                            _fits(p, k, n, lead < trail and first <= 1, trail < lead)], self.expected)
         git = _nearest_of([p for p in matches if _fits(p, k, n, first == 0 or (first == 1 and not self.zero),
                                                        not self.zero and trail == 0)],
                           max(self.hunk.target_start - 1, 0))
+        return gnu, git
+
+    def anchored_elsewhere(self) -> tuple[HunkResult, int] | None:
+        """A hunk anchored at both ends (its old side is the whole file) on a file that is more than that.
+
+        GNU patch anchors it by its context (at the end when the trailing context is the shorter), git
+        apply by its first line (at the start): on a file holding the old lines twice they place it at two
+        different places, on one with other lines after (or before) them only one tool places it. Either
+        way the file is not the hunk's old side: refused, naming what each tool would do.
+        """
+        if not (self.start and self.end) or self.zero or self.unterminated:
+            return None
+        matches = self.buf.find(self.old, 0, False, False)
+        gnu, git = self.tool_places(matches)
+        if gnu is None and git is None:
+            return None
+        if gnu is not None and git is not None and gnu != git:
+            return self.failure(
+                f"ambiguous: the context matches at {len(matches)} places and the tools disagree on the place "
+                f"(GNU patch at line {gnu - self.shift + 1}, anchored at the end by its shorter trailing context; "
+                f"git apply at line {git - self.shift + 1}, anchored at the start by its first line); its old "
+                "side was the whole file, which this file is not: refused; regenerate the patch on this file",
+                candidates=tuple(p - self.shift + 1 for p in sorted({gnu, git})))
+        at = gnu if gnu is not None else git
+        assert at is not None
+        who, other = ("GNU patch", "git apply") if gnu is not None else ("git apply", "GNU patch")
+        where = "end" if at + len(self.old) == len(self.buf.lines) else "start"
+        return self.failure(
+            f"the context matches at line {at - self.shift + 1}, at the {where} of the file, where {who} places "
+            f"it and {other} refuses it: its old side was the whole file, so this hunk must land at the start "
+            "and the end of the file, which this file is not; regenerate the patch on this file",
+            candidates=(at - self.shift + 1,))
+
+    def tools_disagree(self, pick: int, matches: list[int] | None) -> str:
+        """Why GNU patch or git apply would place this hunk elsewhere than ``pick`` (see :meth:`tool_places`),
+        or ''. ``matches``: every place of the old lines, when the caller has them."""
+        if matches is None:
+            matches = self.buf.find(self.old, 0, False, False)
+        gnu, git = self.tool_places(matches)
         if gnu == pick and git == pick:
             return ""
         where = [f"{tool} at line {p - self.shift + 1}" for tool, p in (("GNU patch", gnu), ("git apply", git))
