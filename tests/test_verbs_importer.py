@@ -385,3 +385,40 @@ def test_cli_bad_input_exits_2_and_writes_nothing(pristine, tmp_path, capsys):
     assert "empty.patch: contains no diff" in capsys.readouterr().err
     assert main(["import", str(tmp_path / "nothing-here"), "--target", VERSION]) == 2
     assert not (tmp_path / "out").exists()
+
+
+def test_prose_that_names_a_patch_is_a_comment_not_a_disabled_entry(tmp_path):
+    """Issue 21 item 6: only a comment that is nothing but an entry (name, perhaps quilt's -pN) is one
+    switched off; a sentence that starts with a patch's name is prose, and an entry on further down wins."""
+    for name in ("spec-decode-attn.patch", "prefill-attn-int8.patch", "off.patch", "off-p1.patch"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "series").write_text(
+        "spec-decode-attn.patch\n"
+        "# prefill-attn-int8.patch inserts before spec-decode-attn.patch's split-KV block, so it goes last\n"
+        "# off.patch\n"
+        "#off-p1.patch -p1\n"
+        "# spec-decode-attn.patch\n"  # switched off here, on above: it is on
+        "prefill-attn-int8.patch -p1\n")
+    entries = read_series(tmp_path / "series")
+    assert [(e.name, e.disabled, e.where.rsplit(":", 1)[1]) for e in entries] == [
+        ("spec-decode-attn.patch", False, "1"), ("off.patch", True, "3"), ("off-p1.patch", True, "4"),
+        ("prefill-attn-int8.patch", False, "6")]
+
+
+def test_subject_tags_go_and_the_mail_keeps_its_bytes(pristine, tmp_path):
+    """Issue 21 item 6: a bare ``Subject: [PATCH] x`` header (no mbox From_ line) is titled ``x``, and a
+    format-patch mail keeps the blank line git writes after its signature."""
+    rel = candidates(pristine)[13]
+    text = (pristine / "vllm" / rel).read_text()
+    diff = udiff(rel, text, insert_after(text, 9, "# bare"))
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "bare.patch").write_text(
+        f"From: Ada Fork <ada@example.org>\nSubject: [PATCH v2 1/3] Keep the fork's knob\n\nWhy.\n---\n{diff}")
+    mailed = mail("7" * 40, "Mailed fix", "Body.", udiff(rel, text, insert_after(text, 30, "# mailed")))
+    assert mailed.endswith("-- \n2.43.0\n\n")
+    (tmp_path / "q").mkdir()
+    (tmp_path / "q" / "0001-mailed-fix.patch").write_text(mailed)
+    result = import_series([str(tmp_path / "p"), str(tmp_path / "q")], tmp_path / "out", [VERSION])
+    assert [p.title for p in result.patches] == ["Keep the fork's knob", "Mailed fix"]
+    copy = (tmp_path / "out" / "recipes" / "mailed-fix" / "0001-mailed-fix.patch").read_text()
+    assert copy.endswith(mailed[mailed.index("diff --git"):])  # the diff, its signature and the blank line after

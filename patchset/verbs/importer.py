@@ -48,6 +48,9 @@ SUBJECT_PR = re.compile(r"\(#(\d+)\)\s*$")  # upstream vLLM's squash-merge subje
 CHERRY = re.compile(r"cherry[- ]picked from commit ([0-9a-f]{7,40})")
 COMMIT_URL = re.compile(r"vllm-project/vllm/commit/([0-9a-f]{7,40})")
 PATCH_NAME = re.compile(r"\.(patch|diff)(\.gz)?$")
+DISABLED_ENTRY = re.compile(r"#\s*(\S+)(?:\s+-p\d+)?\s*")  # "# name.patch" or "#name.patch -p1", nothing else
+SUBJECT_TAGS = re.compile(r"^(\[[^\]]*PATCH[^\]]*\]\s*)+")  # "[PATCH] ", "[PATCH v2 3/7] "
+SIGNATURE_END = re.compile(rb"\n-- \n[^\n]*\n\n\Z")  # git format-patch ends a mail "-- \n2.43.0\n\n"
 
 
 class SeriesImportError(PatchsetError):
@@ -195,9 +198,10 @@ def read_series(path: Path) -> list[Entry]:
         line = raw.strip()
         where = f"{path}:{n}"
         if line.startswith("#"):
-            name = line[1:].strip().split(" ", 1)[0]
-            if name and PATCH_NAME.search(name) and (base / name).is_file():
-                out.append(Entry(name, where, disabled=True))
+            # Only a comment that is nothing but an entry is one switched off: prose that names a patch is not.
+            m = DISABLED_ENTRY.fullmatch(line)
+            if m and PATCH_NAME.search(m.group(1)) and (base / m.group(1)).is_file():
+                out.append(Entry(m.group(1), where, disabled=True))
             continue
         line = re.split(r"\s+#", line, maxsplit=1)[0].strip()
         if not line:
@@ -215,7 +219,8 @@ def read_series(path: Path) -> list[Entry]:
         for e in read_file(base / name, where):
             e.strip = strip
             out.append(e)
-    return out
+    active = {e.name for e in out if not e.disabled}
+    return [e for e in out if not (e.disabled and e.name in active)]  # the entry is on further down
 
 
 def read_dir(path: Path) -> tuple[list[Entry], str]:
@@ -249,7 +254,9 @@ def read_mails(data: bytes, name: str, where: str) -> list[Entry]:
     out = []
     for k, (a, b) in enumerate(zip(starts, starts[1:], strict=False)):
         msg = b"".join(lines[a:b])
-        if msg.endswith(b"\n\n"):  # the blank line before the next From_ line is the mbox's, not the diff's
+        # The blank line before the next From_ line is the mbox's, not the diff's; but git format-patch
+        # writes one after its signature itself, in every mail, and the recipe keeps the mail's bytes.
+        if msg.endswith(b"\n\n") and not SIGNATURE_END.search(msg):
             msg = msg[:-1]
         mail = _mail(msg, f"{where} (mail {k + 1})")
         label = name if len(starts) == 2 and PATCH_NAME.search(name) else mail["subject"]
@@ -264,7 +271,7 @@ def _mail(msg: bytes, where: str) -> dict[str, str]:
     cte = str(parsed.get("Content-Transfer-Encoding", "")).lower()
     if cte in ("base64", "quoted-printable"):
         raise SeriesImportError(f"{where}: the mail is {cte}-encoded", hint="re-create it with git format-patch")
-    subject = re.sub(r"^(\[[^\]]*PATCH[^\]]*\]\s*)+", "", " ".join(str(parsed.get("Subject", "")).split()))
+    subject = SUBJECT_TAGS.sub("", " ".join(str(parsed.get("Subject", "")).split()))
     date = ""
     if parsed.get("Date"):
         try:
@@ -404,7 +411,7 @@ def _title(e: Entry, text: str, pid: str) -> str:
     fields = parse_dep3(text)
     for key in ("Subject", "Description"):
         if fields.get(key):
-            return fields[key].splitlines()[0][:120]
+            return SUBJECT_TAGS.sub("", fields[key].splitlines()[0])[:120] or pid
     for ln in text.splitlines():
         ln = ln.strip().lstrip("#").strip()
         if ln and not ln.startswith(("From ", "Index:")):
