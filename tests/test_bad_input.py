@@ -108,6 +108,10 @@ PATCH_CASES = {
     "hunk-too-long": GOOD_PATCH.replace("+line10 = 10 - 1\n", "+line10 = 10 - 1\n+extra = 1\n"),
     "binary": GOOD_PATCH + "diff --git a/vllm/x.bin b/vllm/x.bin\nGIT binary patch\nliteral 1\nIcmZp00001\n",
     "leaves-the-tree": GOOD_PATCH.replace("a/vllm/sched.py", "a/../../etc/passwd"),
+    # a plain (not git) diff edits the file its +++ line names; GNU patch and git apply take it. Refused all
+    # the same: a patch that names a path outside the tree is not one to carry (issue 21)
+    "old-path-leaves-the-tree": GOOD_PATCH.replace(f"diff --git a/{MOD} b/{MOD}\n", "")
+                                          .replace(f"--- a/{MOD}", "--- a/../../etc/passwd"),
     "too-few-components": GOOD_PATCH.replace("a/vllm/sched.py", "sched.py").replace("b/vllm/sched.py", "sched.py"),
     "line-without-prefix": GOOD_PATCH.replace(" line8 = 8\n", "line8 = 8\n"),
     # found by a mutated fork patch (issue 26): opening such a path failed with ENAMETOOLONG, exit 3
@@ -220,7 +224,14 @@ def test_malformed_manifests_are_refused_with_file_and_line(project, capsys, nam
 def test_malformed_patch_files_are_refused_with_file_and_line(project, capsys, name):
     (project / "project" / "recipes" / "fix" / "fix.patch").write_text(PATCH_CASES[name])
     # a file with no diff at all is wrong as a whole: it is named without a line
-    refused(project, capsys, ["validate"], r"^recipes/fix/fix\.patch: " if name == "no-diff" else "^" + AT_PATCH)
+    at = r"recipes/fix/fix\.patch: " if name == "no-diff" else AT_PATCH
+    refused(project, capsys, ["validate"], "^" + at)
+    # check and apply too: bad input (exit 2), not "a fix is missing" (exit 1), and the patch is named
+    refused(project, capsys, ["check", *SRC], ": error: " + at + "patch fix: ")
+    error = refused(project, capsys, ["check", *SRC, "--format", "json"], at)
+    assert error is not None and error["file"] == "recipes/fix/fix.patch" and error["message"].startswith("patch fix: ")
+    assert (error["line"] is None) == (name == "no-diff")
+    refused(project, capsys, ["apply", "--vllm", "0.29.0", "trees/0.29.0"], ": error: " + at + "patch fix: ")
 
 
 @pytest.mark.parametrize("name", sorted(ARG_CASES))

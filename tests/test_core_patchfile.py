@@ -45,6 +45,19 @@ def test_paths_leaving_the_tree_are_refused():
         parse(udiff("vllm/../../x.py", "x\n", "y\n"))
 
 
+def test_an_old_path_leaving_the_tree_is_refused_though_a_plain_diff_edits_the_new_one():
+    """Issue 21: ``--- a/../../etc/x`` over ``+++ b/vllm/x.py``. A plain diff edits the +++ file (GNU patch
+    and git apply both take it), so the old name used to go unread; it is refused like a new one."""
+    body = "@@ -1 +1 @@\n-x\n+y\n"
+    with pytest.raises(PatchFileError, match=r"^recipes/x\.patch:1: path 'a/\.\./\.\./etc/x' leaves the tree"):
+        parse("--- a/../../etc/x\n+++ b/vllm/x.py\n" + body)
+    with pytest.raises(PatchFileError, match=r"^recipes/x\.patch:1: path '/etc/x' leaves the tree"):
+        parse("--- /etc/x\n+++ vllm/x.py\n" + body, strip=0)
+    # what stays allowed: an old name that is only another name inside the tree, or too short to strip
+    assert parse("--- a/vllm/x.py.orig\n+++ b/vllm/x.py\n" + body).touched == ["vllm/x.py"]
+    assert parse("--- x.py.orig\n+++ b/vllm/x.py\n" + body).touched == ["vllm/x.py"]
+
+
 def test_binary_patches_are_refused_with_their_line():
     text = "diff --git a/w.bin b/w.bin\nindex 1..2 100644\nGIT binary patch\nliteral 3\nabc\n"
     with pytest.raises(PatchFileError) as e:

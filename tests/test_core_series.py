@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import git
+import pytest
 from helpers import udiff, write_manifest, write_patch
 
 from patchset.core.manifest_load import load_manifest
 from patchset.core.series import evaluate_release
+from patchset.errors import PatchFileError
 from patchset.sources.git import GitSource
 from patchset.sources.local import DirSource
 
@@ -132,14 +133,15 @@ def test_probe_that_cannot_see_the_fix_is_warned_about(tmp_path):
     assert any("probe does not hold after applying" in w for w in r.warnings)
 
 
-def test_a_malformed_patch_file_fails_that_patch_naming_file_and_line(tmp_path):
+def test_a_malformed_patch_file_is_bad_input_naming_file_line_and_patch(tmp_path):
+    # not "failed": that is a finding about the release (exit 1), and CI would read "a fix is missing"
     m = load_manifest(project(tmp_path))
     broken = tmp_path / "recipes/first/fix.patch"
     broken.write_text(broken.read_text() + "+one line too many\n")
-    r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))
-    assert statuses(r) == {"first": "failed", "second": "blocked"}
-    assert re.search(r"recipes/first/fix\.patch:\d+: ", r.patch("first").message)
-    assert "more lines than its header" in r.patch("first").message
+    with pytest.raises(PatchFileError, match=r"recipes/first/fix\.patch:\d+: patch first: .*more lines than its "
+                       r"header") as caught:
+        evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))
+    assert caught.value.exit_code == 2 and caught.value.patch == "first"
 
 
 # --- issue 7: missing paths, partly upstream, modes --------------------------------------------------

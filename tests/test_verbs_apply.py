@@ -12,6 +12,7 @@ import pytest
 from helpers import udiff, write_manifest, write_patch
 
 from patchset.core.manifest_load import load_manifest
+from patchset.errors import PatchFileError
 from patchset.verbs.apply import ApplyError, apply_series
 
 MOD = "vllm/core/sched.py"
@@ -228,9 +229,10 @@ def test_a_symlink_is_refused_and_nothing_written(tmp_path):
     before = snapshot(root)
     link = ("diff --git a/vllm/link b/vllm/link\nnew file mode 120000\n--- /dev/null\n+++ b/vllm/link\n"
             "@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n")
-    with pytest.raises(ApplyError, match="symlink"):
+    # the patch file itself is refused (bad input, exit 2), before anything is evaluated or written
+    with pytest.raises(PatchFileError, match=r"\.patch:\d+: patch \S+: symlinks \(mode 120000\)") as caught:
         apply_series(load_manifest(with_patch(tmp_path, link)), "0.29.0", root)
-    assert snapshot(root) == before
+    assert caught.value.exit_code == 2 and snapshot(root) == before
 
 
 def test_a_stray_tests_folder_in_site_packages_is_left_out(tmp_path):

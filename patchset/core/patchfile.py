@@ -452,7 +452,10 @@ class _Reader:
                      (s.plus if s.plus != DEV_NULL else None, self.strip, s.plus_line or s.line),
                      (s.git_new, self.strip, s.line))
         if not s.git and old and new:
-            old = new  # only git diffs rename: "--- a/x.py.orig +++ b/x.py" edits x.py
+            # Only git diffs rename: "--- a/x.py.orig +++ b/x.py" edits x.py. The old name is not used, but
+            # one that leaves the tree is refused like a new one (a patch naming ../../etc is not a backport).
+            _refuse_escape(old[0].decode("utf-8", errors="surrogateescape"), old[1], self.root, self.name, s.line)
+            old = new
         if (old is None and not created) or (new is None and not deleted):
             raise self.error("cannot tell which file this diff changes", s.line,
                              "expected '--- a/PATH' and '+++ b/PATH' lines")
@@ -575,16 +578,28 @@ def _normalise(raw: str, strip: int, root: str, name: str, line: int) -> str:
     if len(parts) <= strip:
         raise PatchFileError(f"path {raw!r} has fewer than {strip + 1} components", file=name, line=line,
                              hint="check the manifest's strip setting")
-    rel = "/".join(parts[strip:])
-    if root:
-        rel = root.rstrip("/") + "/" + rel
+    _refuse_escape(raw, strip, root, name, line)
+    return posixpath.normpath(_stripped(path, strip, root))
+
+
+def _stripped(path: str, strip: int, root: str) -> str:
+    rel = "/".join(path.split("/")[strip:])
+    return root.rstrip("/") + "/" + rel if root else rel
+
+
+def _refuse_escape(raw: str, strip: int, root: str, name: str, line: int) -> None:
+    """Refuse a path that leaves the tree once ``strip`` components are dropped (a name with fewer
+    components than that is not refused here: :func:`_normalise` says so where the name is used)."""
+    path = raw.strip()
+    if len(path.split("/")) <= strip:
+        return
+    rel = _stripped(path, strip, root)
     norm = posixpath.normpath(rel)
     _refuse_unwritable(raw, norm, name, line)
     if path.startswith("/") and strip == 0 or norm.startswith(("../", "/")) or norm == ".." or "/../" in rel \
             or rel.startswith("../"):
         raise PatchFileError(f"path {raw!r} leaves the tree", file=name, line=line,
                              hint="patch paths must stay inside the vLLM tree")
-    return norm
 
 
 #: The longest file name (one path component) and path, in bytes, that Linux file systems take

@@ -27,7 +27,7 @@ from patchset.core import engine
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.patchfile import FilePatch, PatchFile
 from patchset.core.words import Word
-from patchset.errors import PatchsetError
+from patchset.errors import PatchFileError, PatchsetError
 from patchset.sources import Source
 
 
@@ -123,11 +123,27 @@ def load_patches(manifest: Manifest, version: str, exclude: frozenset[str] = fro
     return loaded, load_errors
 
 
+def refuse_unusable(load_errors: dict[str, PatchsetError]) -> None:
+    """Raise the first patch file that cannot be used (malformed, unreadable, a path leaving the tree).
+
+    That is bad input (exit 2, as ``validate`` says), not a finding about the release: reporting it as
+    the patch ``failed`` made CI read "a fix is missing". A release the manifest gives no file for is
+    not raised here: that is a verdict on the release (``next``, ``port``), not a broken file.
+    """
+    for pid, error in load_errors.items():
+        if isinstance(error, PatchFileError):
+            if error.patch:
+                raise error
+            raise PatchFileError(error.message, file=error.file, line=error.line, patch=pid, hunk=error.hunk,
+                                 hint=error.hint) from error
+
+
 def evaluate_release(manifest: Manifest, version: str, source: Source,
                      exclude: frozenset[str] = frozenset(), loads: Loads | None = None) -> ReleaseResult:
     """Apply the manifest's series for ``version`` to ``source`` in memory, minus ``exclude``.
     ``loads``: the patch files already read in this run (:data:`Loads`), filled as they are read."""
     loaded, load_errors = load_patches(manifest, version, exclude, loads)
+    refuse_unusable(load_errors)
     paths = paths_to_read(manifest, loaded)
     wanted = [path for path in paths if source.covers(path)]
     if hasattr(source, "prefetch"):  # a remote source fetches them together, not one round trip each
