@@ -263,14 +263,13 @@ def test_a_real_process_exits_2_with_one_line(project):
 def test_check_names_an_unopenable_patch_path_instead_of_crashing(project, capsys, name):
     """Issue 26: `check` read such a path from the tree and died with OSError (ENAMETOOLONG), exit 3.
 
-    Whether `check` says 1 or 2 for a malformed patch is issue 21's rule; here it must be neither an internal
-    error nor silent: the patch file and the line of the path are named.
+    A malformed patch is bad input (issue 21): exit 2, the patch file, the line of the path and the patch named.
     """
     (project / "project" / "recipes" / "fix" / "fix.patch").write_text(PATCH_CASES[name])
     capsys.readouterr()
     code = main(["check", *SRC])
     out, err = capsys.readouterr()
-    assert code != 3 and "internal error" not in err, err
+    assert code == 2 and "internal error" not in err, err
     line = PATCH_CASES[name].splitlines().index(next(x for x in PATCH_CASES[name].splitlines()
                                                      if x.startswith("+++ "))) + 1
-    assert f"recipes/fix/fix.patch:{line}: path " in out + err, out + err
+    assert f"recipes/fix/fix.patch:{line}: patch fix: path " in out + err, out + err
