@@ -59,3 +59,75 @@ def test_an_index_in_the_environment_starts_no_child_for_it(fresh_pip, monkeypat
     index.start_pip_queries()
     assert not index._started
     assert index.index_url() == "http://127.0.0.1:9/simple/"
+
+
+# --- choosing a release's wheel by compatible tags --------------------------------------------------
+
+
+def _files(*names: str) -> list[index.IndexFile]:
+    return [index.IndexFile(n, f"http://index.invalid/{n}", "ab" * 32) for n in names]
+
+
+def _linux_x86_64(python=(3, 11), glibc_minor=28):
+    from packaging import tags
+
+    platforms = index._manylinux(glibc_minor, "x86_64")
+    return [*tags.cpython_tags(python, platforms=platforms), *tags.compatible_tags(python, platforms=platforms)]
+
+
+#: What the index lists for these releases (names as they are there).
+RELEASES = _files(
+    "vllm-0.9.0-cp38-abi3-manylinux1_x86_64.whl", "vllm-0.9.0.tar.gz",
+    "vllm-0.21.0-1-cp38-abi3-manylinux_2_24_x86_64.whl", "vllm-0.21.0-cp38-abi3-manylinux_2_24_x86_64.whl",
+    "vllm-0.21.0-cp38-abi3-manylinux_2_24_aarch64.whl", "vllm-0.21.0.tar.gz",
+    "vllm-0.29.0-cp38-abi3-manylinux_2_28_aarch64.whl", "vllm-0.29.0-cp38-abi3-manylinux_2_28_x86_64.whl",
+    "vllm-0.29.0.tar.gz")
+
+
+@pytest.mark.parametrize("version,expected", [
+    ("0.9.0", "vllm-0.9.0-cp38-abi3-manylinux1_x86_64.whl"),  # no manylinux_2_28 wheel before 0.22
+    ("0.21.0", "vllm-0.21.0-1-cp38-abi3-manylinux_2_24_x86_64.whl"),  # the higher build tag, as pip takes it
+    ("0.29.0", "vllm-0.29.0-cp38-abi3-manylinux_2_28_x86_64.whl"),
+])
+def test_a_release_s_wheel_is_the_one_this_platform_accepts(version, expected):
+    assert index.choose_wheel(RELEASES, "vllm", version, _linux_x86_64()).filename == expected
+
+
+def test_the_most_specific_tag_wins_and_a_pure_wheel_is_the_last_resort():
+    both = _files("x-1.0-py3-none-any.whl", "x-1.0-cp38-abi3-manylinux1_x86_64.whl",
+                  "x-1.0-cp38-abi3-manylinux_2_28_x86_64.whl", "x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl")
+    assert index.choose_wheel(both, "x", "1.0", _linux_x86_64()).filename == \
+        "x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    assert index.choose_wheel(both[:3], "x", "1.0", _linux_x86_64()).filename == \
+        "x-1.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+    assert index.choose_wheel(both[:2], "x", "1.0", _linux_x86_64(glibc_minor=17)).filename == \
+        "x-1.0-cp38-abi3-manylinux1_x86_64.whl"
+    assert index.choose_wheel(both[:1], "x", "1.0", _linux_x86_64()).filename == "x-1.0-py3-none-any.whl"
+
+
+def test_no_fitting_wheel_is_refused_listing_what_the_index_has():
+    too_old = _linux_x86_64(glibc_minor=17)  # a manylinux2014 machine: 0.29.0 needs glibc 2.28
+    with pytest.raises(index.SourceError) as e:
+        index.choose_wheel(RELEASES, "vllm", "0.29.0", too_old)
+    assert e.value.exit_code == 2 and "\n" not in str(e.value)
+    assert "vllm 0.29.0 has no wheel for this platform (cp311, manylinux_2_17_x86_64 down to manylinux1_x86_64" \
+        in e.value.message
+    assert e.value.message.endswith("it has: vllm-0.29.0-cp38-abi3-manylinux_2_28_aarch64.whl, "
+                                    "vllm-0.29.0-cp38-abi3-manylinux_2_28_x86_64.whl, vllm-0.29.0.tar.gz")
+    with pytest.raises(index.SourceError, match="it has: no file of that release at all"):
+        index.choose_wheel(RELEASES, "vllm", "0.9.1", _linux_x86_64())
+
+
+def test_the_cache_key_names_what_decides_the_choice():
+    assert index.wheel_kind((3, 12)).startswith("wheel-cp312-")
+    assert index.wheel_kind((3, 11)) != index.wheel_kind((3, 12))
+
+
+@pytest.mark.network
+def test_the_real_index_gives_0_9_0_its_manylinux1_wheel(tmp_path):
+    from patchset.cache import Cache
+    from patchset.sources import open_source
+
+    src = open_source("wheel", "0.9.0", cache=Cache(tmp_path))
+    assert src.identity.startswith("wheel:vllm-0.9.0-cp38-abi3-manylinux1_x86_64.whl@sha256:")
+    assert b"reshape_and_cache" in (src.read("vllm/_custom_ops.py") or b"")

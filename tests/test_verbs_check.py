@@ -140,3 +140,52 @@ def test_without_files_the_reports_are_the_same(report):
     assert any(t.files for t in report.targets)
     for fmt in ("json", "junit", "table"):
         assert render.RENDERERS[fmt](lean) == render.RENDERERS[fmt](report), fmt
+
+
+# --- a fork's repository-layout series on 0.9.0: files beside the package, a manylinux1 wheel -------
+
+
+@pytest.fixture(scope="module")
+def fork090(tmp_path_factory) -> Path:
+    from fork090 import VERSION, write_series
+
+    return write_series(tmp_path_factory.mktemp("fork090"), open_source("pypi", VERSION).root)
+
+
+def _check_json(capsys, manifest: Path, *source: str) -> tuple[int, dict]:
+    import json
+
+    from patchset.cli import main
+
+    code = main(["check", "--vllm", "0.9.0", "--manifest", str(manifest), *source, "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_a_repo_layout_series_on_0_9_0_checks_every_hunk_on_the_sdist(fork090, capsys):
+    code, doc = _check_json(capsys, fork090, "--source", "pypi")
+    (target,) = doc["targets"]
+    assert code == 0 and target["source"].startswith("sdist:vllm-0.9.0.tar.gz@")
+    assert {p["id"]: p["status"] for p in target["patches"]} == dict.fromkeys(
+        ("kernel-guard", "deps-regex", "sched-comment", "config-test"), "applies")
+    assert {h["status"] for p in target["patches"] for h in p["hunks"]} == {"exact"}
+    assert not any("skipped_files" in p for p in target["patches"])
+
+
+@pytest.mark.slow  # the first run reads the 0.9.0 wheel's central directory (377 MB wheel, by range)
+def test_the_same_series_checks_on_the_0_9_0_wheel_its_hunks_beside_the_package_not_in_tree(fork090, capsys):
+    from fork090 import CONFIG_TEST, DOCKERFILE, KERNEL, OPS, REQS, SCHED, SCHED_TEST, WHEEL
+
+    code, doc = _check_json(capsys, fork090, "--source", "wheel")
+    (target,) = doc["targets"]
+    assert code == 0 and target["ok"]
+    assert target["source"].startswith(f"wheel:{WHEEL}@sha256:")  # manylinux1: no manylinux_2_28 wheel for 0.9.0
+    patches = {p["id"]: p for p in target["patches"]}
+    assert {pid: p["status"] for pid, p in patches.items()} == {
+        "kernel-guard": "applies", "deps-regex": "not-in-tree", "sched-comment": "applies",
+        "config-test": "not-in-tree"}
+    hunks = {(h["file"], h["status"]) for p in patches.values() for h in p["hunks"]}
+    assert hunks == {(KERNEL, "not-in-tree"), (OPS, "exact"), (REQS, "not-in-tree"), (DOCKERFILE, "not-in-tree"),
+                     (SCHED, "exact"), (SCHED_TEST, "not-in-tree"), (CONFIG_TEST, "not-in-tree")}
+    assert patches["deps-regex"]["skipped_files"] == [DOCKERFILE, REQS] and patches["deps-regex"]["tree"] == "wheel"
+    assert "nothing of it is in this wheel" in patches["config-test"]["message"]
+    assert all("typo" not in (p.get("message") or "") for p in patches.values())  # was: failed, "(a typo, ...)"
