@@ -286,3 +286,44 @@ def test_a_tree_that_does_not_say_its_release_is_applied_with_a_warning(tmp_path
     (said / "vllm" / "_version.py").write_text("__version__ = version = '0.29.0'\n")
     report = apply_series(manifest, "0.29.0", said)
     assert report.result is not None and not report.result.warnings
+
+
+@pytest.mark.network
+def test_site_packages_of_0_9_0_gets_the_package_part_and_names_what_it_left_out(tmp_path, capsys):
+    """A real fork-shaped series (requirements/, docker/, csrc/, tests/ hunks) onto the real 0.9.0 files."""
+    from fork090 import CONFIG_TEST, DOCKERFILE, KERNEL, OPS, REQS, SCHED, SCHED_TEST, VERSION, write_series
+
+    from patchset.cli import main
+    from patchset.core import provenance
+    from patchset.sources import open_source
+
+    manifest = write_series(tmp_path / "project", open_source("pypi", VERSION).root)
+    wheel = open_source("wheel", VERSION)  # the files as site-packages holds them: the wheel's own
+    site = tmp_path / "site-packages"
+    for path in ("vllm/__init__.py", OPS, SCHED):
+        (site / path).parent.mkdir(parents=True, exist_ok=True)
+        (site / path).write_bytes(wheel.read(path) or b"")
+    meta = site / f"vllm-{VERSION}.dist-info" / "METADATA"
+    meta.parent.mkdir()
+    meta.write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {VERSION}\n")
+    pristine = {p: (site / p).read_bytes() for p in (OPS, SCHED)}
+
+    assert main(["apply", "--vllm", VERSION, str(site), "--manifest", str(manifest)]) == 0
+    out = capsys.readouterr().out
+    left = [CONFIG_TEST, KERNEL, DOCKERFILE, REQS, SCHED_TEST]
+    assert f"not in this site-packages (left out): {', '.join(sorted(left))}" in out
+    assert f"compiled code left out (only a build of vLLM carries it): {KERNEL}" in out
+    assert "left out 5 files this site-packages cannot hold" in out
+    assert b"# the kernel skips padding slots" in (site / OPS).read_bytes() != pristine[OPS]
+    assert b"# a fork caps running requests" in (site / SCHED).read_bytes() != pristine[SCHED]
+    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file() and "__pycache__" not in
+                  p.parts and p.suffix != ".json") == sorted(["vllm/__init__.py", OPS, SCHED,
+                                                              f"vllm-{VERSION}.dist-info/METADATA"])
+
+    record = provenance.loads((site / provenance.PROVENANCE_PATH).read_bytes())
+    assert record["left_out"] == {"tree": "site-packages", "files": sorted(left)}
+    entries = {p["id"]: p for p in record["patches"]}
+    assert entries["kernel-guard"]["status"] == "applies" and entries["kernel-guard"]["left_out"] == [KERNEL]
+    assert entries["deps-regex"]["status"] == "not-in-tree"
+    assert entries["deps-regex"]["left_out"] == [DOCKERFILE, REQS]
+    assert set(provenance.carried_ids(record)) == {"sched-comment"}  # the kernel's fix is not carried
