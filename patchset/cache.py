@@ -209,6 +209,76 @@ class Cache:
         return final
 
 
+    def in_use(self, project: str, version: str, record: Path | None = None) -> None:
+        """Say that this process uses ``project`` ``version``'s entries until it exits.
+
+        A shared lock on ``locks/use/PROJECT-VERSION`` (flock, held by an open descriptor for the life
+        of the process, forked children included), which ``patchset cache prune`` must take exclusively
+        before it removes anything of that release: a running check or test never loses a tree under
+        it, and a prune of a release waits for nobody (it skips the release). ``record`` (the
+        release's index entry) gets its modification time set: that is when the release was last used.
+        """
+        path = self.path("locks", "use", f"{project}-{version}")
+        if str(path) not in _HELD:
+            with contextlib.suppress(OSError, ImportError):  # no lock (read-only cache, no fcntl): no prune safety
+                import fcntl
+
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666 & ~umask())
+                fcntl.flock(fd, fcntl.LOCK_SH)  # waits while a prune removes this release
+                _HELD[str(path)] = fd
+        if record is not None:
+            with contextlib.suppress(OSError):
+                os.utime(record)
+
+    @contextlib.contextmanager
+    def claim(self, project: str, version: str) -> Iterator[bool]:
+        """Whether nobody uses ``project`` ``version`` now; while True, nobody starts to (see :meth:`in_use`)."""
+        import fcntl
+
+        path = self.path("locks", "use", f"{project}-{version}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666 & ~umask())
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    @contextlib.contextmanager
+    def claim_entry(self, *parts: str) -> Iterator[bool]:
+        """Whether nobody is filling the entry ``parts`` now (its fill lock, not waited for)."""
+        from filelock import FileLock, Timeout
+
+        lock_path = self.path("locks", *parts)
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(lock_path) + ".lock", mode=0o666 & ~umask())
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            lock.release()
+
+
+#: Releases this process uses: the path of its use lock -> the descriptor holding the shared lock.
+_HELD: dict[str, int] = {}
+
+
+def release_uses() -> None:
+    """Stop saying this process uses the releases it used (a long-lived process between two jobs)."""
+    while _HELD:
+        with contextlib.suppress(OSError):
+            os.close(_HELD.popitem()[1])
+
+
 def _clear_parts(final: Path) -> None:
     """Remove what an interrupted fill of ``final`` left behind; the caller holds ``final``'s lock."""
     import shutil

@@ -75,6 +75,12 @@ VERBS: dict[str, Verb] = {
         "Audit IMAGE's files and print a CycloneDX 1.6 document whose vLLM component lists, under "
         "pedigree.patches, every fix the audit found carried (backport, the diff, the upstream PR it resolves). "
         "Missing or tampered fixes are never listed as carried.", "patchset sbom fork/vllm:0.29.0 > sbom.cdx.json"),
+    "cache": Verb(
+        "cache", "what the cache holds (size per kind and release) and pruning what is no longer used",
+        "info lists the cache ($PATCHSET_CACHE, default ~/.cache/patchset) by kind and release with sizes; prune "
+        "--keep N removes every release but the N most recently used, --older-than DAYS those not used for DAYS "
+        "days. A release a running patchset uses, or an entry being filled, is left alone.",
+        "patchset cache prune --keep 3"),
     "init": Verb(
         "init", "start a fork on patchset: a starter patches.yaml, a pre-commit entry and a CI workflow",
         "Write patches.yaml (the schema modeline, the --vllm targets, no patches yet), a .pre-commit-config.yaml "

@@ -330,6 +330,8 @@ def remembered(cache, kind: str, project: str, version: str, find) -> IndexFile:
     """
     key = f"{canonical_name(project)}-{version}-{kind}.json"
     path = cache.path("index", key)
+    # Every use of a release's files starts here: `patchset cache prune` leaves it alone while we run.
+    cache.in_use(canonical_name(project), version, path)
     try:
         data = json.loads(path.read_text())
         url, _ = http.split_credentials(data["url"])  # an entry written before URLs were kept public
