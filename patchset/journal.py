@@ -110,17 +110,69 @@ class Journal:
         path = package / JOURNAL_NAME / "journal.json"
         try:
             body = json.loads(path.read_bytes())
-            if body.get("schema") != SCHEMA:
-                raise ValueError(f"schema {body.get('schema')!r}")
-            return cls(root, package, body["record"], body["record_sha256"], [_entry(e) for e in body["entries"]],
-                       body["compile"], body["new_dirs"])
-        except (ValueError, KeyError, TypeError) as e:
-            raise JournalError(f"unreadable apply journal: {e}", file=str(path),
+            if not isinstance(body, dict) or body.get("schema") != SCHEMA:
+                raise ValueError(f"schema {body.get('schema') if isinstance(body, dict) else None!r}")
+            entries = body["entries"]
+            if not isinstance(entries, list) or not isinstance(body["new_dirs"], list):
+                raise ValueError("entries and new_dirs must be lists")
+            if (root / _inside(body["record"])).parent != package:
+                raise ValueError(f"the record {body['record']!r:.200} is not a file in the package folder")
+            journal = cls(root, package, body["record"], str(_digest(body["record_sha256"])),
+                          [_entry(e) for e in entries], _bool(body["compile"], "compile"),
+                          [_inside(d) for d in body["new_dirs"]])
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
+            raise JournalError(f"unreadable apply journal: {e!s:.300}", file=str(path),
                                hint="this patchset cannot finish that apply; restore the tree") from e
+        return journal
 
 
-def _entry(body: dict) -> Entry:
-    return Entry(**{k: v for k, v in body.items() if k not in ("staged", "backup")})
+def _entry(body: object) -> Entry:
+    """One entry as this patchset writes it; anything else (a damaged or foreign journal) is a ValueError."""
+    if not isinstance(body, dict) or set(body) - {"staged", "backup"} != _ENTRY_FIELDS:
+        raise ValueError(f"an entry is not one this patchset writes: {str(body)[:200]}")
+    return Entry(_str(body["path"], "path"), _inside(body["local"]), _digest(body["old_sha256"], True),
+                 _digest(body["new_sha256"], True), _mode(body["old_mode"]), _mode(body["new_mode"]))
+
+
+_ENTRY_FIELDS = {"path", "local", "old_sha256", "new_sha256", "old_mode", "new_mode"}
+
+
+def _str(value: object, key: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{key} is {value!r:.80}, not a string")
+    return value
+
+
+def _bool(value: object, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{key} is {value!r:.80}, not true or false")
+    return value
+
+
+def _inside(value: object) -> str:
+    """A path the journal names: relative, inside the tree, no '..' (recovery writes and deletes there)."""
+    path = _str(value, "a path")
+    parts = path.split("/")
+    if not path or path.startswith("/") or "\0" in path or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"{path!r:.200} is not a path inside the tree")
+    return path
+
+
+def _digest(value: object, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    text = _str(value, "a sha256")
+    if len(text) != 64 or text.strip("0123456789abcdef"):
+        raise ValueError(f"{text!r:.80} is not a sha256")
+    return text
+
+
+def _mode(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 0o1000000:
+        raise ValueError(f"mode {value!r:.80} is not a file mode")
+    return value
 
 
 @contextlib.contextmanager

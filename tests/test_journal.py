@@ -102,3 +102,44 @@ def test_the_journal_says_where_every_file_waits(tmp_path):
     assert a["backup"] == f"vllm/.patchset-journal/old/{a['old_sha256']}"
     assert (root / a["staged"]).read_text() == "a = 2\n" and (root / a["backup"]).read_text() == "a = 1\n"
     assert a["old_mode"] == a["new_mode"] == 0o100644
+
+
+# --- found by fuzzing (tests/fuzz, issue 26): a journal cut or damaged anywhere is recovered or refused ---------
+
+
+def _damaged(root, pkg, edit) -> None:
+    plan = interrupted(root, pkg)
+    path = plan.dir / "journal.json"
+    body = json.loads(path.read_bytes())
+    path.write_text(json.dumps(edit(body)))
+
+
+@pytest.mark.parametrize("edit, why", [
+    # a record path outside the package: commit's rename failed with FileNotFoundError (found by the fuzzer)
+    (lambda b: {**b, "record": "ollm/.rec"}, "not a file in the package folder"),
+    (lambda b: {**b, "entries": [{**b["entries"][0], "local": "../outside.py"}]}, "not a path inside the tree"),
+    (lambda b: {**b, "entries": [{**b["entries"][0], "local": "/etc/passwd"}]}, "not a path inside the tree"),
+    (lambda b: {**b, "entries": [{**b["entries"][0], "new_sha256": "zz"}]}, "not a sha256"),
+    (lambda b: {**b, "entries": [{**b["entries"][0], "old_mode": "644"}]}, "not a file mode"),
+    (lambda b: {**b, "entries": [{"path": "x"}]}, "not one this patchset writes"),
+    (lambda b: {**b, "new_dirs": ["../up"]}, "not a path inside the tree"),
+    (lambda b: [b], "schema None"),
+])
+def test_a_damaged_journal_is_refused_naming_it_and_nothing_is_touched(tmp_path, edit, why):
+    root, pkg = tree(tmp_path)
+    _damaged(root, pkg, edit)
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    with pytest.raises(JournalError, match=why) as e:
+        journal.recover(root, pkg)
+    assert e.value.file and e.value.file.endswith("journal.json")
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.parametrize("cut", [0, 1, 50, -2])
+def test_a_journal_cut_anywhere_is_refused_not_a_crash(tmp_path, cut):
+    root, pkg = tree(tmp_path)
+    plan = interrupted(root, pkg)
+    path = plan.dir / "journal.json"
+    path.write_bytes(path.read_bytes()[:cut])
+    with pytest.raises(JournalError, match="unreadable apply journal"):
+        journal.recover(root, pkg)

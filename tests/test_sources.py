@@ -688,3 +688,38 @@ def test_canonical_name_is_packagings(name: str) -> None:
     from patchset.sources import canonical_name
 
     assert canonical_name(name) == canonicalize_name(name)
+
+
+# --- found by fuzzing (tests/fuzz, issue 26): a damaged or oversized sdist is a SourceError, never a crash -------
+
+
+def test_a_damaged_gzip_stream_is_refused_with_the_file(tmp_path):
+    """zlib.error ('invalid distance too far back') escaped _unpack as an internal error."""
+    from patchset.sources.sdist import _unpack
+
+    good = _sdist(tmp_path / "good.tar.gz", [("dir", "vllm-0.29.0", b""),
+                                              ("file", "vllm-0.29.0/vllm/a.py", bytes(range(256)) * 64)]).read_bytes()
+    blob = tmp_path / "vllm-0.29.0.tar.gz"
+    blob.write_bytes(good[:40] + bytes(b ^ 0x55 for b in good[40:80]) + good[80:])
+    (tmp_path / "out").mkdir()
+    with pytest.raises(SourceError) as e:
+        _unpack(blob, tmp_path / "out", blob.name)
+    assert e.value.file == blob.name and "cannot unpack" in e.value.message
+
+
+@pytest.mark.parametrize("size, why", [(300 * 1024 * 1024, "314572800 bytes"), (None, "a sparse file")])
+def test_a_member_larger_than_any_sdist_holds_is_refused_before_unpacking(tmp_path, size, why):
+    """A header may claim any size (or a GNU sparse map): the archive is refused before a byte is written."""
+    import tarfile
+
+    from patchset.sources.sdist import safe_members
+
+    top = tarfile.TarInfo("vllm-0.29.0")
+    top.type = tarfile.DIRTYPE
+    big = tarfile.TarInfo("vllm-0.29.0/vllm/big.py")
+    if size is None:
+        big.type, big.sparse = tarfile.GNUTYPE_SPARSE, [(0, 1)]  # type: ignore[attr-defined]
+    else:
+        big.size = size
+    with pytest.raises(SourceError, match=why):
+        safe_members([top, big], "vllm-0.29.0.tar.gz")

@@ -131,3 +131,37 @@ def test_the_real_index_gives_0_9_0_its_manylinux1_wheel(tmp_path):
     src = open_source("wheel", "0.9.0", cache=Cache(tmp_path))
     assert src.identity.startswith("wheel:vllm-0.9.0-cp38-abi3-manylinux1_x86_64.whl@sha256:")
     assert b"reshape_and_cache" in (src.read("vllm/_custom_ops.py") or b"")
+
+
+# --- found by fuzzing (tests/fuzz, issue 26): an answer that is not a PEP 691 page is refused, naming the URL ----
+
+PAGE = "https://index.invalid/simple/vllm/"
+
+
+@pytest.mark.parametrize("data, why", [
+    (b"[]", "no list of files"),  # list.get: AttributeError before
+    (b'{"files": {"a": 1}}', "no list of files"),
+    (b'{"files": ["vllm-0.29.0.tar.gz"]}', None),  # an entry with no sha256 is left out, as before
+    (b'{"files": [{"filename": 1, "url": "x", "hashes": {"sha256": "ab"}}]}', "not shaped as PEP 691 says"),
+    (b'{"files": [{"filename": "a", "hashes": {"sha256": "ab"}}]}', "not shaped as PEP 691 says"),  # KeyError
+    (b'{"files": [{"filename": "a", "url": "http://[x/", "hashes": {"sha256": "ab"}}]}', "unusable URL"),
+    (b'{"files": [{"filename": "a", "url": "x", "hashes": {"sha256": "ab"}, "size": "big"}]}', "not shaped"),
+    (b"[" * 100_000, "did not answer PEP 691 JSON"),  # RecursionError
+])
+def test_a_project_page_that_is_not_pep_691_is_refused_naming_the_url(data, why):
+    if why is None:
+        assert index.project_page(data, PAGE) == ()
+        return
+    with pytest.raises(index.SourceError, match=why) as e:
+        index.project_page(data, PAGE)
+    assert e.value.file == PAGE
+
+
+def test_a_damaged_remembered_answer_is_asked_for_again(tmp_path):
+    from patchset.cache import Cache
+
+    cache = Cache(tmp_path)
+    found = index.IndexFile("vllm-0.29.0.tar.gz", "https://index.invalid/x.tar.gz", "0" * 64)
+    for damaged in (b"[]", b'"x"', b'{"url": 1, "filename": "f", "sha256": "s"}', b"[" * 100_000):
+        cache.put_bytes(damaged, "index", "vllm-0.29.0-sdist.json")
+        assert index.remembered(cache, "sdist", "vllm", "0.29.0", lambda project, version: found) == found

@@ -108,3 +108,68 @@ def test_members_fetched_together_from_a_misbehaving_server_are_verified(tmp_pat
     assert read == {n: _member(data, n) for n in names}
     assert (src.fallback_reason is not None) is falls_back, src.fallback_reason
     assert len(server.ranges) <= 64
+
+
+# --- found by fuzzing (tests/fuzz, issue 26): a damaged zip is "unverified" (fall back or refuse), never a crash ---
+
+
+def _small_wheel(members: dict[str, bytes]) -> bytearray:
+    import base64
+    import io
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        rows = [f"{n},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}"
+                for n, d in members.items()]
+        for name, data in members.items():
+            z.writestr(name, data)
+        z.writestr("x-1.dist-info/RECORD", "\n".join(rows) + "\n")
+    return bytearray(buf.getvalue())
+
+
+def _central(data: bytearray, name: bytes) -> int:
+    """Where the central directory entry of ``name`` starts."""
+    at = data.index(b"PK\x01\x02")
+    while data[at + 46:at + 46 + len(name)] != name:
+        at = data.index(b"PK\x01\x02", at + 1)
+    return at
+
+
+@pytest.mark.parametrize("damage, why", [
+    ("method", "compression"),  # NotImplementedError from zipfile
+    ("encrypted", "encrypted"),  # RuntimeError from zipfile
+    ("size", "more than any wheel member"),  # a zip bomb's claim, refused before inflating
+])
+def test_a_member_zipfile_cannot_or_must_not_read_is_unverified(damage, why):
+    import io
+    import struct
+
+    data = _small_wheel({"vllm/a.py": b"a = 1\n"})
+    at = _central(data, b"vllm/a.py")
+    if damage == "method":
+        data[at + 10:at + 12] = struct.pack("<H", 77)
+    elif damage == "encrypted":
+        data[at + 8:at + 10] = struct.pack("<H", 1)
+    else:
+        data[at + 24:at + 28] = struct.pack("<I", wheel.MAX_MEMBER + 1)
+    reader = wheel.open_reader(io.BytesIO(bytes(data)), whole=True)
+    with pytest.raises(wheel.Unverified, match=why):
+        reader.read("vllm/a.py")
+
+
+def test_a_record_that_is_not_csv_is_unverified():
+    import io
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("vllm/a.py", b"a = 1\n")
+        z.writestr("x-1.dist-info/RECORD", '"' + "x" * 200_000 + '"\n')  # a field over csv's limit: csv.Error
+    with pytest.raises(wheel.Unverified, match="not CSV"):
+        wheel.open_reader(io.BytesIO(buf.getvalue()), whole=False)
+
+
+def test_a_central_directory_that_is_not_a_zip_is_unverified():
+    import io
+
+    with pytest.raises(wheel.Unverified, match="central directory"):
+        wheel.open_reader(io.BytesIO(b"PK\x05\x06" + b"\xff" * 18), whole=False)

@@ -422,3 +422,59 @@ def test_subject_tags_go_and_the_mail_keeps_its_bytes(pristine, tmp_path):
     assert [p.title for p in result.patches] == ["Keep the fork's knob", "Mailed fix"]
     copy = (tmp_path / "out" / "recipes" / "mailed-fix" / "0001-mailed-fix.patch").read_text()
     assert copy.endswith(mailed[mailed.index("diff --git"):])  # the diff, its signature and the blank line after
+
+
+# --- found by fuzzing (tests/fuzz, issue 26): every reader of import gives entries or a refusal naming the file ---
+
+MAIL_FROM = b"From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001\n"
+
+
+@pytest.mark.parametrize("author", ["a@", "Someone <", ":a@"])
+def test_a_mail_header_the_standard_library_cannot_parse_is_kept_as_written(author):
+    """The library's address parser raises IndexError (AttributeError for some groups) on these From: values,
+    which escaped import as an internal error."""
+    import email
+    import email.policy
+
+    from patchset.verbs.importer import read_mails
+
+    with pytest.raises(IndexError):  # the library's own bug, which the reader must survive
+        str(email.message_from_bytes(f"From: {author}\n\n".encode(), policy=email.policy.default)["From"])
+
+    mail = MAIL_FROM + f"From: {author}\nSubject: [PATCH] Fix it\n\nWhy.\n---\n".encode() + udiff(
+        "vllm/a.py", "x\n", "y\n").encode()
+    (entry,) = read_mails(mail, "fix.patch", "fix.patch")
+    assert entry.mail is not None and entry.mail["author"] == author and entry.mail["subject"] == "Fix it"
+
+
+def test_a_damaged_patch_gz_is_refused_naming_it(tmp_path):
+    """zlib.error ('invalid code lengths set') escaped read_file as an internal error."""
+    from patchset.verbs.importer import SeriesImportError, read_file
+
+    good = gzip.compress(bytes(range(256)) * 64, mtime=0)
+    path = tmp_path / "fix.patch.gz"
+    path.write_bytes(good[:20] + bytes(b ^ 0x55 for b in good[20:60]) + good[60:])
+    with pytest.raises(SeriesImportError, match="cannot gunzip") as e:
+        read_file(path, str(path))
+    assert e.value.file == str(path)
+
+
+def test_a_gzip_bomb_is_refused_before_it_fills_memory(tmp_path):
+    from patchset.verbs import importer
+
+    path = tmp_path / "fix.patch.gz"
+    path.write_bytes(gzip.compress(b"\0" * (importer.MAX_PATCH + 1), compresslevel=1, mtime=0))
+    with pytest.raises(importer.SeriesImportError, match="unpacks to more than 64 MiB") as e:
+        importer.read_file(path, str(path))
+    assert e.value.file == str(path)
+
+
+@pytest.mark.parametrize("name", ["a" * 300 + ".patch", "a\0b.patch"])
+def test_a_series_naming_a_file_no_file_system_holds_is_refused_at_its_line(tmp_path, name):
+    """ENAMETOOLONG (and ValueError for a NUL) escaped read_series when it asked whether the file exists."""
+    from patchset.verbs.importer import SeriesImportError, read_series
+
+    (tmp_path / "series").write_text(f"# {name}\n{name}\n")
+    with pytest.raises(SeriesImportError, match="which does not exist") as e:
+        read_series(tmp_path / "series")
+    assert (e.value.file, e.value.line) == (str(tmp_path / "series"), 2)

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 
 from patchset import __version__
 from patchset.core.digest import sha256
 from patchset.core.manifest import Manifest
 from patchset.core.series import APPLIES, NOT_IN_TREE, ReleaseResult
 from patchset.core.trees import compiled
+from patchset.errors import PatchsetError
 from patchset.sources.local import PROVENANCE_NAME
 
 PROVENANCE_PATH = f"vllm/{PROVENANCE_NAME}"
@@ -89,11 +91,46 @@ def dumps(record: dict) -> bytes:
     return (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
 
 
-def loads(data: bytes) -> dict:
-    record = json.loads(data)
+class RecordError(PatchsetError, ValueError):
+    """A provenance record that is not one patchset wrote (a ValueError too: readers refuse or warn on it)."""
+
+
+def loads(data: bytes, name: str = PROVENANCE_PATH) -> dict:
+    """The record in ``data``, its shape checked: every field a reader uses has the type patchset writes,
+    and every file it names is a path inside the tree (the record is input: a copy, an image layer)."""
+    try:
+        record = json.loads(data)
+    except (ValueError, RecursionError) as e:  # RecursionError: a record nested thousands deep
+        raise RecordError(f"not JSON ({str(e) or type(e).__name__})", file=name) from e
     if not isinstance(record, dict) or record.get("schema") != SCHEMA:
-        raise ValueError("not a patchset provenance record of schema 1")
+        raise RecordError("not a patchset provenance record of schema 1", file=name)
+    for key in ("vllm", "applied_at", "tool", "source", "layout"):
+        _want(record.get(key), (str, type(None)), key, name)
+    _want(record.get("manifest", {}), dict, "manifest", name)
+    _want(record.get("manifest", {}).get("sha256"), (str, type(None)), "manifest.sha256", name)
+    _want(record.get("patches", []), list, "patches", name)
+    for i, p in enumerate(record.get("patches", [])):
+        _want(p, dict, f"patches[{i}]", name)
+        for key in ("id", "status"):
+            _want(p.get(key), str, f"patches[{i}].{key}", name)
+        _want(p.get("sha256", ""), str, f"patches[{i}].sha256", name)
+    _want(record.get("files", {}), dict, "files", name)
+    for path, entry in record.get("files", {}).items():
+        parts = path.split("/")
+        if not path or path.startswith("/") or "\0" in path or any(c in ("", ".", "..") for c in parts):
+            raise RecordError(f"names {path!r}, which is not a path inside the tree", file=name)
+        _want(entry, dict, f"files[{path!r}]", name)
+        for key in ("sha256", "pristine_sha256"):
+            _want(entry.get(key), (str, type(None)), f"files[{path!r}].{key}", name)
+        mode = entry.get("mode")
+        if mode is not None and not (isinstance(mode, str) and re.fullmatch(r"[0-7]{1,7}", mode)):
+            raise RecordError(f"files[{path!r}].mode is {mode!r}, not an octal mode", file=name)
     return record
+
+
+def _want(value: object, kind: type | tuple[type, ...], key: str, name: str) -> None:
+    if not isinstance(value, kind):
+        raise RecordError(f"{key} is {type(value).__name__}, not what patchset writes there", file=name)
 
 
 def carried_ids(record: dict) -> dict[str, str]:

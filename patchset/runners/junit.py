@@ -42,10 +42,10 @@ def read_junit(path: Path) -> tuple[dict[str, NodeResult], str | None]:
         return {}, f"cannot read the JUnit report {path}: {e.strerror}"
     try:
         root = ET.fromstring(data)
-    except ET.ParseError:
+    except (ET.ParseError, LookupError, ValueError):  # LookupError: an encoding in the XML declaration Python lacks
         try:
             root = ET.fromstring(xml_safe(data.decode("utf-8", "replace")).encode("utf-8"))
-        except ET.ParseError as e:
+        except (ET.ParseError, LookupError, ValueError) as e:
             return {}, f"the JUnit report {path.name} is not well-formed XML ({e}): pytest was cut off writing it?"
     return _results(root), None
 
@@ -84,7 +84,7 @@ def _case(case: ET.Element) -> NodeResult:
             break
     if nodeid is None:
         nodeid = _guess_nodeid(case)
-    duration = float(case.get("time") or 0)
+    duration = _seconds(case.get("time"))
     for tag, outcome in (("failure", FAILED), ("error", ERROR), ("skipped", SKIPPED)):
         el = case.find(tag)
         if el is not None:
@@ -97,6 +97,15 @@ def _case(case: ET.Element) -> NodeResult:
             return NodeResult(nodeid, outcome, _one_line(message) or _last_exception(text),
                               text[-DETAIL_CHARS:], duration)
     return NodeResult(nodeid, PASSED, "", "", duration)
+
+
+def _seconds(text: str | None) -> float:
+    """A testcase's ``time``; one that is not a number (a plugin's, a cut file's) counts as 0."""
+    try:
+        value = float(text or 0)
+    except ValueError:
+        return 0.0
+    return value if value == value and abs(value) != float("inf") else 0.0
 
 
 def _guess_nodeid(case: ET.Element) -> str:

@@ -193,17 +193,45 @@ def project_files(project: str, base: str | None = None) -> tuple[IndexFile, ...
     try:
         resp = http.get(url, headers={"Accept": ACCEPT}, credentials=creds)
         http.check(resp, f"cannot list {project} on the package index ({url})")
-        data = resp.json()
+        data = resp.content
     except requests.RequestException as e:
         raise http.error(f"cannot list {project} on the package index ({url})", e, hint) from e
-    except ValueError as e:
-        raise SourceError(f"{http.redact(url)} did not answer PEP 691 JSON ({e})", hint=hint) from e
+    return project_page(data, url)
+
+
+def project_page(data: bytes, url: str) -> tuple[IndexFile, ...]:
+    """The files of a PEP 691 project page; a page that is not one is refused, naming the URL.
+
+    A file entry without a sha256 is left out (nothing could verify it); one that is not shaped as
+    PEP 691 says (a file name, a URL, a size that is a number) refuses the page: it is not an index.
+    """
+    hint = "set PIP_INDEX_URL or PATCHSET_INDEX_URL to a PEP 691 index"
+    where = http.redact(url)
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as e:  # RecursionError: JSON nested thousands deep
+        raise SourceError(f"{where} did not answer PEP 691 JSON ({str(e)[:200] or type(e).__name__})",
+                          file=where, hint=hint) from e
+    files = doc.get("files", []) if isinstance(doc, dict) else None
+    if not isinstance(files, list):
+        raise SourceError(f"{where} did not answer a PEP 691 project page (no list of files)", file=where, hint=hint)
     out = []
-    for f in data.get("files", []):
-        sha = (f.get("hashes") or {}).get("sha256")
-        if sha:
+    for f in files:
+        hashes = f.get("hashes") if isinstance(f, dict) else None
+        sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+        if not sha:
+            continue
+        size = f.get("size")
+        if not (isinstance(sha, str) and isinstance(f.get("filename"), str) and isinstance(f.get("url"), str)
+                and (size is None or (isinstance(size, int) and not isinstance(size, bool) and size >= 0))):
+            raise SourceError(f"{where} lists a file that is not shaped as PEP 691 says: {str(f)[:200]}",
+                              file=where, hint=hint)
+        try:
             file_url, _ = http.split_credentials(urllib.parse.urljoin(url, f["url"]))
-            out.append(IndexFile(f["filename"], file_url, sha, f.get("size")))
+        except ValueError as e:  # urllib refuses some URLs outright (an invalid IPv6 host)
+            raise SourceError(f"{where} lists a file with an unusable URL {f['url'][:200]!r} ({e})",
+                              file=where, hint=hint) from e
+        out.append(IndexFile(f["filename"], file_url, sha, size))
     return tuple(out)
 
 
@@ -333,11 +361,14 @@ def remembered(cache, kind: str, project: str, version: str, find) -> IndexFile:
     # Every use of a release's files starts here: `patchset cache prune` leaves it alone while we run.
     cache.in_use(canonical_name(project), version, path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_bytes())
         url, _ = http.split_credentials(data["url"])  # an entry written before URLs were kept public
-        return IndexFile(data["filename"], url, data["sha256"], data.get("size"))
-    except (OSError, ValueError, KeyError):
-        pass
+        kept = IndexFile(data["filename"], url, data["sha256"], data.get("size"))
+        if all(isinstance(v, str) for v in (kept.filename, kept.url, kept.sha256)) and (
+                kept.size is None or isinstance(kept.size, int)):
+            return kept
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        pass  # a damaged entry (a cut write, another version's shape) is asked for again
     found = find(project, version)
     cache.put_bytes(json.dumps(found.__dict__).encode(), "index", key)
     return found

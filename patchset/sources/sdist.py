@@ -205,6 +205,7 @@ def stream_members(chunks: Iterator[bytes], wanted: set[str],
 
 def _unpack(blob: Path, dest: Path, name: str) -> None:
     import tarfile
+    import zlib
 
     try:
         with tarfile.open(blob, "r:gz") as tar:
@@ -215,8 +216,14 @@ def _unpack(blob: Path, dest: Path, name: str) -> None:
                 tar.extractall(dest, members=keep, filter="data")
             else:
                 tar.extractall(dest, members=keep)  # every member was checked above
-    except (tarfile.TarError, OSError) as e:
-        raise SourceError(f"cannot unpack {name}: {e}") from e
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as e:  # zlib/EOF: a damaged or cut gzip stream
+        raise SourceError(f"cannot unpack {name}: {e}", file=name) from e
+
+
+#: Sizes no vLLM sdist comes near (its largest file is a few MiB, the whole tree about 150 MiB unpacked):
+#: a member or archive beyond them would fill the cache's disk, so the archive is refused before unpacking.
+MAX_MEMBER = 256 * 1024 * 1024
+MAX_TOTAL = 4 * 1024 * 1024 * 1024
 
 
 def safe_members(members: list[tarfile.TarInfo], name: str, prefix: str | None = None) -> list[tarfile.TarInfo]:
@@ -229,14 +236,21 @@ def safe_members(members: list[tarfile.TarInfo], name: str, prefix: str | None =
     if prefix is None:
         prefix = members[0].name.split("/", 1)[0] + "/" if members else ""
     keep = []
+    total = 0
     for m in members:
+        total += m.size
+        if m.size > MAX_MEMBER or total > MAX_TOTAL or m.issparse():
+            what = "a sparse file" if m.issparse() else f"{m.size} bytes" if m.size > MAX_MEMBER else \
+                f"past {MAX_TOTAL} bytes in all"
+            raise SourceError(f"{name}: member {m.name!r} is {what}, more than a vLLM sdist holds; nothing was "
+                              "unpacked", file=name, hint="the sdist is corrupt or malicious; do not use it")
         parts = m.name.split("/")
         if m.name.startswith("/") or ".." in parts or "\\" in m.name or ":" in parts[0]:
-            raise SourceError(f"{name}: member {m.name!r} points outside the archive; nothing was unpacked",
+            raise SourceError(f"{name}: member {m.name!r} points outside the archive; nothing was unpacked", file=name,
                               hint="the sdist is corrupt or malicious; do not use it")
         if not (m.isfile() or m.isdir()):
             raise SourceError(f"{name}: member {m.name!r} is a {_kind(m)}, not a file or folder; nothing was "
-                              f"unpacked", hint="an sdist holds files and folders only")
+                              f"unpacked", file=name, hint="an sdist holds files and folders only")
         if not m.name.startswith(prefix):
             continue
         m.name = m.name[len(prefix):]

@@ -31,15 +31,21 @@ import csv
 import hashlib
 import io
 import re
+import struct
 import time
 import zipfile
 import zlib
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
+from patchset import TYPE_CHECKING
 from patchset.cache import Cache
 from patchset.errors import SourceError
 from patchset.sources import http, index
+
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import IO
 
 BLOCK = 256 * 1024
 #: Bytes read past a member's expected end, for a local extra field longer than the central one.
@@ -118,11 +124,9 @@ class WheelSource:
         if self._reader is None:
             try:
                 ranges = _RangeFile(self.file.url, self.file.size)
-                self._reader = _Reader(zipfile.ZipFile(ranges), whole=False, ranges=ranges)
+                self._reader = open_reader(ranges, whole=False, ranges=ranges)
             except _Unverified as e:
                 self._fall_back(str(e))
-            except (zipfile.BadZipFile, OSError, EOFError) as e:
-                self._fall_back(f"the central directory read by range is unusable ({e})")
         assert self._reader is not None
         return self._reader
 
@@ -148,13 +152,32 @@ class WheelSource:
     def _open_whole(self) -> None:
         blob = self.cache.blob(self.file.sha256, self.file.url)
         try:
-            self._reader = _Reader(zipfile.ZipFile(blob), whole=True)
-        except (zipfile.BadZipFile, OSError, _Unverified) as e:
+            self._reader = open_reader(blob, whole=True)
+        except (OSError, _Unverified) as e:
             raise SourceError(f"cannot read {self.file.filename}: {e}") from e
 
 
 class _Unverified(Exception):
     """Bytes read by range that cannot be trusted (or could not be read)."""
+
+
+Unverified = _Unverified  # what open_reader and _Reader.read raise: the range reader falls back, a whole wheel refuses
+
+
+#: The most a member may hold once inflated: vLLM's largest Python file is well under 1 MiB, its RECORD a few;
+#: a zip bomb's member declares (and zipfile then stops at) far more.
+MAX_MEMBER = 64 * 1024 * 1024
+
+
+def open_reader(file: Path | IO[bytes] | _RangeFile, *, whole: bool,
+                ranges: _RangeFile | None = None) -> _Reader:
+    """The wheel in ``file`` (a whole download, or the remote file read by range), or ``_Unverified``
+    saying why its zip cannot be read: a damaged central directory is never an internal error."""
+    try:
+        return _Reader(zipfile.ZipFile(file), whole=whole, ranges=ranges)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, struct.error,
+            UnicodeDecodeError, NotImplementedError) as e:
+        raise _Unverified(f"the zip's central directory is unusable ({e})") from e
 
 
 class _Reader:
@@ -185,10 +208,15 @@ class _Reader:
 
     def _raw(self, name: str) -> bytes:
         try:
+            size = self.zip.getinfo(name).file_size
+            if size > MAX_MEMBER:
+                raise _Unverified(f"{name} says it holds {size} bytes inflated, more than any wheel member "
+                                  f"patchset reads ({MAX_MEMBER})")
             if self.ranges is not None:
                 self.ranges.prefetch(*_member_span(self.zip.getinfo(name)))
             return self.zip.read(name)  # checks the CRC
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError, zlib.error) as e:
+        except (zipfile.BadZipFile, EOFError, OSError, ValueError, zlib.error, NotImplementedError,
+                RuntimeError) as e:  # NotImplementedError: a compression zipfile lacks; RuntimeError: encrypted
             raise _Unverified(f"{name}: {e}") from e
 
 
@@ -215,9 +243,12 @@ def _coalesced(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def _record_hashes(data: bytes) -> dict[str, str]:
     out = {}
-    for row in csv.reader(io.StringIO(data.decode("utf-8", "replace"))):
-        if len(row) >= 2 and row[1].startswith("sha256="):
-            out[row[0]] = row[1][len("sha256="):]
+    try:
+        for row in csv.reader(io.StringIO(data.decode("utf-8", "replace"))):
+            if len(row) >= 2 and row[1].startswith("sha256="):
+                out[row[0]] = row[1][len("sha256="):]
+    except csv.Error as e:  # a field over csv's limit, a NUL: not a RECORD a wheel tool wrote
+        raise _Unverified(f"the wheel's RECORD is not CSV ({e})") from e
     return out
 
 

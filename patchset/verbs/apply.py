@@ -152,7 +152,7 @@ def _check_version(tree: TargetTree, version: str, allow: bool) -> list[str]:
 def _already(manifest: Manifest, version: str, tree: TargetTree, record_path: Path,
              compile_bytecode: bool) -> ApplyReport:
     try:
-        record = provenance.loads(record_path.read_bytes())
+        record = provenance.loads(record_path.read_bytes(), str(record_path))
     except ValueError as e:
         raise ApplyError(f"unreadable provenance record: {e}", file=str(record_path)) from e
     if record.get("manifest", {}).get("sha256") != manifest.sha256 or record.get("vllm") != version:

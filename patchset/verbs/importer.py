@@ -13,12 +13,16 @@ scratch directory first: on any error nothing is written.
 from __future__ import annotations
 
 import email
+import email.errors
+import email.message
 import email.policy
 import email.utils
 import gzip
+import io
 import re
 import shutil
 import tempfile
+import zlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -51,6 +55,8 @@ PATCH_NAME = re.compile(r"\.(patch|diff)(\.gz)?$")
 DISABLED_ENTRY = re.compile(r"#\s*(\S+)(?:\s+-p\d+)?\s*")  # "# name.patch" or "#name.patch -p1", nothing else
 SUBJECT_TAGS = re.compile(r"^(\[[^\]]*PATCH[^\]]*\]\s*)+")  # "[PATCH] ", "[PATCH v2 3/7] "
 SIGNATURE_END = re.compile(rb"\n-- \n[^\n]*\n\n\Z")  # git format-patch ends a mail "-- \n2.43.0\n\n"
+#: The most a .patch.gz may unpack to: a fork's whole series of ~50 patches is under 1 MiB.
+MAX_PATCH = 64 * 1024 * 1024
 
 
 class SeriesImportError(PatchsetError):
@@ -200,7 +206,7 @@ def read_series(path: Path) -> list[Entry]:
         if line.startswith("#"):
             # Only a comment that is nothing but an entry is one switched off: prose that names a patch is not.
             m = DISABLED_ENTRY.fullmatch(line)
-            if m and PATCH_NAME.search(m.group(1)) and (base / m.group(1)).is_file():
+            if m and PATCH_NAME.search(m.group(1)) and _is_file(base / m.group(1)):
                 out.append(Entry(m.group(1), where, disabled=True))
             continue
         line = re.split(r"\s+#", line, maxsplit=1)[0].strip()
@@ -214,13 +220,21 @@ def read_series(path: Path) -> list[Entry]:
                 raise SeriesImportError(f"option {opt!r} is not supported", file=str(path), line=n,
                                    hint="only -pN: apply reversed patches reversed before importing them")
             strip = int(m.group(1))
-        if not (base / name).is_file():
-            raise SeriesImportError(f"names {name}, which does not exist in {base}", file=str(path), line=n)
+        if not _is_file(base / name):
+            raise SeriesImportError(f"names {name[:200]}, which does not exist in {base}", file=str(path), line=n)
         for e in read_file(base / name, where):
             e.strip = strip
             out.append(e)
     active = {e.name for e in out if not e.disabled}
     return [e for e in out if not (e.disabled and e.name in active)]  # the entry is on further down
+
+
+def _is_file(path: Path) -> bool:
+    """Whether a name a series gives is a file; a name no file system can hold (too long, a NUL) is not one."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # ENAMETOOLONG; ValueError: embedded null byte
+        return False
 
 
 def read_dir(path: Path) -> tuple[list[Entry], str]:
@@ -238,9 +252,13 @@ def read_file(path: Path, where: str) -> list[Entry]:
     data = path.read_bytes()
     if path.suffix == ".gz":
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as e:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+                data = gz.read(MAX_PATCH + 1)  # a gzip bomb stops here, not when memory runs out
+        except (OSError, EOFError, zlib.error) as e:
             raise SeriesImportError(f"cannot gunzip: {e}", file=str(path)) from e
+        if len(data) > MAX_PATCH:
+            raise SeriesImportError(f"unpacks to more than {MAX_PATCH // (1024 * 1024)} MiB, more than any patch "
+                                    "series holds", file=str(path), hint="is it really a patch?")
     name = path.name[:-3] if path.suffix == ".gz" else path.name
     if MBOX_FROM.match(data.split(b"\n", 1)[0]):
         return read_mails(data, name, where)
@@ -268,19 +286,33 @@ def read_mails(data: bytes, name: str, where: str) -> list[Entry]:
 
 def _mail(msg: bytes, where: str) -> dict[str, str]:
     parsed = email.message_from_bytes(msg, policy=email.policy.default)
-    cte = str(parsed.get("Content-Transfer-Encoding", "")).lower()
+    cte = _header(parsed, "Content-Transfer-Encoding").lower()
     if cte in ("base64", "quoted-printable"):
         raise SeriesImportError(f"{where}: the mail is {cte}-encoded", hint="re-create it with git format-patch")
-    subject = SUBJECT_TAGS.sub("", " ".join(str(parsed.get("Subject", "")).split()))
+    subject = SUBJECT_TAGS.sub("", " ".join(_header(parsed, "Subject").split()))
     date = ""
-    if parsed.get("Date"):
+    if _header(parsed, "Date"):
         try:
-            date = email.utils.parsedate_to_datetime(str(parsed["Date"])).date().isoformat()
-        except (TypeError, ValueError):
+            date = email.utils.parsedate_to_datetime(_header(parsed, "Date")).date().isoformat()
+        except (TypeError, ValueError, OverflowError, IndexError):
             date = ""
     head, _, body = msg.partition(b"\n\n")
     message = re.split(rb"^---\s*$", body, maxsplit=1, flags=re.M)[0].decode("utf-8", "replace").strip()
-    return {"author": str(parsed.get("From", "")), "subject": subject, "date": date, "body": message}
+    return {"author": _header(parsed, "From"), "subject": subject, "date": date, "body": message}
+
+
+def _header(parsed: email.message.Message, name: str) -> str:
+    """A mail header as text; decoded where the standard library can, else as it stands in the mail.
+
+    The library's structured header parser fails on some malformed values with errors of its own
+    (an address group without a local part raised AttributeError, found by fuzzing): such a header
+    is still a header, and its raw text is what a person would read.
+    """
+    try:
+        return str(parsed.get(name, ""))
+    except (AttributeError, IndexError, TypeError, ValueError, LookupError, email.errors.MessageError):
+        raw = next((value for key, value in parsed.raw_items() if key.lower() == name.lower()), "")
+        return " ".join(str(raw).split())
 
 
 def read_git(spec: str) -> list[Entry]:
