@@ -91,6 +91,20 @@ def test_a_range_is_written_as_packaging_writes_it(text):
     assert str(Releases(text)) == str(SpecifierSet(text))
 
 
+@given(release, st.lists(st.one_of(plain_range, mixed_range), min_size=1, max_size=3))
+def test_a_union_admits_what_any_of_its_specifiers_admits(version, texts):
+    union = Releases(" || ".join(x or ">=0" for x in texts))
+    assert (version in union) is any(in_range(version, SpecifierSet(x or ">=0")) for x in texts)
+    assert str(union) == " || ".join(str(SpecifierSet(x or ">=0")) for x in texts)
+
+
+def test_a_union_with_an_empty_alternative_is_refused():
+    for bad in ("==0.28.0 ||", "|| ==0.28.0", "==0.28.0 |||| ==0.29.0"):
+        with pytest.raises(InvalidRange, match="empty alternative"):
+            Releases(bad)
+    assert Releases("==0.28.0 || ==0.29.0").alternatives == ["==0.28.0", "==0.29.0"]
+
+
 def test_what_is_no_version_is_refused():
     for bad in (">=banana", "0.29", ">=0.28,,foo", "=>0.28"):
         with pytest.raises(InvalidRange):

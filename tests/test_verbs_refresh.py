@@ -76,14 +76,22 @@ def test_offsets_become_exact_line_numbers_and_the_header_stays(ported):
     manifest, src, _ = ported
     f = manifest.parent / "recipes/carry/vllm-0.28.patch"
     old = f.read_text()
+    before = check(load_manifest(manifest), ["0.28.0"], source=src)
     r = refresh(load_manifest(manifest), "carry", "0.29.0", source=src)
-    assert r.mode == "offsets" and "offsets +5 removed" in r.message and "also serves 0.28.0" in r.message
-    new = f.read_text()
+    assert r.mode == "offsets" and "offsets +5 removed" in r.message
+    # the 0.28 file also serves the target 0.28.0: it stays as it is, 0.29.0 gets a file of its own
+    assert "recipes/carry/vllm-0.28.patch still serves 0.28.0" in r.message
+    assert f.read_text() == old and r.patch == "recipes/carry/vllm-0.29.0.patch"
+    new = (manifest.parent / r.patch).read_text()
     today = datetime.date.today().isoformat()
     assert new.split("\n---\n", 1)[0] == old.split("\n---\n", 1)[0].replace("2026-01-01", today)
     assert re.sub(r"@@ -\d+,\d+ \+\d+,\d+ @@.*", "@@", new.split("\n---\n", 1)[1]) == \
         re.sub(r"@@ -\d+,\d+ \+\d+,\d+ @@", "@@", old.split("\n---\n", 1)[1])
     assert "@@ -17,7 +17,7 @@" in new and "@@ -12,7 +12,7 @@" in old
+    m = load_manifest(manifest)
+    assert m.patch("carry").choice_for("0.29.0").path.name == "vllm-0.29.0.patch"
+    assert m.patch("carry").choice_for("0.28.0").path.name == "vllm-0.28.patch"
+    assert check(m, ["0.28.0"], source=src).targets == before.targets
     again = refresh(load_manifest(manifest), "carry", "0.29.0", source=src)
     assert again.mode == "exact" and again.written == []
 

@@ -114,38 +114,39 @@ def is_release(text: str) -> bool:
     return True
 
 
+#: Separates the alternatives of a union range (``==0.28.0 || ==0.29.0``): PEP 440 has no "or", and a range
+#: widened to one more release must admit exactly that release more (docs/lifecycle.md), which a single
+#: specifier can rarely say. The word is the one npm and Poetry use for the same thing.
+UNION = "||"
+
+
 class Releases:
-    """A release range as the manifest writes it (a PEP 440 specifier; "" admits every release).
+    """A release range as the manifest writes it: a PEP 440 specifier ("" admits every release), or several
+    joined by ``||`` (a release is in the range when any of them admits it).
     Two ranges are equal when they are written alike."""
 
-    __slots__ = ("text", "_clauses")
+    __slots__ = ("text", "_pieces")
 
     def __init__(self, text: str = "") -> None:
         self.text = text
-        self._clauses = _clauses(text)
-        if self._clauses is None:
-            self.specifier  # noqa: B018 -- raises InvalidRange
+        parts = text.split(UNION)
+        if len(parts) > 1 and any(not x.strip() for x in parts):
+            raise InvalidRange(f"{text!r} has an empty alternative around {UNION!r}")
+        self._pieces = [_Piece(x) for x in parts]
 
     @property
-    def specifier(self) -> SpecifierSet:
-        """packaging's SpecifierSet for this range."""
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-        try:
-            return SpecifierSet(self.text)
-        except InvalidSpecifier as e:
-            raise InvalidRange(str(e)) from None
+    def alternatives(self) -> list[str]:
+        """The PEP 440 specifiers joined by ``||``, as written (one for a plain range)."""
+        return [x.text.strip() for x in self._pieces]
 
     def __contains__(self, release: object) -> bool:
         r = release if isinstance(release, Release) else Release(str(release))
-        if self._clauses is None or r._key is None:
-            return in_range(r.text, self.specifier)
-        v = r._key
-        return all(_holds(op, v, w) for op, w in self._clauses)
+        return any(r in x for x in self._pieces)
 
     def __str__(self) -> str:
-        """As packaging writes it (clauses sorted, spaces dropped): ``>=0.28, <0.30`` is ``<0.30,>=0.28``."""
-        return str(self.specifier)
+        """As packaging writes each specifier (clauses sorted, spaces dropped): ``>=0.28, <0.30`` is
+        ``<0.30,>=0.28``."""
+        return f" {UNION} ".join(str(x.specifier) for x in self._pieces)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Releases) and self.text == other.text
@@ -155,6 +156,34 @@ class Releases:
 
     def __repr__(self) -> str:
         return f"Releases({self.text!r})"
+
+
+class _Piece:
+    """One PEP 440 specifier of a range: plain comparisons decided here, anything else by packaging."""
+
+    __slots__ = ("text", "_clauses")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._clauses = _clauses(text)
+        if self._clauses is None:
+            self.specifier  # noqa: B018 -- raises InvalidRange
+
+    @property
+    def specifier(self) -> SpecifierSet:
+        """packaging's SpecifierSet for this specifier."""
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            return SpecifierSet(self.text)
+        except InvalidSpecifier as e:
+            raise InvalidRange(str(e)) from None
+
+    def __contains__(self, r: Release) -> bool:
+        if self._clauses is None or r._key is None:
+            return in_range(r.text, self.specifier)
+        v = r._key
+        return all(_holds(op, v, w) for op, w in self._clauses)
 
 
 def _clauses(text: str) -> list[tuple[str, tuple[int, ...]]] | None:

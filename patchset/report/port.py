@@ -41,14 +41,22 @@ def _changes_text(report: NextReport) -> list[str]:
 def next_table(report: NextReport) -> str:
     if report.vllm is None:
         return "no release on the index is newer than the targets (--pre counts pre-releases)\n"
-    newer = ", ".join(report.newer) or "none"
-    out = [render(table(f"patchset next: vLLM {report.vllm} (newer than the targets: {newer})", NEXT_HEADERS,
+    out = [render(table(f"patchset next: vLLM {report.vllm} ({_standing(report)})", NEXT_HEADERS,
                         _next_rows(report))).rstrip("\n")]
     out += _changes_text(report)
     out += [f"warning: {w}" for w in report.warnings]
     verdict = "every patch carries or is upstream on" if report.ok else "the series needs porting to"
     out.append(f"{verdict} vLLM {report.vllm}" + ("" if report.ok else f": patchset port --to {report.vllm}"))
     return "\n".join(out) + "\n"
+
+
+def _standing(report: NextReport) -> str:
+    """Where the release stands: only one newer than every target is "newer than the targets"."""
+    if report.standing == "target":
+        return "a target already: patchset check shows it as the manifest has it"
+    if report.standing == "older":
+        return "older than the newest target"
+    return f"newer than the targets: {', '.join(report.newer) or 'none'}"
 
 
 def upstream_change_doc(c: UpstreamChange) -> dict:
@@ -67,7 +75,8 @@ def next_patch_doc(p: NextPatch) -> dict:
 
 
 def next_doc(report: NextReport) -> dict:
-    return {"ok": report.ok, "vllm": report.vllm, "newer": report.newer, "source": report.source,
+    return {"ok": report.ok, "vllm": report.vllm, "standing": report.standing, "newer": report.newer,
+            "source": report.source,
             "patches": [next_patch_doc(p) for p in report.patches], "warnings": report.warnings}
 
 
@@ -78,7 +87,7 @@ def next_json(report: NextReport) -> str:
 def next_markdown(report: NextReport) -> str:
     if report.vllm is None:
         return "### patchset next\n\nNo release on the index is newer than the targets.\n"
-    head = f"### patchset next: vLLM {report.vllm}\n\nNewer than the targets: {', '.join(report.newer) or 'none'}\n\n"
+    head = f"### patchset next: vLLM {report.vllm}\n\n{_standing(report).capitalize()}\n\n"
     body = markdown_table(NEXT_HEADERS, _next_rows(report))
     extra = []
     for p in report.patches:

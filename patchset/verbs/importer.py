@@ -572,19 +572,23 @@ def manifest_text(entries: list[Entry], plans: list[Planned], versions: list[str
     out += [f"  {q(v)}: {{}}" for v in versions]
     out.append("patches:")
     todo = iter(plans)
+    # Exactly the releases the series was imported for: a target added later takes a patch in only when a
+    # port decides it carries there (docs/lifecycle.md), never silently through an open range.
+    releases = " || ".join(f"=={v}" for v in versions)
     for e in entries:
         if e.disabled:
             out.append(f"  # disabled in {e.where}: {e.name}")
             continue
-        out += _entry_text(next(todo), layout)
+        out += _entry_text(next(todo), layout, releases)
     return "\n".join(out) + "\n"
 
 
-def _entry_text(p: Planned, layout: tuple[int, str]) -> list[str]:
+def _entry_text(p: Planned, layout: tuple[int, str], releases: str) -> list[str]:
     out = [f"  - id: {p.id}", f"    title: {q(p.title)}", f"    origin: {p.origin}"]
     up = [f"pr: {p.pr}"] * (p.pr is not None) + [f"commit: {p.commit}"] * (p.commit is not None)
     if up:
         out.append(f"    upstream: {{{', '.join(up)}}}")
+    out.append(f"    releases: {q(releases)}")
     out.append(f"    patch: {q(p.file)}")
     if p.strip != layout[0]:
         out.append(f"    strip: {p.strip}")

@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 from patchset.core import engine, series
 from patchset.core.manifest import Manifest, Patch, PatchChoice
 from patchset.core.patchfile import Hunk
-from patchset.core.versions import Releases
+from patchset.core.versions import Release, Releases
 from patchset.core.words import Word
 from patchset.errors import ManifestError, SourceError
 from patchset.sources import Source, index
@@ -76,6 +76,7 @@ class NextReport:
     source: str
     patches: list[NextPatch]
     warnings: list[str] = field(default_factory=list)
+    standing: str = "newer"  # where vllm stands: "newer" than every target, a "target" already, or "older"
 
     @property
     def ok(self) -> bool:
@@ -158,7 +159,15 @@ def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = 
     upstream = tuple(p.id + " " for p in patches if p.status == NextStatus.UPSTREAM) + tuple(
         p.id + ":" for p in patches if p.status == NextStatus.UPSTREAM)
     warnings = [w for w in result.warnings if not w.startswith(upstream)] if upstream else list(result.warnings)
-    return NextReport(version, newer, result.source, patches, warnings)
+    return NextReport(version, newer, result.source, patches, warnings, standing(manifest, version))
+
+
+def standing(manifest: Manifest, version: str) -> str:
+    """Is ``version`` newer than every target, a target already, or older than the newest target?"""
+    v = Release(version)
+    if any(Release(t.version) == v for t in manifest.targets):
+        return "target"
+    return "older" if v < max(Release(t.version) for t in manifest.targets) else "newer"
 
 
 def _classify(manifest: Manifest, p: Patch, r: series.PatchResult, version: str, trees: Trees) -> NextPatch:

@@ -35,6 +35,7 @@ from patchset.core.manifest_edit import ManifestEditor
 from patchset.core.manifest_load import load_manifest
 from patchset.core.patchfile import PatchFile, parse_patch, read_patch
 from patchset.core.series import python_syntax_errors, upstream_evidence
+from patchset.core.versions import Release
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.sources import Source
@@ -130,7 +131,7 @@ def port(manifest: Manifest, to: str, *, from_release: str | None = None, only: 
     work = Path(workdir) if workdir else manifest.base / DEFAULT_WORKDIR
     report = PortReport(to, str(manifest.path), [], dry_run=dry_run)
     for p in manifest.patches:
-        if walk_from(manifest, p, from_release) is None:
+        if not in_play(manifest, p, to, from_release, asked=p.id in only):
             continue
         if on_patch:
             on_patch(p.id)
@@ -139,6 +140,10 @@ def port(manifest: Manifest, to: str, *, from_release: str | None = None, only: 
             continue  # it still shapes V for the patches after it; it is not reported or rewritten
         if r.result == PortStatus.CONFLICT:
             r.workspace = str(work / p.id)
+            if dry_run:  # nothing is written: say where a real port puts them, and point nowhere yet
+                r.message = (f"{len(r.conflicts)} conflict(s); a port without --dry-run writes them with diff3 "
+                             f"markers to {r.workspace}") if r.conflicts else r.message
+                r.workspace = None
         report.patches.append(r)
     editor = plan_manifest(manifest, report, walk)
     report.manifest_diff = editor.diff()
@@ -148,6 +153,28 @@ def port(manifest: Manifest, to: str, *, from_release: str | None = None, only: 
         report.written = write(manifest, report, editor, walk, work)
     report.seconds = time.monotonic() - start
     return report
+
+
+def in_play(manifest: Manifest, p: Patch, to: str, from_release: str | None, asked: bool = False) -> bool:
+    """Does a port to ``to`` decide ``p``? Only a patch the series still carries towards ``to``.
+
+    A patch whose releases stop before a target that lies between its last release and ``to`` (retired, or
+    left out by hand) ended there: porting it again would add a second retirement note, or bring back a
+    patch nobody asked for. Nor is a patch taken into ``to`` when ``to`` is a target already and its
+    releases leave ``to`` out. ``asked``: the user named the patch (``--patch``), which overrides both.
+    """
+    u = walk_from(manifest, p, from_release)
+    if u is None:
+        return False
+    if asked or p.targets(to):
+        return True
+    v, last = Release(to), Release(u)
+    lo, hi = (last, v) if last < v else (v, last)
+    for t in manifest.targets:
+        r = Release(t.version)
+        if r == v or (lo < r < hi and not p.targets(t.version)):
+            return False
+    return True
 
 
 def walk_from(manifest: Manifest, p: Patch, from_release: str | None) -> str | None:

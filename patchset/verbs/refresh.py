@@ -77,7 +77,7 @@ def _walk_to(manifest: Manifest, p: Patch, version: str, from_release: str | Non
     for q in manifest.patches:
         if q.id == p.id:
             return walk
-        if porting.walk_from(manifest, q, from_release) is None:
+        if not porting.in_play(manifest, q, version, from_release):
             continue
         r = porting.step(manifest, walk, q, from_release)
         if r.result in (porting.PortStatus.CONFLICT, porting.PortStatus.BLOCKED) and q.id in p.after:
@@ -153,15 +153,33 @@ def _exact_offsets(ask: _Ask) -> RefreshReport:
     text = porting.header_of(old) + body
     porting.verify(text, p, walk.ours, outcome.files)
     moved = sorted({h.offset for h in outcome.hunks if h.offset})
+    msg = f"line numbers made exact (offsets {', '.join(f'{o:+d}' for o in moved)} removed)"
     others = [t.version for t in manifest.targets if t.version != version and p.targets(t.version)
               and p.choice_for(t.version) == choice]
-    msg = f"line numbers made exact (offsets {', '.join(f'{o:+d}' for o in moved)} removed)"
-    if others:
-        msg += f"; the file also serves {', '.join(others)}: patchset check there"
-    report = RefreshReport(p.id, version, RefreshMode.OFFSETS, rel, msg)
+    if not others:
+        report = RefreshReport(p.id, version, RefreshMode.OFFSETS, rel, msg)
+        if not ask.dry_run:
+            porting.atomic_write(choice.path, text.encode("utf-8", errors="surrogateescape"))
+            report.written = [rel]
+        return report
+    # The file serves other targets too: rewriting it would change what they check (their hunks would move
+    # by the offsets removed here). vLLM {version} gets a file of its own; the others keep theirs.
+    new = porting.new_patch_path(manifest, p, version)
+    if os.path.abspath(manifest.base / new) == os.path.abspath(choice.path):
+        raise PatchsetError(f"{rel} serves vLLM {version} and {', '.join(others)}: refreshing it for {version} "
+                            f"would change what they check", file=rel, patch=p.id,
+                            hint=f"give {', '.join(others)} a file of their own under patch:, then refresh")
+    existing = manifest.base / new
+    if existing.exists() and existing.read_text(encoding="utf-8", errors="surrogateescape") != text:
+        raise PatchsetError(f"{new} exists and differs from the refreshed patch", file=new, patch=p.id,
+                            hint="move it away or delete it, then refresh again")
+    editor = ManifestEditor(manifest.path)
+    editor.add_patch_file(p.id, version, new)
+    editor.include(p.id, version)
+    msg += f"; written as {new} for vLLM {version} ({rel} still serves {', '.join(others)})"
+    report = RefreshReport(p.id, version, RefreshMode.OFFSETS, new, msg, editor.diff())
     if not ask.dry_run:
-        porting.atomic_write(choice.path, text.encode("utf-8", errors="surrogateescape"))
-        report.written = [rel]
+        report.written = _write(manifest, new, text, editor)
     return report
 
 
