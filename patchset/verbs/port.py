@@ -163,7 +163,7 @@ def in_play(manifest: Manifest, p: Patch, to: str, from_release: str | None, ask
     patch nobody asked for. Nor is a patch taken into ``to`` when ``to`` is a target already and its
     releases leave ``to`` out. ``asked``: the user named the patch (``--patch``), which overrides both.
     """
-    u = walk_from(manifest, p, from_release)
+    u = walk_from(manifest, p, from_release, to)
     if u is None:
         return False
     if asked or p.targets(to):
@@ -177,17 +177,21 @@ def in_play(manifest: Manifest, p: Patch, to: str, from_release: str | None, ask
     return True
 
 
-def walk_from(manifest: Manifest, p: Patch, from_release: str | None) -> str | None:
-    """The release ``p`` is ported from: --from, else the newest target it covers."""
+def walk_from(manifest: Manifest, p: Patch, from_release: str | None, to: str | None = None) -> str | None:
+    """The release ``p`` is ported from: --from, else the newest target it covers, else ``to`` itself when
+    its releases name ``to`` (and a file serves it): V's series takes it in, so the port must decide it."""
     if from_release is not None:
         return from_release if p.choice_for(from_release) is not None else None
-    return newest_covered_target(manifest, p)
+    u = newest_covered_target(manifest, p)
+    if u is None and to is not None and p.targets(to) and p.choice_for(to) is not None:
+        return to
+    return u
 
 
 def prepare(manifest: Manifest, to: str, from_release: str | None, source: str) -> Walk:
     """Read the pristine files every patch touches, on V and on each release patches come from."""
     trees = Trees(manifest, source)
-    froms = sorted({u for p in manifest.patches if (u := walk_from(manifest, p, from_release))})
+    froms = sorted({u for p in manifest.patches if (u := walk_from(manifest, p, from_release, to))})
     paths: set[str] = {probe.file for p in manifest.patches for probe in p.present}
     for p in manifest.patches:
         for c in p.choices:
@@ -196,7 +200,7 @@ def prepare(manifest: Manifest, to: str, from_release: str | None, source: str) 
     pristine = {x: target.read(x) for x in sorted(paths) if target.covers(x)}
     walk = Walk(to, dict(pristine), pristine, {}, {v: trees.get(v) for v in froms} | {to: target}, from_release)
     for u in froms:
-        walk.bases[u] = _bases(manifest, u, trees.get(u), sorted(paths), from_release)
+        walk.bases[u] = _bases(manifest, u, trees.get(u), sorted(paths), from_release, to)
     return walk
 
 
@@ -206,13 +210,13 @@ def _load(p: Patch, path: Path, manifest: Manifest) -> PatchFile:
 
 
 def _bases(manifest: Manifest, u: str, src: Source, paths: list[str],
-           from_release: str | None) -> dict[str, dict[str, bytes | None]]:
+           from_release: str | None, to: str) -> dict[str, dict[str, bytes | None]]:
     """U's tree before each patch, the earlier patches applied as ``check`` would on U."""
     tree = {x: src.read(x) for x in paths if src.covers(x)}
     out: dict[str, dict[str, bytes | None]] = {}
     for p in manifest.patches:
         out[p.id] = dict(tree)
-        if p.choice_for(u) is None or not (p.targets(u) or walk_from(manifest, p, from_release) == u):
+        if p.choice_for(u) is None or not (p.targets(u) or walk_from(manifest, p, from_release, to) == u):
             continue  # not part of U's series
         if p.present and all(src.covers(x.file) and x.holds(tree.get(x.file)) for x in p.present):
             continue  # upstream on U: U's own files already carry it
@@ -230,7 +234,7 @@ def covered(pf: PatchFile, src: Source) -> PatchFile:
 
 def step(manifest: Manifest, walk: Walk, p: Patch, from_release: str | None) -> PortedPatch:
     """Decide one patch on V and move ``walk.ours`` past it."""
-    u = walk_from(manifest, p, from_release)
+    u = walk_from(manifest, p, from_release, walk.to)
     assert u is not None
     r = _decide(manifest, walk, p, u)
     walk.results[p.id] = r
