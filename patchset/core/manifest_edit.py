@@ -167,6 +167,10 @@ class ManifestEditor:
         releases = Releases(str(self.entry(patch_id).get("releases", "")))
         return [t for t in self.targets(but=but) if t in releases]
 
+    def retired_for(self, patch_id: str) -> list[str]:
+        """The releases a port retired the patch for, as its ``# retired for V:`` notes record them."""
+        return re.findall(r"# retired for (\S+?):", _comment_text(self.entry(patch_id)))
+
     def include(self, patch_id: str, version: str) -> None:
         """Widen the patch's releases so that they admit ``version`` and nothing else more."""
         e = self.entry(patch_id)

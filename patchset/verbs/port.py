@@ -130,8 +130,9 @@ def port(manifest: Manifest, to: str, *, from_release: str | None = None, only: 
     walk = prepare(manifest, to, from_release, source)
     work = Path(workdir) if workdir else manifest.base / DEFAULT_WORKDIR
     report = PortReport(to, str(manifest.path), [], dry_run=dry_run)
+    notes = ManifestEditor(manifest.path)
     for p in manifest.patches:
-        if not in_play(manifest, p, to, from_release, asked=p.id in only):
+        if not in_play(manifest, p, to, from_release, asked=p.id in only, retired=notes.retired_for(p.id)):
             continue
         if on_patch:
             on_patch(p.id)
@@ -155,13 +156,16 @@ def port(manifest: Manifest, to: str, *, from_release: str | None = None, only: 
     return report
 
 
-def in_play(manifest: Manifest, p: Patch, to: str, from_release: str | None, asked: bool = False) -> bool:
+def in_play(manifest: Manifest, p: Patch, to: str, from_release: str | None, asked: bool = False,
+            retired: Sequence[str] = ()) -> bool:
     """Does a port to ``to`` decide ``p``? Only a patch the series still carries towards ``to``.
 
     A patch whose releases stop before a target that lies between its last release and ``to`` (retired, or
     left out by hand) ended there: porting it again would add a second retirement note, or bring back a
-    patch nobody asked for. Nor is a patch taken into ``to`` when ``to`` is a target already and its
-    releases leave ``to`` out. ``asked``: the user named the patch (``--patch``), which overrides both.
+    patch nobody asked for. The same holds for a release a port retired it for (``retired``: the releases
+    its ``# retired for`` notes name), target or not. Nor is a patch taken into ``to`` when ``to`` is a
+    target already and its releases leave ``to`` out. ``asked``: the user named the patch (``--patch``),
+    which overrides all of these.
     """
     u = walk_from(manifest, p, from_release, to)
     if u is None:
@@ -174,7 +178,7 @@ def in_play(manifest: Manifest, p: Patch, to: str, from_release: str | None, ask
         r = Release(t.version)
         if r == v or (lo < r < hi and not p.targets(t.version)):
             return False
-    return True
+    return not any(lo < Release(w) < hi for w in retired)
 
 
 def walk_from(manifest: Manifest, p: Patch, from_release: str | None, to: str | None = None) -> str | None:
