@@ -374,7 +374,8 @@ class _Loader:
         try:
             return Releases(text)
         except InvalidRange:
-            self.fail(f"releases {text!r} is not a PEP 440 specifier", line, pid, hint='e.g. ">=0.28.0,<0.30.0"')
+            self.fail(f"releases {text!r} is not a PEP 440 specifier", line, pid,
+                      hint='e.g. ">=0.28.0,<0.30.0", or several joined by ||: "==0.28.0 || ==0.29.0"')
 
     def choices(self, item: yamlnodes.Mapping, pid: str, releases: Releases | None,
                 targets: tuple[Target, ...]) -> tuple[PatchChoice, ...]:
