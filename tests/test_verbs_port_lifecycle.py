@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from patchset.cli import main
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.core.versions import Release, Releases
 from patchset.errors import PatchsetError
 from patchset.verbs.port import port
