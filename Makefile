@@ -5,15 +5,23 @@ BIN    := $(VENV)/bin
 VLLM   ?= 0.29.0
 PYTEST_ARGS ?=
 
-.PHONY: setup check validate test lint engine image bench fuzz clean
+.PHONY: setup dev check validate test lint engine image bench fuzz clean
 
+# `make check` needs patchset and its own dependencies only; the dev extras (pytest, ruff, mypy,
+# pre-commit, hypothesis, ...) come with the targets that use them (test, lint, fuzz, bench).
 $(BIN)/patchset: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.dev: $(BIN)/patchset
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
 setup: $(BIN)/patchset
+
+dev: $(VENV)/.dev
 
 # The main job: the manifest, then every hunk of the series on every pinned release.
 check: setup
@@ -27,18 +35,18 @@ validate: setup
 engine:
 	@if [ "$$(id -u)" = 0 ]; then sh .ci/docker.sh; else echo "not root: using whatever Docker engine answers"; fi
 
-test: setup engine
+test: dev engine
 	$(BIN)/ruff check .
 	$(BIN)/mypy patchset
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # make fuzz N=30000 [SEED=1]: the differential harness (engine against GNU patch -F0 and git apply)
 # on more seeded cases than `make test` runs; prints the class counts.
-fuzz: setup
+fuzz: dev
 	PATCHSET_FUZZ_N=$(or $(N),30000) PATCHSET_FUZZ_SEED=$(or $(SEED),1) \
 		$(BIN)/python -m pytest tests/test_differential.py -q -s -k intended
 
-lint: setup
+lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy patchset
 
@@ -46,7 +54,7 @@ lint: setup
 image: setup
 	$(BIN)/patchset build --vllm $(VLLM) $(if $(BASE),--base $(BASE)) $(if $(TAG),--tag $(TAG))
 
-bench: setup
+bench: dev
 	$(BIN)/python bench/run.py --cold $(BENCH_ARGS)
 
 clean:
