@@ -222,17 +222,10 @@ def _apply_one(walk: _Walk, p: Patch, pf: PatchFile, base: PatchResult) -> Patch
         return base
     missing = _missing_paths(covered, tree, source, p.strip, p.root)
     if missing:
-        base.message = "; ".join(missing)
-        base.hunks = outside
-        return base
+        return _missing_files(walk, p, pf, covered, missing, base, outside)
     sub = PatchFile(pf.path, pf.sha256, pf.header, tuple(covered))
     outcome = engine.apply_patch(tree, sub, max_fuzz=p.fuzz)
-    where = {h.number: h.line for h in sub.hunks}
-    base.hunks = tuple(h if h.patch_line == where.get(h.number, 0) else replace(h, patch_line=where.get(h.number, 0))
-                       for h in outcome.hunks)
-    if outside:  # every hunk in the patch's own order, whichever tree holds its file
-        files = {x: i for i, f in reversed(list(enumerate(pf.files))) for x in (f.path, *f.touched)}
-        base.hunks = tuple(sorted(base.hunks + outside, key=lambda h: (files.get(h.file, len(files)), h.number)))
+    base.hunks = _in_patch_order(_with_patch_lines(outcome.hunks, sub), outside, pf)
     untouched = not any(tree.get(x) != pristine.get(x) for x in sub.touched)
     if outcome.status == engine.OutcomeStatus.ALREADY and untouched:
         base.status = UPSTREAM
@@ -253,6 +246,40 @@ def _apply_one(walk: _Walk, p: Patch, pf: PatchFile, base: PatchResult) -> Patch
         if source.covers(probe.file) and not probe.holds(tree.get(probe.file)):
             walk.warnings.append(f"{p.id}: its present probe does not hold after applying it "
                             f"({probe.describe(tree.get(probe.file))}): the probe cannot detect the fix")
+    return base
+
+
+def _with_patch_lines(hunks: tuple[engine.HunkResult, ...], pf: PatchFile) -> tuple[engine.HunkResult, ...]:
+    where = {h.number: h.line for h in pf.hunks}
+    return tuple(h if h.patch_line == where.get(h.number, 0) else replace(h, patch_line=where.get(h.number, 0))
+                 for h in hunks)
+
+
+def _in_patch_order(placed: tuple[engine.HunkResult, ...], others: tuple[engine.HunkResult, ...],
+                    pf: PatchFile) -> tuple[engine.HunkResult, ...]:
+    """Every hunk in the patch's own order, whichever tree holds its file (or none does)."""
+    if not others:
+        return placed
+    files = {x: i for i, f in reversed(list(enumerate(pf.files))) for x in (f.path, *f.touched)}
+    return tuple(sorted(placed + others, key=lambda h: (files.get(h.file, len(files)), h.number)))
+
+
+def _missing_files(walk: _Walk, p: Patch, pf: PatchFile, covered: list, missing: dict[int, str],
+                   base: PatchResult, outside: tuple[engine.HunkResult, ...]) -> PatchResult:
+    """A file the patch needs is not in the tree: its hunks fail, each saying so, and the other files'
+    hunks are still placed and reported (on a copy: a failed patch changes nothing)."""
+    present = [f for f in covered if id(f) not in missing]
+    sub = PatchFile(pf.path, pf.sha256, pf.header, tuple(present))
+    outcome = engine.apply_patch(walk.tree, sub, max_fuzz=p.fuzz) if present else None
+    gone = [engine.HunkResult(f.path, h.number, engine.FAILED, False, message=missing[id(f)], patch_line=h.line)
+            for f in covered if id(f) in missing for h in f.hunks]
+    gone += [engine.HunkResult(f.path, 0, engine.FAILED, False, message=missing[id(f)], patch_line=f.line)
+             for f in covered if id(f) in missing and not f.hunks]
+    placed = _with_patch_lines(outcome.hunks, sub) if outcome else ()
+    base.hunks = _in_patch_order(placed, tuple(gone) + outside, pf)
+    base.message = "; ".join(missing.values())
+    if outcome is not None and not outcome.ok:
+        base.message += "; " + outcome.message
     return base
 
 
@@ -301,23 +328,24 @@ def _not_in_tree(files: list[FilePatch], source: Source) -> tuple[engine.HunkRes
     return tuple(out)
 
 
-def _missing_paths(files: list, tree: dict, source: Source, strip: int, root: str) -> list[str]:
-    """Why files the patch needs are not in this tree, with the layout that would find them."""
-    out = []
+def _missing_paths(files: list, tree: dict, source: Source, strip: int, root: str) -> dict[int, str]:
+    """Why files the patch needs are not in this tree, with the layout that would find them
+    (by ``id`` of the file patch)."""
+    out = {}
     for f in files:
         need = f.old_path
         if need is None:
             top = f.path.split("/", 1)[0]
             if not source.covers(f.path):
-                out.append(f"{f.path}: the patch creates it under {top}/, which is not in {source.identity}"
-                           + _layout_hint(f.path, source, strip, root))
+                out[id(f)] = (f"{f.path}: the patch creates it under {top}/, which is not in {source.identity}"
+                              + _layout_hint(f.path, source, strip, root))
             continue
         if tree.get(need) is not None or (f.new_path and tree.get(f.new_path) is not None):
             continue
         hint = _layout_hint(need, source, strip, root)
         if hint or f.new_path is not None or not source.covers(need):  # a deletion may be done already
-            out.append(f"{need}: not in {source.identity}" + (hint or "; no other layout names a file there "
-                                                                "either (a typo, or a file removed upstream?)"))
+            out[id(f)] = f"{need}: not in {source.identity}" + (
+                hint or "; no other layout names a file there either (a typo, or a file removed upstream?)")
     return out
 
 

@@ -60,8 +60,11 @@ def _standing(report: NextReport) -> str:
 
 
 def upstream_change_doc(c: UpstreamChange) -> dict:
-    return {"file": c.file, "hunk": c.hunk, "diff": c.diff, "line": c.line, "moved_to": c.moved_to,
-            "summary": c.summary}
+    out = {"file": c.file, "hunk": c.hunk, "diff": c.diff, "line": c.line, "moved_to": c.moved_to,
+           "summary": c.summary}
+    if c.moved:  # the lines left their file: where they stand in the new release, and the evidence
+        out.update(moved=c.moved, moved_exact=c.moved_exact, moved_evidence=c.moved_evidence)
+    return out
 
 
 def next_patch_doc(p: NextPatch) -> dict:

@@ -5,6 +5,8 @@ A source answers ``read(path)`` for repository-layout paths (``vllm/...``,
 tree (sdist, git tag, source checkout) every path, a wheel, an installed package or an image
 only the package's own (``patchset.core.trees``). A remote source may also offer ``prefetch(paths)``: fetch those
 paths together before they are read (the wheel does; ``series.evaluate_release`` calls it).
+Every source also answers ``listing(prefix)``: the files under a folder, which ``port`` and
+``next`` read only to follow code upstream moved (:func:`python_files`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,22 @@ if TYPE_CHECKING:  # a protocol for the type checker only: nothing checks it at 
         def covers(self, path: str) -> bool: ...
 else:
     Source = object
+
+
+def python_files(source: Source, package: str = "vllm") -> dict[str, bytes]:
+    """Every Python module of ``package`` in the tree, read once (prefetched together where remote)."""
+    listing = getattr(source, "listing", None)
+    if listing is None:
+        return {}
+    paths = [p for p in listing(package) if p.endswith(".py")]
+    if hasattr(source, "prefetch"):
+        source.prefetch(paths)
+    out = {}
+    for path in paths:
+        data = source.read(path)
+        if data is not None:
+            out[path] = data
+    return out
 
 
 SOURCE_KINDS = "pypi (sdist), wheel, git:PATH, dir:PATH"

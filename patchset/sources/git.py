@@ -33,6 +33,14 @@ class GitSource:
             return None
         return blob.data_stream.read()
 
+    def listing(self, prefix: str) -> list[str]:
+        """Every blob under the folder ``prefix`` at the tag."""
+        try:
+            tree = self.commit.tree / prefix.rstrip("/")
+        except KeyError:
+            return []
+        return sorted(str(b.path) for b in tree.traverse() if getattr(b, "type", "") == "blob")  # type: ignore[union-attr]
+
     def contains_commit(self, sha: str) -> bool | None:
         """Is the upstream commit an ancestor of this tag? None when the repo does not know it."""
         try:

@@ -58,6 +58,13 @@ class DirSource:
             return False
         return (self.root / top).exists()
 
+    def listing(self, prefix: str) -> list[str]:
+        """Every file under the folder ``prefix`` (repository layout), for following code that moved."""
+        base = self.root / prefix
+        if not base.is_dir():
+            return []
+        return sorted(str(f.relative_to(self.root)) for f in base.rglob("*") if f.is_file() and not f.is_symlink())
+
     def read(self, path: str) -> bytes | None:
         f = self.root / path
         try:

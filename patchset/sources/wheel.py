@@ -96,6 +96,11 @@ class WheelSource:
         self.cache.put_bytes(data, "wheel-members", self.file.sha256, path)
         return data
 
+    def listing(self, prefix: str) -> list[str]:
+        """Every member under the folder ``prefix`` (from the central directory: no member is read)."""
+        prefix = prefix.rstrip("/") + "/"
+        return sorted(n for n in self._open().names if n.startswith(prefix) and not n.endswith("/"))
+
     def prefetch(self, paths: Iterable[str]) -> None:
         """Fetch the members ``paths`` name together: nearby ones in one range, the ranges side by side.
 

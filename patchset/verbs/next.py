@@ -18,9 +18,10 @@ from functools import cache
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from patchset.core import engine, series
+from patchset.core import engine, moved, semantic, series
 from patchset.core.manifest import Manifest, Patch, PatchChoice
-from patchset.core.patchfile import Hunk
+from patchset.core.moved import PyIndex
+from patchset.core.patchfile import Hunk, split_lines
 from patchset.core.versions import Release, Releases
 from patchset.core.words import Word
 from patchset.errors import ManifestError, SourceError
@@ -53,6 +54,9 @@ class UpstreamChange:
     line: int | None = None  # where the hunk's lines start in the release it was made for
     moved_to: int | None = None  # where those lines start in V, when they moved
     summary: str = ""
+    moved: str = ""  # FILE:LINE in V, when the lines left their file (or the file is gone)
+    moved_evidence: str = ""  # why we think they went there
+    moved_exact: bool = False  # the old lines stand there exactly (port merges the hunk there)
 
 
 @dataclass
@@ -155,6 +159,12 @@ def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = 
             if np.status == NextStatus.CARRIES and np.id == last:
                 np.status = NextStatus.NEEDS_PORT
                 np.result.message = message
+    for path, why in import_problems(result, version, trees):
+        writer = next((p.id for p in reversed(result.patches) if path in p.files), None)
+        for np in patches:
+            if np.status == NextStatus.CARRIES and np.id == writer:
+                np.status = NextStatus.NEEDS_PORT
+                np.result.message = (np.result.message + "; " if np.result.message else "") + why
     # The in-memory ranges (==V) would make every upstream patch warn "narrow releases": its status says it.
     upstream = tuple(p.id + " " for p in patches if p.status == NextStatus.UPSTREAM) + tuple(
         p.id + ":" for p in patches if p.status == NextStatus.UPSTREAM)
@@ -168,6 +178,24 @@ def standing(manifest: Manifest, version: str) -> str:
     if any(Release(t.version) == v for t in manifest.targets):
         return "target"
     return "older" if v < max(Release(t.version) for t in manifest.targets) else "newer"
+
+
+def import_problems(result: series.ReleaseResult, version: str, trees: Trees) -> list[tuple[str, str]]:
+    """(path, why) for each patched Python file of V that would not import (see core/semantic.py)."""
+    source = trees.get(version)
+
+    def read(x: str) -> bytes | None:
+        return result.files[x] if x in result.files else source.read(x)
+
+    out = []
+    for path, content in sorted(result.changed.items()):
+        if content is None or not path.endswith(".py"):
+            continue
+        found = semantic.problems(content, result.pristine.get(path), None, read, path,
+                                  lambda name: trees.index(version).where_defined(name), version)
+        if found:
+            out.append((path, f"{path}:{found[0].line}: " + semantic.describe(found)))
+    return out
 
 
 def _classify(manifest: Manifest, p: Patch, r: series.PatchResult, version: str, trees: Trees) -> NextPatch:
@@ -186,12 +214,13 @@ def _classify(manifest: Manifest, p: Patch, r: series.PatchResult, version: str,
         return NextPatch(p.id, NextStatus.CARRIES, u, r)
     status = NextStatus.PARTLY if already else NextStatus.NEEDS_PORT
     broken = [h for h in r.hunks if h.status in (engine.FAILED, engine.FUZZ)]
-    changes = upstream_changes(p, u, version, broken, trees.get, manifest) if u and broken else []
+    changes = upstream_changes(p, u, version, broken, trees.get, manifest, trees.index) if u and broken else []
     return NextPatch(p.id, status, u, r, already, changes)
 
 
 def upstream_changes(p: Patch, old: str, new: str, broken: Sequence[engine.HunkResult],
-                     tree: Callable[[str], Source], manifest: Manifest) -> list[UpstreamChange]:
+                     tree: Callable[[str], Source], manifest: Manifest,
+                     index: Callable[[str], PyIndex] | None = None) -> list[UpstreamChange]:
     """For each broken hunk, what upstream changed between ``old`` and ``new`` on the lines it stands on."""
     try:
         pf = p.load(old, manifest.base)
@@ -203,8 +232,33 @@ def upstream_changes(p: Patch, old: str, new: str, broken: Sequence[engine.HunkR
         path, hunk = hunks.get(b.number, (b.file, None))
         if hunk is None:
             continue
-        out.append(window_change(path, hunk, old, new, tree(old).read(path), tree(new).read(path)))
+        before, after = tree(old).read(path), tree(new).read(path)
+        change = window_change(path, hunk, old, new, before, after)
+        if index is not None and path.endswith(".py") and gone_from(hunk, after):
+            change = with_moved(change, moved.follow(index(new), path, hunk.old_keys, before, after is None))
+        out.append(change)
     return out
+
+
+def gone_from(hunk: Hunk, content: bytes | None) -> bool:
+    """Whether the hunk's old lines are not in ``content`` (a file of the new release) any more."""
+    if content is None:
+        return True
+    block = hunk.old_keys
+    if not block:
+        return False
+    lines = split_lines(content)
+    k = len(block)
+    return not any(lines[i:i + k] == block for i in range(len(lines) - k + 1) if lines[i] == block[0])
+
+
+def with_moved(change: UpstreamChange, found: moved.Moved | None) -> UpstreamChange:
+    """The change, saying where the hunk's lines went (``moved_to: FILE:LINE``) when they were found."""
+    if found is None:
+        return change
+    summary = (change.summary + "; " if change.summary else "") + str(found)
+    return replace(change, summary=summary, moved=str(found.place), moved_evidence=found.evidence,
+                   moved_exact=found.sure)
 
 
 def window_change(path: str, hunk: Hunk, old: str, new: str, before: bytes | None,

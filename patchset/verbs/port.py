@@ -29,16 +29,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchset.core import engine, merge
+from patchset.core import engine, merge, moved, semantic
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.manifest_edit import ManifestEditor
 from patchset.core.manifest_load import load_manifest
-from patchset.core.patchfile import PatchFile, parse_patch, read_patch
+from patchset.core.moved import PyIndex
+from patchset.core.patchfile import PatchFile, parse_patch, read_patch, split_lines
 from patchset.core.series import python_syntax_errors, upstream_evidence
 from patchset.core.versions import Release
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
-from patchset.sources import Source
+from patchset.sources import Source, python_files
 from patchset.verbs.next import window_change
 from patchset.verbs.trees import Trees, newest_covered_target
 
@@ -115,6 +116,30 @@ class Walk:
     # patch id -> (V's tree before it, its merged files with markers, U): what its workspace holds
     workspaces: dict[str, tuple[dict[str, bytes | None], dict[str, bytes | None], str]] = \
         field(default_factory=dict)
+    package: str = "vllm"
+    _index: PyIndex | None = None
+
+    def index(self) -> PyIndex:
+        """V's Python files, read and indexed once per run, and only when code must be followed."""
+        if self._index is None:
+            self._index = PyIndex(python_files(self.sources[self.to], self.package))
+            for path, content in self.ours.items():
+                if path.endswith(".py") and content != self.pristine.get(path):
+                    self._index.update(path, content)
+        return self._index
+
+    def read(self, path: str) -> bytes | None:
+        """V's file as the walk has it so far (the earlier ports applied)."""
+        if path in self.ours:
+            return self.ours[path]
+        return self.sources[self.to].read(path)
+
+    def adopt(self, path: str) -> None:
+        """Make a file the series did not touch part of the walk (code moved into it)."""
+        if path not in self.ours:
+            content = self.sources[self.to].read(path)
+            self.ours[path] = content
+            self.pristine[path] = content
 
 
 def port(manifest: Manifest, to: str, *, from_release: str | None = None, only: Sequence[str] = (),
@@ -202,7 +227,8 @@ def prepare(manifest: Manifest, to: str, from_release: str | None, source: str) 
             paths.update(_load(p, c.path, manifest).touched)
     target = trees.get(to)
     pristine = {x: target.read(x) for x in sorted(paths) if target.covers(x)}
-    walk = Walk(to, dict(pristine), pristine, {}, {v: trees.get(v) for v in froms} | {to: target}, from_release)
+    walk = Walk(to, dict(pristine), pristine, {}, {v: trees.get(v) for v in froms} | {to: target}, from_release,
+                package=manifest.pypi.lower().replace("-", "_"))
     for u in froms:
         walk.bases[u] = _bases(manifest, u, trees.get(u), sorted(paths), from_release, to)
     return walk
@@ -261,7 +287,7 @@ def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     outcome = engine.apply_patch(walk.ours, pf, max_fuzz=0)
     rel = os.path.relpath(own.path, manifest.base)
     placed = outcome.ok and all(h.status in (engine.EXACT, engine.OFFSET) for h in outcome.hunks)
-    if placed and not compile_errors(outcome.files):
+    if placed and not compile_errors(outcome.files) and not import_errors(walk, outcome.files, {}):
         walk.ours.update(outcome.files)
         return PortedPatch(p.id, PortStatus.CARRIED, u, patch=rel, files=tuple(sorted(outcome.files)))
     untouched = all(walk.ours.get(x) == walk.pristine.get(x) for x in pf.touched)
@@ -282,13 +308,21 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     labels = (f"vllm {walk.to}", f"vllm {u}", f"{p.id} on {u}")
     merged: dict[str, bytes | None] = {}
     conflicts: list[Conflict] = []
+    moves: list[str] = []
     for path in sorted(theirs_out.files):
         if not target.covers(path):
+            continue
+        was = base.get(path)
+        if walk.ours.get(path) is None and was is not None and theirs_out.files[path] is not None:
+            found, said = _follow_file(walk, pf, path, was, merged, labels[0])
+            conflicts += found
+            moves += said
             continue
         content, found = _merge_file(path, base.get(path), theirs_out.files[path], walk.ours.get(path), labels)
         merged[path] = content
         conflicts += found
     conflicts += compile_errors(merged) if not conflicts else []
+    conflicts += import_errors(walk, merged, theirs_out.files) if not conflicts else []
     changed = {k: v for k, v in merged.items() if v != walk.ours.get(k)}
     if conflicts:
         _explain(conflicts, p, u, walk, pf)
@@ -304,7 +338,69 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     verify(text, p, walk.ours, changed)
     walk.ours.update(changed)
     rel = new_patch_path(manifest, p, walk.to)
-    return PortedPatch(p.id, PortStatus.PORTED, u, patch=rel, files=tuple(sorted(changed)), text=text)
+    return PortedPatch(p.id, PortStatus.PORTED, u, patch=rel, files=tuple(sorted(changed)), text=text,
+                       message="; ".join(moves))
+
+
+def _follow_file(walk: Walk, pf: PatchFile, path: str, old: bytes, merged: dict[str, bytes | None],
+                 ours_label: str) -> tuple[list[Conflict], list[str]]:
+    """``path`` is gone from V: each hunk goes where its old lines stand now, when they stand there exactly.
+
+    What moved lands in ``merged`` (under its new path); a hunk whose lines are not found, or only
+    nearly, is a conflict naming the nearest place, whose file goes to the workspace as V has it.
+    """
+    conflicts: list[Conflict] = []
+    said: list[str] = []
+    hunks = [h for f in pf.files if f.path == path for h in f.hunks]
+    for h in hunks:
+        found = moved.follow(walk.index(), path, h.old_keys, old, True)
+        if found is None:
+            conflicts.append(Conflict(path, 0, f"{ours_label} has no {path} (removed or moved upstream) and hunk "
+                                      f"{h.number}'s lines are nowhere in it"))
+            continue
+        dest = found.place.file
+        walk.adopt(dest)
+        content = merged.get(dest, walk.ours.get(dest))
+        spliced = _splice(content, h.old_keys, h.new_keys) if found.sure and content is not None else None
+        if spliced is None:
+            merged.setdefault(dest, content)  # the workspace shows the place as V has it
+            conflicts.append(Conflict(dest, found.place.line, f"hunk {h.number} of {path}: {found} — "
+                                      "merge it by hand", "\n".join(found.place.differ)))
+            continue
+        merged[dest] = spliced
+        walk.index().update(dest, spliced)
+        note = f"moved from {path} to {dest}"
+        said.append(f"hunk {h.number} {note}:{found.place.line} ({found.evidence})")
+    return conflicts, said
+
+
+def _splice(content: bytes, old: list[bytes], new: list[bytes]) -> bytes | None:
+    """``content`` with the one place of the lines ``old`` replaced by ``new``; None unless exactly one."""
+    lines = split_lines(content)
+    k = len(old)
+    places = [i for i in range(len(lines) - k + 1) if lines[i] == old[0] and lines[i:i + k] == old] if k else []
+    if len(places) != 1:
+        return None
+    i = places[0]
+    return b"".join(lines[:i] + list(new) + lines[i + k:])
+
+
+def import_errors(walk: Walk, files: dict[str, bytes | None], old_patched: dict[str, bytes | None]) -> list[Conflict]:
+    """A merged Python file that would not import (a name nothing defines, a vllm import that does not
+    resolve in V) is a conflict too, even when it merged cleanly and compiles."""
+    out = []
+
+    def read(x: str) -> bytes | None:
+        return files[x] if x in files else walk.read(x)
+
+    for path, content in sorted(files.items()):
+        if content is None or not path.endswith(".py") or content == walk.ours.get(path):
+            continue
+        found = semantic.problems(content, walk.pristine.get(path), old_patched.get(path), read, path,
+                                  lambda name: walk.index().where_defined(name), walk.to)
+        if found:
+            out.append(Conflict(path, found[0].line, semantic.describe(found)))
+    return out
 
 
 def _merge_file(path: str, base: bytes | None, theirs: bytes | None, ours: bytes | None,

@@ -5,16 +5,26 @@ from __future__ import annotations
 from packaging.version import Version
 
 from patchset.core.manifest import Manifest, Patch
-from patchset.sources import Source, open_source
+from patchset.core.moved import PyIndex
+from patchset.sources import Source, open_source, python_files
 
 
 class Trees:
-    """Pristine trees by release, opened once."""
+    """Pristine trees by release, opened once; a release's Python files indexed once, when asked."""
 
     def __init__(self, manifest: Manifest, source: str) -> None:
         self.manifest = manifest
         self.source = source
         self.opened: dict[str, Source] = {}
+        self.indexes: dict[str, PyIndex] = {}
+
+    def index(self, version: str) -> PyIndex:
+        """The package's Python files of ``version`` (to follow moved code): read and indexed on the first
+        search only."""
+        if version not in self.indexes:
+            package = self.manifest.pypi.lower().replace("-", "_")
+            self.indexes[version] = PyIndex(python_files(self.get(version), package))
+        return self.indexes[version]
 
     def get(self, version: str) -> Source:
         if version not in self.opened:

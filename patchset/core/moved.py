@@ -1,0 +1,200 @@
+"""Where code went: follow a file or a hunk's lines that are gone from their place in a new release.
+
+Two questions, as ``git diff -M`` and ``git log --follow`` answer them, but
+with no history (only the two releases' files):
+
+* a file is gone: which files of the new release hold its lines now
+  (``renamed_to``: similarity by shared lines, git's 50 % threshold for a
+  rename; a file split in two shows as several partial homes);
+* a hunk's old lines (context and removed lines) are gone from their file:
+  where in the new release's package do they stand (``find_block``: exact,
+  one place; else the nearest candidate with the lines that differ, the same
+  candidate logic ``check`` uses inside one file).
+
+The package's Python files are indexed once per run (:class:`PyIndex`) and
+only searched when a file or a hunk is missing. Pure: contents in, places out.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from patchset.core.patchfile import split_lines
+
+RENAME_SIMILARITY = 0.5  # git diff -M's default
+PART_SIMILARITY = 0.1  # a file that holds this share of a gone file's lines is one of its parts (a split)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a block of lines stands in the new release, and how sure that is."""
+
+    file: str
+    line: int  # 1-based
+    exact: bool
+    differ: tuple[str, ...] = ()  # the lines that differ, unified-diff style, when not exact
+    score: float = 1.0  # share of the block's lines found there
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def _meaningful(line: bytes) -> bool:
+    """A line that says something about where it is: not blank, not a lone bracket or keyword."""
+    s = line.strip()
+    return len(s) > 3 and s not in (b"else:", b"try:", b"pass", b"return", b"finally:", b"return None")
+
+
+class PyIndex:
+    """A release's Python files, split into lines and indexed by line, built once."""
+
+    def __init__(self, files: Mapping[str, bytes]) -> None:
+        self.files = {path: split_lines(data) for path, data in files.items()}
+        self._where: dict[bytes, list[tuple[str, int]]] = {}
+        for path, lines in self.files.items():
+            for i, line in enumerate(lines):
+                if _meaningful(line):
+                    self._where.setdefault(line, []).append((path, i))
+        self._defs: dict[str, list[str]] | None = None
+
+    def update(self, path: str, data: bytes | None) -> None:
+        """A file changed (an earlier patch ported into it): search its new lines from now on."""
+        old = self.files.pop(path, None)
+        if old is not None:
+            for line in set(old):
+                if line in self._where:
+                    self._where[line] = [x for x in self._where[line] if x[0] != path]
+        if data is not None:
+            lines = split_lines(data)
+            self.files[path] = lines
+            for i, line in enumerate(lines):
+                if _meaningful(line):
+                    self._where.setdefault(line, []).append((path, i))
+        self._defs = None
+
+    def renamed_to(self, gone: bytes, exclude: frozenset[str] = frozenset()) -> list[tuple[str, float]]:
+        """Files of this release holding a share of ``gone``'s meaningful lines, best first: (path, share).
+
+        The first has at least RENAME_SIMILARITY for a rename; several with PART_SIMILARITY each, a split.
+        """
+        # Boilerplate (imports, logger = ..., common signatures) stands in many files and says nothing
+        # about where this one went: only lines that at most a few files share are counted.
+        lines = {ln for ln in split_lines(gone)
+                 if _meaningful(ln) and len({p for p, _ in self._where.get(ln, ())}) <= 4}
+        if not lines:
+            return []
+        hits: dict[str, int] = {}
+        for line in lines:
+            for path in {p for p, _ in self._where.get(line, ())}:
+                if path not in exclude:
+                    hits[path] = hits.get(path, 0) + 1
+        ranked = sorted(((p, n / len(lines)) for p, n in hits.items()), key=lambda x: (-x[1], x[0]))
+        return [(p, round(s, 3)) for p, s in ranked if s >= PART_SIMILARITY]
+
+    def find_block(self, block: list[bytes], prefer: tuple[str, ...] = ()) -> list[Place]:
+        """Every exact place of ``block`` (a hunk's old lines) in the release; files in ``prefer`` first."""
+        anchors = [ln for ln in block if _meaningful(ln)]
+        if not anchors:
+            return []
+        anchor = max(anchors, key=len)
+        a = block.index(anchor)
+        out = []
+        for path, q in self._where.get(anchor, ()):
+            lines = self.files[path]
+            p = q - a
+            if p >= 0 and lines[p:p + len(block)] == block:
+                out.append(Place(path, p + 1, True))
+        order = {path: i for i, path in enumerate(prefer)}
+        return sorted(out, key=lambda pl: (order.get(pl.file, len(order)), pl.file, pl.line))
+
+    def nearest(self, block: list[bytes], prefer: tuple[str, ...] = ()) -> Place | None:
+        """The window of the release that shares most of ``block``'s meaningful lines (at least half)."""
+        wanted = [i for i, ln in enumerate(block) if _meaningful(ln)]
+        if not wanted:
+            return None
+        scores: dict[tuple[str, int], int] = {}
+        for i in wanted:
+            for path, q in self._where.get(block[i], ()):
+                key = (path, q - i)
+                scores[key] = scores.get(key, 0) + 1
+        if not scores:
+            return None
+        order = {path: i for i, path in enumerate(prefer)}
+        (path, p), n = max(scores.items(), key=lambda kv: (kv[1], -order.get(kv[0][0], len(order)), kv[0][0]))
+        if n * 2 < len(wanted):
+            return None
+        p = max(p, 0)
+        actual = [_text(x) for x in self.files[path][p:p + len(block)]]
+        differ = tuple(ln.rstrip("\n") for ln in difflib.unified_diff(
+            [_text(x) for x in block], actual, "patch expects", path, lineterm="", n=1))
+        return Place(path, p + 1, not differ, differ, round(n / len(wanted), 3))
+
+    def where_defined(self, name: str) -> list[str]:
+        """The modules (paths) that define ``name`` at top level with ``def`` or ``class``."""
+        if self._defs is None:
+            self._defs = {}
+            for path, lines in self.files.items():
+                try:
+                    tree = ast.parse(b"".join(lines))
+                except (SyntaxError, ValueError):
+                    continue
+                for node in tree.body:
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        self._defs.setdefault(node.name, []).append(path)
+        return sorted(self._defs.get(name, []))
+
+
+def _text(line: bytes) -> str:
+    return line.decode("utf-8", errors="surrogateescape").removesuffix("\n")
+
+
+@dataclass(frozen=True)
+class Moved:
+    """Where a hunk's lines went in the new release, and why we think so."""
+
+    place: Place
+    evidence: str
+    sure: bool  # the old lines stand exactly there and nowhere else that counts: a port may merge there
+
+    def __str__(self) -> str:
+        return f"moved_to: {self.place} ({self.evidence})"
+
+
+def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None, file_gone: bool) -> Moved | None:
+    """Where the lines ``block`` (a hunk's old side, from ``path`` in the old release) stand in ``index``.
+
+    ``old_file``: the old release's ``path``, to tell a rename or a split by similarity (``file_gone``).
+    None when the lines are nowhere near anything in the new release.
+    """
+    homes: list[tuple[str, float]] = []
+    if file_gone and old_file is not None:
+        homes = index.renamed_to(old_file)
+    prefer = tuple(p for p, _ in homes)
+    why = ""
+    if homes:
+        top, share = homes[0]
+        if share >= RENAME_SIMILARITY:
+            why = f"{path} is gone; {top} holds {share:.0%} of its lines (a rename)"
+        else:
+            why = f"{path} is gone; its lines are split across " + ", ".join(f"{p} {s:.0%}" for p, s in homes[:3])
+    elif file_gone:
+        why = f"{path} is gone and no file holds most of its lines"
+    exact = [pl for pl in index.find_block(block, prefer) if pl.file != path or not file_gone]
+    # One exact place, or one in the file that most of the old file went to: as sure as git's -M.
+    in_home = [pl for pl in exact if prefer and pl.file == prefer[0]]
+    pick = exact[0] if len(exact) == 1 else in_home[0] if len(in_home) == 1 else None
+    if pick is not None:
+        said = f"the hunk's {len(block)} old lines stand exactly at {pick}"
+        return Moved(pick, f"{why}; {said}" if why else said, True)
+    if exact:
+        return Moved(exact[0], (why + "; " if why else "") + f"the hunk's old lines stand at {len(exact)} places: "
+                     + ", ".join(map(str, exact[:4])) + " (ambiguous)", False)
+    near = index.nearest(block, prefer)
+    if near is None:
+        return Moved(Place(prefer[0], 0, False), why, False) if prefer else None
+    differ = sum(1 for d in near.differ if d[:1] in "+-" and not d.startswith(("+++", "---")))
+    said = f"nearest candidate {near}: {near.score:.0%} of the hunk's lines agree, {differ} differ"
+    return Moved(near, f"{why}; {said}" if why else said, False)

@@ -1,0 +1,185 @@
+"""Would a merged module still import? The checks a clean merge must pass before it is accepted.
+
+A 3-way merge that is clean and compiles can still be dead on arrival: the
+patch kept ``Optional[...]`` where the new release dropped ``from typing import
+Optional``, or it imports a name from a vLLM module the new release moved it
+out of. Both raise at import time, and both are visible without importing
+anything:
+
+* undefined names, by pyflakes (from the AST alone), counted only when they
+  are new: a name the new release's own file or the old patched file already
+  leaves undefined (a ``__getattr__`` module, a star import) is not the merge's
+  doing;
+* every ``import vllm...`` and ``from vllm... import name`` that the new
+  release's own file does not have resolves in the new release's tree: the
+  module exists, and the name is defined or re-exported there (or is a
+  submodule). When it is not, the tree is searched for where the name is
+  defined, so the message can say where it went.
+
+Pure: file contents in, reasons out; the tree is read through a callable.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+Read = Callable[[str], "bytes | None"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason a module would not import: what, and on which line of the merged file."""
+
+    line: int
+    message: str
+
+
+def undefined_names(content: bytes, path: str = "<merged>") -> list[tuple[str, int]]:
+    """(name, line) for each use of a name nothing defines, as pyflakes reports it; [] if it does not parse."""
+    from pyflakes import checker, messages
+
+    try:
+        tree = ast.parse(content, path)
+    except (SyntaxError, ValueError):
+        return []
+    found = checker.Checker(tree, filename=path)
+    return [(m.message_args[0], m.lineno) for m in found.messages if isinstance(m, messages.UndefinedName)]
+
+
+def new_undefined(merged: bytes, references: Iterable[bytes | None], path: str = "<merged>") -> list[tuple[str, int]]:
+    """Undefined names of ``merged`` that none of ``references`` (V's pristine file, the old patched one)
+    leaves undefined as well."""
+    known = {name for ref in references if ref is not None for name, _ in undefined_names(ref, path)}
+    return [(name, line) for name, line in undefined_names(merged, path) if name not in known]
+
+
+def vllm_imports(content: bytes, package: str = "vllm") -> list[tuple[str, str | None, int]]:
+    """(module, imported name or None for ``import module``, line) for each absolute import of ``package``."""
+    try:
+        tree = ast.parse(content)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[tuple[str, str | None, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, None, node.lineno) for a in node.names
+                    if a.name == package or a.name.startswith(package + ".")]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module and \
+                (node.module == package or node.module.startswith(package + ".")):
+            out += [(node.module, a.name, node.lineno) for a in node.names if a.name != "*"]
+    return out
+
+
+def module_file(module: str, read: Read) -> tuple[str, bytes] | None:
+    """The file that defines ``module`` in the tree (``a/b.py`` or ``a/b/__init__.py``), with its content."""
+    base = module.replace(".", "/")
+    for path in (base + ".py", base + "/__init__.py"):
+        data = read(path)
+        if data is not None:
+            return path, data
+    return None
+
+
+def defines(content: bytes, name: str) -> bool | None:
+    """Whether a module binds ``name`` at its top level (def, class, assignment, import, ``__all__``);
+    None when it cannot be told (a module ``__getattr__``, a star import, a file that does not parse)."""
+    try:
+        tree = ast.parse(content)
+    except (SyntaxError, ValueError):
+        return None
+    names = top_level_names(tree)
+    if name in names:
+        return True
+    if "__getattr__" in names or any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
+                                     for n in ast.walk(tree)):
+        return None
+    return False
+
+
+def top_level_names(tree: ast.Module) -> set[str]:
+    """Names a module binds outside functions and classes (inside if/try/with blocks too)."""
+    out: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                out.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    out.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+            elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+                for field in ("body", "orelse", "finalbody"):
+                    visit(getattr(node, field, []) or [])
+                for h in getattr(node, "handlers", []) or []:
+                    visit(h.body)
+            if isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.Tuple)) and \
+                    any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+                out.update(e.value for e in node.value.elts
+                               if isinstance(e, ast.Constant) and isinstance(e.value, str))
+
+    visit(tree.body)
+    return out
+
+
+def unresolved_import(module: str, name: str | None, read: Read) -> str:
+    """Why ``from module import name`` (or ``import module``) would fail in the tree, or ''."""
+    found = module_file(module, read)
+    if found is None:
+        return f"module {module} does not exist"
+    if name is None:
+        return ""
+    path, content = found
+    if defines(content, name) is not False:
+        return ""
+    if module_file(f"{module}.{name}", read) is not None:
+        return ""  # a submodule
+    return f"{name!r} is not in {path}"
+
+
+def import_problems(merged: bytes, pristine: bytes | None, read: Read,
+                    where_defined: Callable[[str], list[str]] | None = None,
+                    version: str = "") -> list[Problem]:
+    """The ``vllm`` imports of ``merged`` that its release's own file does not have and that do not resolve."""
+    have = set(vllm_imports(pristine)) if pristine is not None else set()
+    have_keys = {(m, n) for m, n, _ in have}
+    out = []
+    for module, name, line in vllm_imports(merged):
+        if (module, name) in have_keys:
+            continue
+        why = unresolved_import(module, name, read)
+        if not why:
+            continue
+        if version:
+            why += f" in {version}"
+        if name and where_defined:
+            home = module_file(module, read)
+            homes = [p for p in where_defined(name) if home is None or p != home[0]]
+            if homes:
+                why += f" (it is in {', '.join(homes[:3])})"
+        out.append(Problem(line, why))
+    return out
+
+
+def problems(merged: bytes, pristine: bytes | None, old_patched: bytes | None, read: Read, path: str,
+             where_defined: Callable[[str], list[str]] | None = None, version: str = "") -> list[Problem]:
+    """Everything that would stop ``merged`` (V's ``path`` after the merge) from importing, new with the merge."""
+    if not path.endswith(".py"):
+        return []
+    found = [Problem(line, f"{name!r} is undefined at line {line}")
+             for name, line in new_undefined(merged, (pristine, old_patched), path)]
+    found += import_problems(merged, pristine, read, where_defined, version)
+    return sorted(found, key=lambda p: p.line)
+
+
+def describe(found: list[Problem]) -> str:
+    """The one-line reason a clean merge is refused."""
+    seen: list[str] = []
+    for p in found:
+        if p.message not in seen:
+            seen.append(p.message)
+    return "merges cleanly but would not import: " + "; ".join(seen)
