@@ -270,3 +270,84 @@ def test_a_fork_series_of_real_vllm_code_from_028_through_029_to_030(tmp_path):
     assert "_verify_extra_args" not in sampling and "fork: pinned llguidance" in sampling  # only what 0.30 lacks
     logger = (manifest.parent / ".patchset/port/logger-error-once/vllm/logger.py").read_text()
     assert "<<<<<<< vllm 0.30.0\n" in logger and ">>>>>>> logger-error-once on 0.29.0\n" in logger
+
+
+@pytest.fixture(scope="module")
+def moved_project(tmp_path_factory):
+    """A series made on real vLLM 0.10.2 code (tests/movedfixture.py), to port to the real 0.11.2."""
+    import movedfixture
+
+    from patchset.cache import Cache
+    from patchset.sources.sdist import SdistSource
+
+    pristine = SdistSource("vllm", "0.10.2", Cache()).root
+    return movedfixture.build(tmp_path_factory.mktemp("moved"), lambda path: (pristine / path).read_text())
+
+
+@pytest.mark.network
+def test_port_follows_code_that_upstream_moved_and_refuses_a_clean_merge_that_would_not_import(moved_project,
+                                                                                               tmp_path):
+    import movedfixture as mf
+
+    project = tmp_path / "p"
+    shutil.copytree(moved_project.parent, project)
+    r = port(load_manifest(project / "patches.yaml"), "0.11.2")
+    assert results(r) == {"torch-dtype": "ported", "transformers": "ported", "kept-names": "conflict",
+                          "registry-and-old": "conflict"}
+    by = {p.id: p for p in r.patches}
+    # A function moved between modules (the old module stays): the hunk lands in its new home.
+    assert by["torch-dtype"].files == ("vllm/utils/torch_utils.py",)
+    assert f"moved from {mf.UTILS} to vllm/utils/torch_utils.py:57" in by["torch-dtype"].message
+    text = (project / "recipes/torch-dtype/vllm-0.11.2.patch").read_text()
+    assert "+++ b/vllm/utils/torch_utils.py" in text and "+    finally:" in text and mf.UTILS not in text
+    # A file split in two: each hunk follows its lines into its part.
+    assert by["transformers"].files == ("vllm/model_executor/models/transformers/base.py",
+                                        "vllm/model_executor/models/transformers/multimodal.py")
+    assert "split across" in by["transformers"].message
+    # Clean and compiling, but it would raise at import: a conflict, with the reason and the new home.
+    (c,) = by["kept-names"].conflicts
+    assert c.file == mf.METADATA and c.message == (
+        "merges cleanly but would not import: 'set_default_torch_dtype' is not in "
+        "vllm/model_executor/model_loader/utils.py in 0.11.2 (it is in vllm/utils/torch_utils.py); "
+        "'Optional' is undefined at line 31")
+    # A hunk of a gone file whose lines only nearly stand somewhere: the place goes to the workspace.
+    (moved,) = by["registry-and-old"].conflicts
+    assert moved.file == "vllm/model_executor/models/transformers/base.py" and moved.line == 234
+    assert "moved_to: vllm/model_executor/models/transformers/base.py:234" in moved.message
+    work = project / ".patchset/port/registry-and-old"
+    assert (work / moved.file).is_file()
+    assert "moved_to: vllm/model_executor/models/transformers/base.py:234" in (work / "README.md").read_text()
+
+
+@pytest.mark.network
+def test_next_and_check_report_every_hunk_with_one_file_missing_and_where_its_lines_went(moved_project, tmp_path):
+    import movedfixture as mf
+
+    from patchset.report.port import next_json
+    from patchset.verbs.next import next_release
+
+    seen = next_release(load_manifest(moved_project), "0.11.2", released=["0.11.2"])
+    by = {p.id: p for p in seen.patches}
+    assert {p.id: p.status for p in seen.patches} == {
+        "torch-dtype": "needs-port", "transformers": "needs-port", "kept-names": "needs-port",
+        "registry-and-old": "needs-port"}
+    mixed = by["registry-and-old"].result
+    assert [(h.file, h.status) for h in mixed.hunks] == [(mf.REGISTRY, "fuzz"), (mf.TRANSFORMERS, "failed")]
+    assert f"{mf.TRANSFORMERS}: not in sdist:vllm-0.11.2" in mixed.hunks[1].message
+    assert [c.moved for c in by["transformers"].upstream_change] == [
+        "vllm/model_executor/models/transformers/multimodal.py:226",
+        "vllm/model_executor/models/transformers/base.py:243"]
+    assert all(c.moved_exact for c in by["transformers"].upstream_change)
+    (dtype,) = by["torch-dtype"].upstream_change
+    assert dtype.moved == "vllm/utils/torch_utils.py:57" and "moved_to: vllm/utils/torch_utils.py:57" in dtype.summary
+    assert "'Optional' is undefined at line 31" in by["kept-names"].result.message
+    doc = json.loads(next_json(seen))
+    hunks = {p["id"]: p["hunks"] for p in doc["patches"]}
+    assert len(hunks["registry-and-old"]) == 2 and len(hunks["transformers"]) == 2
+    assert doc["patches"][1]["upstream_change"][0]["moved"].endswith("multimodal.py:226")
+    both = tmp_path / "patches.yaml"
+    both.write_text(moved_project.read_text().replace('"0.10.2": {}', '"0.10.2": {}\n  "0.11.2": {}'))
+    shutil.copytree(moved_project.parent / "recipes", tmp_path / "recipes")
+    report = check(load_manifest(both), ["0.11.2"])
+    assert [(h.file, h.status) for h in report.targets[0].patch("registry-and-old").hunks] == [
+        (mf.REGISTRY, "fuzz"), (mf.TRANSFORMERS, "failed")]

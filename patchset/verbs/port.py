@@ -26,7 +26,7 @@ import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from patchset.core import engine, merge, moved, semantic
@@ -34,13 +34,13 @@ from patchset.core.manifest import Manifest, Patch
 from patchset.core.manifest_edit import ManifestEditor
 from patchset.core.manifest_load import load_manifest
 from patchset.core.moved import PyIndex
-from patchset.core.patchfile import PatchFile, parse_patch, read_patch, split_lines
+from patchset.core.patchfile import Hunk, PatchFile, parse_patch, read_patch, split_lines
 from patchset.core.series import python_syntax_errors, upstream_evidence
 from patchset.core.versions import Release
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.sources import Source, python_files
-from patchset.verbs.next import window_change
+from patchset.verbs.next import gone_from, window_change
 from patchset.verbs.trees import Trees, newest_covered_target
 
 
@@ -301,6 +301,7 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     target = walk.sources[walk.to]
     pf = covered(p.load(u, manifest.base), walk.sources[u])
     base = walk.bases[u][p.id]
+    pf, away = _left_their_file(walk, pf, base)
     theirs_out = engine.apply_patch(base, pf, max_fuzz=p.fuzz)
     if not theirs_out.ok:
         return PortedPatch(p.id, PortStatus.CONFLICT, u, message=f"it does not apply to vllm {u} itself "
@@ -321,6 +322,17 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
         content, found = _merge_file(path, base.get(path), theirs_out.files[path], walk.ours.get(path), labels)
         merged[path] = content
         conflicts += found
+    for path, h, where in away:  # after the merges: a hunk may move into a file the patch also changes
+        dest = where.place.file
+        walk.adopt(dest)
+        content = merged.get(dest, walk.ours.get(dest))
+        spliced = _splice(content, h.old_keys, h.new_keys) if content is not None else None
+        if spliced is None:
+            conflicts.append(Conflict(dest, where.place.line, f"hunk {h.number} of {path}: {where} — merge it by hand"))
+            merged.setdefault(dest, content)
+            continue
+        merged[dest] = spliced
+        moves.append(f"hunk {h.number} moved from {path} to {dest}:{where.place.line} ({where.evidence})")
     conflicts += compile_errors(merged) if not conflicts else []
     conflicts += import_errors(walk, merged, theirs_out.files) if not conflicts else []
     changed = {k: v for k, v in merged.items() if v != walk.ours.get(k)}
@@ -340,6 +352,32 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     rel = new_patch_path(manifest, p, walk.to)
     return PortedPatch(p.id, PortStatus.PORTED, u, patch=rel, files=tuple(sorted(changed)), text=text,
                        message="; ".join(moves))
+
+
+def _left_their_file(walk: Walk, pf: PatchFile,
+                     base: dict[str, bytes | None]) -> tuple[PatchFile, list[tuple[str, Hunk, moved.Moved]]]:
+    """The patch without the hunks whose lines left their file for another one in V (a function moved
+    between modules), and those hunks with the one place their old lines stand now."""
+    away: list[tuple[str, Hunk, moved.Moved]] = []
+    files = []
+    for f in pf.files:
+        ours = walk.ours.get(f.path)
+        if f.old_path != f.new_path or ours is None or not f.path.endswith(".py"):
+            files.append(f)
+            continue
+        keep = []
+        for h in f.hunks:
+            found = moved.follow(walk.index(), f.path, h.old_keys, base.get(f.path), False) \
+                if h.old_keys and gone_from(h, ours) else None
+            if found is not None and found.sure and found.place.file != f.path:
+                away.append((f.path, h, found))
+            else:
+                keep.append(h)
+        if keep:
+            files.append(replace(f, hunks=tuple(keep)))
+    if not away:
+        return pf, []
+    return PatchFile(pf.path, pf.sha256, pf.header, tuple(files)), away
 
 
 def _follow_file(walk: Walk, pf: PatchFile, path: str, old: bytes, merged: dict[str, bytes | None],

@@ -1,0 +1,39 @@
+"""core/moved.py: where a gone file or a hunk's lines went."""
+
+from __future__ import annotations
+
+from patchset.core import moved
+
+OLD = b"".join(b"value_%d = compute(%d)  # step\n" % (i, i) for i in range(40))
+
+
+def test_a_rename_and_a_split_are_told_by_shared_lines():
+    first, second = OLD[:OLD.index(b"value_20")], OLD[OLD.index(b"value_20"):]
+    idx = moved.PyIndex({"pkg/first.py": b"import os\n" + first, "pkg/second.py": second + b"tail = 1\n"})
+    assert idx.renamed_to(OLD) == [("pkg/first.py", 0.5), ("pkg/second.py", 0.5)]
+    idx = moved.PyIndex({"pkg/new_name.py": OLD, "pkg/other.py": b"unrelated = True\n"})
+    assert idx.renamed_to(OLD) == [("pkg/new_name.py", 1.0)]
+
+
+def test_a_block_is_found_exactly_once_else_its_nearest_candidate_with_the_lines_that_differ():
+    block = OLD.splitlines(keepends=True)[10:16]
+    idx = moved.PyIndex({"pkg/a.py": b"x = 1\n" + OLD})
+    found = moved.follow(idx, "pkg/gone.py", block, OLD, True)
+    assert found is not None and found.sure and str(found.place) == "pkg/a.py:12"
+    assert "pkg/gone.py is gone; pkg/a.py holds 100% of its lines (a rename)" in found.evidence
+    edited = moved.PyIndex({"pkg/a.py": OLD.replace(b"value_12 = compute(12)", b"value_12 = compute(12, fast=True)")})
+    found = moved.follow(edited, "pkg/gone.py", block, OLD, True)
+    assert found is not None and not found.sure and str(found.place) == "pkg/a.py:11"
+    assert "+value_12 = compute(12, fast=True)  # step" in found.place.differ
+    twice = moved.PyIndex({"pkg/a.py": OLD, "pkg/b.py": OLD})
+    found = moved.follow(twice, "pkg/gone.py", block, None, True)
+    assert found is not None and not found.sure and "ambiguous" in found.evidence
+    assert moved.follow(moved.PyIndex({"pkg/a.py": b"nothing = 0\n"}), "pkg/gone.py", block, None, True) is None
+
+
+def test_where_defined_and_an_update_is_searched_from_then_on():
+    idx = moved.PyIndex({"pkg/a.py": b"def helper():\n    pass\n", "pkg/b.py": b"helper = 1\n"})
+    assert idx.where_defined("helper") == ["pkg/a.py"]
+    idx.update("pkg/b.py", b"class helper:\n    pass\n")
+    assert idx.where_defined("helper") == ["pkg/a.py", "pkg/b.py"]
+    assert idx.find_block([b"class helper:\n", b"    pass\n"]) == [moved.Place("pkg/b.py", 1, True)]

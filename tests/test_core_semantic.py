@@ -1,0 +1,44 @@
+"""core/semantic.py: would a merged module still import?"""
+
+from __future__ import annotations
+
+from patchset.core import semantic
+
+TREE = {
+    "vllm/__init__.py": b"",
+    "vllm/a.py": b"from vllm.b import moved as moved\n\ndef here():\n    pass\n",
+    "vllm/b.py": b"def moved():\n    pass\n",
+    "vllm/lazy.py": b"def __getattr__(name):\n    raise AttributeError(name)\n",
+    "vllm/pkg/__init__.py": b"",
+    "vllm/pkg/sub.py": b"X = 1\n",
+}
+
+
+def read(path: str) -> bytes | None:
+    return TREE.get(path)
+
+
+def test_only_undefined_names_new_with_the_merge_count():
+    pristine = b"import os\n\ndef f():\n    return os.sep, magic\n"
+    merged = b"import os\n\ndef f(x: Optional[int]):\n    return os.sep, magic\n"
+    assert semantic.new_undefined(merged, (pristine, None)) == [("Optional", 3)]
+    assert semantic.new_undefined(merged, (pristine, merged)) == []  # the old patched file had it too
+
+
+def test_vllm_imports_resolve_in_the_tree_with_re_exports_submodules_and_lazy_modules():
+    assert semantic.unresolved_import("vllm.a", "here", read) == ""
+    assert semantic.unresolved_import("vllm.a", "moved", read) == ""  # re-exported
+    assert semantic.unresolved_import("vllm.pkg", "sub", read) == ""  # a submodule
+    assert semantic.unresolved_import("vllm.lazy", "anything", read) == ""  # cannot be told: not refused
+    assert semantic.unresolved_import("vllm.gone", None, read) == "module vllm.gone does not exist"
+    assert semantic.unresolved_import("vllm.a", "nothere", read) == "'nothere' is not in vllm/a.py"
+
+
+def test_problems_name_the_line_and_where_the_name_lives_now():
+    pristine = b"from vllm.a import here\n"
+    merged = b"from vllm.a import here\nfrom vllm.a import elsewhere\n\nx: Optional[int] = None\n"
+    found = semantic.problems(merged, pristine, None, read, "vllm/c.py", lambda name: ["vllm/b.py"], "1.0")
+    assert semantic.describe(found) == ("merges cleanly but would not import: 'elsewhere' is not in vllm/a.py in "
+                                        "1.0 (it is in vllm/b.py); 'Optional' is undefined at line 4")
+    assert semantic.problems(pristine, pristine, None, read, "vllm/c.py") == []  # upstream's imports are its own
+    assert semantic.problems(merged, None, None, read, "README.md") == []
