@@ -38,7 +38,7 @@ class Place:
     score: float = 1.0  # share of the block's lines found there
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+        return f"{self.file}:{self.line}" if self.line else self.file  # 0: the file, no place in it
 
 
 def _meaningful(line: bytes) -> bool:

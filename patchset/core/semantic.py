@@ -170,8 +170,11 @@ def problems(merged: bytes, pristine: bytes | None, old_patched: bytes | None, r
     """Everything that would stop ``merged`` (V's ``path`` after the merge) from importing, new with the merge."""
     if not path.endswith(".py"):
         return []
-    found = [Problem(line, f"{name!r} is undefined at line {line}")
-             for name, line in new_undefined(merged, (pristine, old_patched), path)]
+    lines: dict[str, list[int]] = {}
+    for name, line in new_undefined(merged, (pristine, old_patched), path):
+        lines.setdefault(name, []).append(line)
+    found = [Problem(at[0], f"{name!r} is undefined at line {at[0]}" + (f" (and {len(at) - 1} more)" if len(at) > 1
+                                                                        else "")) for name, at in lines.items()]
     found += import_problems(merged, pristine, read, where_defined, version)
     return sorted(found, key=lambda p: p.line)
 

@@ -328,13 +328,17 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
         content = merged.get(dest, walk.ours.get(dest))
         spliced = _splice(content, h.old_keys, h.new_keys) if content is not None else None
         if spliced is None:
-            conflicts.append(Conflict(dest, where.place.line, f"hunk {h.number} of {path}: {where} — merge it by hand"))
+            conflicts.append(Conflict(dest, where.place.line, f"hunk {h.number} of {path}: {where}; merge it by hand"))
             merged.setdefault(dest, content)
             continue
         merged[dest] = spliced
         moves.append(f"hunk {h.number} moved from {path} to {dest}:{where.place.line} ({where.evidence})")
-    conflicts += compile_errors(merged) if not conflicts else []
-    conflicts += import_errors(walk, merged, theirs_out.files) if not conflicts else []
+    # Every file that merged cleanly is checked, even when another file conflicts: the workspace
+    # README then says which of the clean ones would not compile or import either.
+    clean = {k: v for k, v in merged.items() if k not in {c.file for c in conflicts}}
+    conflicts += compile_errors(clean)
+    broken = {c.file for c in conflicts}
+    conflicts += import_errors(walk, {k: v for k, v in clean.items() if k not in broken}, theirs_out.files)
     changed = {k: v for k, v in merged.items() if v != walk.ours.get(k)}
     if conflicts:
         _explain(conflicts, p, u, walk, pf)
@@ -402,7 +406,7 @@ def _follow_file(walk: Walk, pf: PatchFile, path: str, old: bytes, merged: dict[
         spliced = _splice(content, h.old_keys, h.new_keys) if found.sure and content is not None else None
         if spliced is None:
             merged.setdefault(dest, content)  # the workspace shows the place as V has it
-            conflicts.append(Conflict(dest, found.place.line, f"hunk {h.number} of {path}: {found} — "
+            conflicts.append(Conflict(dest, found.place.line, f"hunk {h.number} of {path}: {found}; "
                                       "merge it by hand", "\n".join(found.place.differ)))
             continue
         merged[dest] = spliced
