@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 VLLM   ?= 0.29.0
 PYTEST_ARGS ?=
 
-.PHONY: setup dev check validate test lint engine image bench fuzz clean
+.PHONY: setup dev check validate test lint engine image bench fuzz fuzz-diff clean
 
 # `make check` needs patchset and its own dependencies only; the dev extras (pytest, ruff, mypy,
 # pre-commit, hypothesis, ...) come with the targets that use them (test, lint, fuzz, bench).
@@ -40,9 +40,14 @@ test: dev engine
 	$(BIN)/mypy patchset
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# make fuzz N=30000 [SEED=1]: the differential harness (engine against GNU patch -F0 and git apply)
-# on more seeded cases than `make test` runs; prints the class counts.
+# make fuzz [FUZZ_SECONDS=60] [TARGETS="patch wheel"]: coverage-guided fuzzing (atheris) of every reader,
+# each target for FUZZ_SECONDS; prints executions and findings per target (tests/fuzz, docs/fuzzing.md).
 fuzz: dev
+	FUZZ_SECONDS=$(or $(FUZZ_SECONDS),60) $(BIN)/python tests/fuzz/run.py $(foreach t,$(TARGETS),--target $(t))
+
+# make fuzz-diff N=30000 [SEED=1]: the differential harness (engine against GNU patch -F0 and git apply)
+# on more seeded cases than `make test` runs; prints the class counts.
+fuzz-diff: dev
 	PATCHSET_FUZZ_N=$(or $(N),30000) PATCHSET_FUZZ_SEED=$(or $(SEED),1) \
 		$(BIN)/python -m pytest tests/test_differential.py -q -s -k intended
 

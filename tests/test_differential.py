@@ -1,6 +1,6 @@
 """The engine against real GNU ``patch -p1 -F0`` and ``git apply`` on seeded cases from real vLLM files.
 
-1,000 cases by default; ``make fuzz N=30000 SEED=7`` (or PATCHSET_FUZZ_N / PATCHSET_FUZZ_SEED) for
+1,000 cases by default; ``make fuzz-diff N=30000 SEED=7`` (or PATCHSET_FUZZ_N / PATCHSET_FUZZ_SEED) for
 more. A failure prints the class counts and each bad case: the file, the patch, what differed.
 """
 

@@ -1,0 +1,164 @@
+"""Run the fuzz targets of targets.py under atheris (libFuzzer), each for a bounded time.
+
+    python tests/fuzz/run.py [--seconds N] [--target NAME]... [--workdir DIR] [--replay]
+
+Each target runs in its own process (a child of this one) with a per-input time bound
+(``-timeout``), a memory limit (``-rss_limit_mb``) and a largest input (``-max_len``). Its corpus
+starts from the seeds in tests/fuzz/corpus/NAME (``seed.py`` writes them); what the fuzzer finds
+new goes to the work folder, never into the repository. An input that breaks the contract stops
+the child with a crash, timeout or out-of-memory file under ``WORKDIR/findings``; the target is
+started again for its remaining time, so one finding does not hide the next. Prints, per target,
+the executions, the inputs in the corpus and the findings; exits 1 when there is any finding.
+
+``--replay`` runs every seed once through each target in this process, without atheris: what CI
+can do where atheris does not install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / "corpus"
+TIMEOUT_S = 10  # per input: the slowest seed takes well under a second
+RSS_LIMIT_MB = 2048
+MAX_FINDINGS = 5  # per target and run: the same bug found again and again says nothing more
+
+# Modules instrumented for coverage besides patchset: the standard library parsers a target's input goes
+# through first, so the fuzzer learns their structure (a zip's records, a tar's headers) too.
+EXTRA = {"wheel": ["zipfile"], "sdist": ["tarfile", "gzip"], "import-gz": ["gzip"], "header": ["email"],
+         "import-mbox": ["email"], "junit": ["xml"]}
+
+
+def child(name: str, args: list[str]) -> None:
+    """In the child: instrument patchset (and the target's parsers), then hand over to libFuzzer."""
+    import atheris
+
+    sys.path.insert(0, str(HERE))
+    import targets
+
+    target = targets.TARGETS[name]
+    # Only the target's own readers: instrumenting all of patchset costs seconds of start-up per target.
+    with atheris.instrument_imports(include=[*target.modules, *EXTRA.get(name, [])]):
+        for module in target.modules:
+            __import__(module)
+    os.environ.setdefault("PATCHSET_NO_PARSE_CACHE", "1")
+
+    def one(data: bytes) -> None:
+        target.run(data)
+        targets.reset()
+
+    atheris.Setup([sys.argv[0], *args], one)
+    atheris.Fuzz()
+
+
+def fuzz(name: str, seconds: float, workdir: Path) -> dict:
+    """Run one target for ``seconds``; returns its row of the table."""
+    sys.path.insert(0, str(HERE))
+    import targets
+
+    corpus = workdir / "corpus" / name
+    findings = workdir / "findings"
+    corpus.mkdir(parents=True, exist_ok=True)
+    findings.mkdir(parents=True, exist_ok=True)
+    seeds = CORPUS / name
+    env = {**os.environ, "PATCHSET_CACHE": str(workdir / "cache"), "PATCHSET_NO_PARSE_CACHE": "1"}
+    row = {"target": name, "seconds": 0.0, "executions": 0, "findings": [], "corpus": 0}
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) >= 1 and len(row["findings"]) < MAX_FINDINGS:
+        args = [f"-max_total_time={int(left)}", f"-timeout={TIMEOUT_S}", f"-rss_limit_mb={RSS_LIMIT_MB}",
+                f"-max_len={targets.TARGETS[name].max_len}", f"-artifact_prefix={findings}/{name}-",
+                "-print_final_stats=1", str(corpus)] + ([str(seeds)] if seeds.is_dir() else [])
+        log = workdir / f"{name}.log"
+        started = time.monotonic()
+        with log.open("ab") as out:
+            proc = subprocess.run([sys.executable, __file__, "--child", name, "--", *args], env=env,
+                                  stdout=out, stderr=subprocess.STDOUT, timeout=left + 120)
+        row["seconds"] += time.monotonic() - started
+        text = log.read_bytes().decode("utf-8", "replace")
+        text = text[text.rfind("INFO: Seed:"):] if "INFO: Seed:" in text else text
+        runs = re.findall(r"stat::number_of_executed_units:\s*(\d+)", text) or re.findall(r"^#(\d+)\s", text, re.M)
+        row["executions"] += int(runs[-1]) if runs else 0
+        found = re.findall(r"Test unit written to (\S+)", text)
+        if found:
+            row["findings"].append({"file": found[-1], "why": _why(text)})
+        elif proc.returncode != 0:
+            row["findings"].append({"file": str(log), "why": f"the fuzzer exited {proc.returncode}: {_why(text)}"})
+    row["corpus"] = len(list(corpus.iterdir())) + (len(list(seeds.iterdir())) if seeds.is_dir() else 0)
+    return row
+
+
+def _why(text: str) -> str:
+    """The finding in one line: the exception, or libFuzzer's word (timeout, out-of-memory)."""
+    for pattern in (r"^(\w+(?:Error|Exception|Finding)\b.*)$", r"(ERROR: libFuzzer: [^\n]*)", r"(ALARM: [^\n]*)"):
+        hits = re.findall(pattern, text, re.M)
+        if hits:
+            return hits[-1].strip()[:300]
+    return "see the log"
+
+
+def replay(names: list[str]) -> int:
+    """Every seed through its target once, in this process: 0 when every one keeps the contract."""
+    sys.path.insert(0, str(HERE))
+    import targets
+
+    bad = 0
+    for name in names:
+        seeds = sorted((CORPUS / name).iterdir()) if (CORPUS / name).is_dir() else []
+        for seed in seeds:
+            try:
+                targets.TARGETS[name].run(seed.read_bytes())
+            except Exception as e:  # noqa: BLE001 -- a finding, reported and counted
+                bad += 1
+                print(f"{name}: {seed.name}: {type(e).__name__}: {e}")
+            finally:
+                targets.reset()
+        print(f"{name}: {len(seeds)} seeds replayed")
+    return bad
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        child(argv[1], argv[3:])
+        return 0
+    sys.path.insert(0, str(HERE))
+    import targets
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=float(os.environ.get("FUZZ_SECONDS", 60)))
+    parser.add_argument("--target", action="append", choices=sorted(targets.TARGETS))
+    parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--replay", action="store_true")
+    opts = parser.parse_args(argv)
+    names = opts.target or list(targets.TARGETS)
+    if opts.replay:
+        return 1 if replay(names) else 0
+    workdir = opts.workdir or Path(tempfile.mkdtemp(prefix="patchset-fuzz-run-"))
+    rows = []
+    print(f"{'target':<14} {'seconds':>8} {'executions':>11} {'exec/s':>8} {'corpus':>7} {'findings':>8}", flush=True)
+    for name in names:
+        row = fuzz(name, opts.seconds, workdir)
+        rows.append(row)
+        rate = row["executions"] / row["seconds"] if row["seconds"] else 0
+        print(f"{name:<14} {row['seconds']:>8.0f} {row['executions']:>11} {rate:>8.0f} {row['corpus']:>7} "
+              f"{len(row['findings']):>8}", flush=True)
+        for f in row["findings"]:
+            print(f"  finding: {f['why']}\n    input: {f['file']}", flush=True)
+    total = sum(len(r["findings"]) for r in rows)
+    print(f"total: {sum(r['executions'] for r in rows)} executions, {total} findings (logs and inputs in {workdir})")
+    if not opts.workdir and not total:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 1 if total else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
