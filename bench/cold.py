@@ -145,14 +145,14 @@ def fork_manifest(work: Path) -> str:
 def cold_rows(repeat: int = 3, manifest: str = "patches.yaml") -> list[str]:
     """The cold workload's lines (Markdown), ready to print."""
     from patchset.core.manifest_load import load_manifest
-    from patchset.sources import index
+    from patchset.sources import pip
 
     versions = releases_since()
     targets = [t.version for t in load_manifest(manifest).targets]
     whole = check_row(manifest, repeat, targets)
     one = check_row(manifest, repeat, targets[-1:])
     # The index named in the environment, as CI often does: no pip child is asked for it.
-    given = check_row(manifest, repeat, targets[-1:], {"PATCHSET_INDEX_URL": index.index_url()})
+    given = check_row(manifest, repeat, targets[-1:], {"PATCHSET_INDEX_URL": pip.index_url()})
     with tempfile.TemporaryDirectory(prefix="patchset-cold-fork-") as tmp:
         fork = check_row(fork_manifest(Path(tmp)), repeat, FORK_RELEASES)
     nxt = next_row(manifest, repeat, versions)

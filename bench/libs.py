@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import requests
 
-from patchset.sources import http, index, wheel
+from patchset.sources import http, index, pip, urls, wheel
 
 PROJECT, VERSION = "vllm", "0.29.0"
 MEMBER = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py"
@@ -56,7 +56,7 @@ def hand_index() -> dict[str, str]:
 def lib_index(session: requests.Session) -> dict[str, str]:
     from pypi_simple import PyPISimple
 
-    public, creds = http.split_credentials(index.index_url())
+    public, creds = urls.split_credentials(pip.index_url())
     session.auth, session.verify = creds, http.ca_bundle()
     with PyPISimple(endpoint=public, session=session) as client:
         page = client.get_project_page(PROJECT)

@@ -34,6 +34,7 @@ import forkseries  # noqa: E402
 from patchset.cache import Cache  # noqa: E402
 from patchset.core.manifest import Manifest
 from patchset.core.manifest_load import load_manifest  # noqa: E402
+from patchset.sources import download  # noqa: E402
 from patchset.sources.sdist import SdistSource  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -115,7 +116,7 @@ def unpack_loop(manifest: Manifest, releases: list[str], cache: Cache, sub: str)
     """The old baseline: unpack each sdist, then GNU patch each patch in order."""
     for v in releases:
         src = SdistSource("vllm", v, cache)
-        blob = cache.blob(src.sha256, "")
+        blob = download.blob(cache, src.sha256, "")
         with tempfile.TemporaryDirectory(prefix="bench-unpack-") as tmp:
             with tarfile.open(blob, "r:gz") as tar:
                 tar.extractall(tmp, filter="data")

@@ -14,17 +14,8 @@ import functools
 import hashlib
 import json
 import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-
-from patchset import TYPE_CHECKING
-from patchset.errors import SourceError
-
-if TYPE_CHECKING:
-    from typing import TypeVar
-
-    _T = TypeVar("_T")
 
 CHUNK = 1 << 20
 
@@ -52,8 +43,6 @@ def shared_mode(path: Path | str) -> None:
 
 #: (file name, bytes so far, total or 0): where downloads report progress when the caller gave no callback.
 #: The CLI sets it for a terminal (patchset.cli.progress); the library itself never prints.
-DownloadProgress = Callable[[str, int, int], None]
-download_progress: DownloadProgress | None = None
 
 
 class Cache:
@@ -73,8 +62,9 @@ class Cache:
         with FileLock(str(lock_path) + ".lock", mode=0o666 & ~umask()):
             yield
 
-    def blob(self, sha256: str, url: str, *, progress: Callable[[int, int], None] | None = None) -> Path:
-        """The verified file with this sha256, downloaded from url when not cached."""
+    def blob(self, sha256: str, fetch: Callable[[Path], None]) -> Path:
+        """The file with this sha256; when it is not cached, ``fetch(final)`` puts the verified file at ``final``
+        (under a ``.part-`` name first, then renamed into place), holding the entry's lock."""
         final = self.path("blobs", sha256[:2], sha256)
         if final.is_file():
             return final
@@ -83,91 +73,8 @@ class Cache:
                 return final
             final.parent.mkdir(parents=True, exist_ok=True)
             _clear_parts(final)
-            for attempt in range(1, _http().RETRIES + 2):
-                try:
-                    return self._download(sha256, url, final, progress)
-                except _CutShort as e:
-                    if attempt > _http().RETRIES:
-                        raise SourceError(f"cannot download {_name(url)}: {e} ({attempt} attempts)") from e
-                    time.sleep(_http().BACKOFF * 2 ** (attempt - 1))
-        return final  # pragma: no cover - the loop returns or raises
-
-    def _download(self, sha256: str, url: str, final: Path, progress: Callable[[int, int], None] | None) -> Path:
-        import tempfile
-
-        fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.part-")
-        try:
-            digest = hashlib.sha256()
-            with os.fdopen(fd, "wb") as out:
-                for chunk, done, total in _stream(url):
-                    out.write(chunk)
-                    digest.update(chunk)
-                    if progress:
-                        progress(done, total)
-                    elif download_progress:
-                        download_progress(_name(url), done, total)
-            if digest.hexdigest() != sha256:
-                raise SourceError(f"{_name(url)}: sha256 {digest.hexdigest()} does not match the "
-                                  f"index's {sha256}", hint="the download was corrupted or the index lies")
-            shared_mode(tmp)
-            os.replace(tmp, final)
-        except OSError as e:
-            raise SourceError(f"cannot download {_name(url)}: {_http().redact(str(e))}") from e
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+            fetch(final)
         return final
-
-    def read_through(self, sha256: str, url: str, consume: Callable[[Iterator[bytes]], _T], *,
-                     progress: Callable[[int, int], None] | None = None) -> _T:
-        """``consume(chunks)`` over the file with this sha256, read once, without keeping the file.
-
-        From the cached blob when there is one, else streamed from ``url`` and verified: what
-        ``consume`` returns is handed back only once every byte has passed and the digest matched, so
-        a caller that keeps nothing before that keeps nothing unverified. A body cut short starts
-        ``consume`` again from the first byte (a bounded number of times).
-        """
-        final = self.path("blobs", sha256[:2], sha256)
-        if final.is_file():  # verified when it was downloaded, like every reader of it trusts
-            with open(final, "rb") as f:
-                return consume(iter(lambda: f.read(CHUNK), b""))
-        for attempt in range(1, _http().RETRIES + 2):
-            digest = hashlib.sha256()
-
-            def chunks(digest: hashlib._Hash = digest) -> Iterator[bytes]:
-                for chunk, done, total in _stream(url):
-                    digest.update(chunk)
-                    if progress:
-                        progress(done, total)
-                    elif download_progress:
-                        download_progress(_name(url), done, total)
-                    yield chunk
-
-            body = chunks()
-            try:
-                try:
-                    got = consume(body)
-                except SourceError:
-                    # a corrupt download can look like a corrupt archive: the digest says which it is
-                    for _ in body:
-                        pass
-                    if digest.hexdigest() == sha256:
-                        raise
-                    got = None
-                for _ in body:  # what the consumer did not need still counts for the digest
-                    pass
-            except _CutShort as e:
-                if attempt > _http().RETRIES:
-                    raise SourceError(f"cannot download {_name(url)}: {e} ({attempt} attempts)") from e
-                time.sleep(_http().BACKOFF * 2 ** (attempt - 1))
-                continue
-            except OSError as e:
-                raise SourceError(f"cannot download {_name(url)}: {_http().redact(str(e))}") from e
-            if digest.hexdigest() != sha256:
-                raise SourceError(f"{_name(url)}: sha256 {digest.hexdigest()} does not match the "
-                                  f"index's {sha256}", hint="the download was corrupted or the index lies")
-            return got  # type: ignore[return-value]  # None only when the digest check above raised
-        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
     def put_bytes(self, data: bytes, *parts: str) -> Path:
         import tempfile
@@ -353,50 +260,3 @@ def keep_derived_bytes(entry: Path | None, data: bytes) -> None:
         return
     with contextlib.suppress(OSError):
         Cache(entry.parent.parent.parent).put_bytes(data, *entry.parts[-3:])
-
-
-class _CutShort(Exception):
-    """The body ended early or the connection dropped: worth another try."""
-
-
-def _http():
-    from patchset.sources import http
-
-    return http
-
-
-def _name(url: str) -> str:
-    return _http().redact(url.rsplit("/", 1)[-1])
-
-
-def _stream(url: str) -> Iterator[tuple[bytes, int, int]]:
-    """(chunk, bytes so far, total or 0) of ``url``; file: URLs are read directly."""
-    if url.startswith("file:"):
-        import urllib.request
-
-        with urllib.request.urlopen(url) as resp:
-            total, done = int(resp.headers.get("Content-Length") or 0), 0
-            while chunk := resp.read(CHUNK):
-                done += len(chunk)
-                yield chunk, done, total
-        return
-    import requests
-
-    http = _http()
-    try:
-        with http.get(url, stream=True, headers={"Accept-Encoding": "identity"}) as resp:  # the bytes, as hashed
-            http.check(resp, f"cannot download {url}")
-            total, done, started = int(resp.headers.get("Content-Length") or 0), 0, time.monotonic()
-            try:
-                for chunk in resp.iter_content(CHUNK):
-                    done += len(chunk)
-                    yield chunk, done, total
-            finally:
-                http.record(http.split_credentials(url)[0], resp.status_code, done, time.monotonic() - started)
-            if total and done != total:  # urllib3 1.x does not enforce Content-Length itself
-                raise _CutShort(f"{done} of {total} bytes came")
-    except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ConnectionError,
-            requests.exceptions.Timeout) as e:
-        raise _CutShort(http.describe(e)) from e
-    except requests.RequestException as e:
-        raise http.error(f"cannot download {url}", e) from e

@@ -13,7 +13,7 @@ import pytest
 
 from patchset.cache import Cache
 from patchset.errors import SourceError
-from patchset.sources import http
+from patchset.sources import download, http
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def test_cache_entries_are_usable_by_the_group_that_shares_the_cache(tmp_path, g
     cache = Cache(tmp_path)
     src = tmp_path / "src.bin"
     src.write_bytes(b"hello")
-    blob = cache.blob(hashlib.sha256(b"hello").hexdigest(), src.as_uri())
+    blob = download.blob(cache, hashlib.sha256(b"hello").hexdigest(), src.as_uri())
     put = cache.put_bytes(b"{}", "index", "x.json")
     tree = cache.tree("k", lambda tmp: (tmp / "f").write_text("x"))
     assert _mode(tree) == 0o775  # mkdtemp alone makes 0700
@@ -90,10 +90,10 @@ def test_a_download_cut_short_is_retried_a_bounded_number_of_times(tmp_path, mon
     url = f"http://127.0.0.1:{server.server_address[1]}/f.bin"
     try:
         if ok:
-            assert Cache(tmp_path).blob(digest, url).read_bytes() == body
+            assert download.blob(Cache(tmp_path), digest, url).read_bytes() == body
         else:
             with pytest.raises(SourceError, match="attempts"):
-                Cache(tmp_path).blob(digest, url)
+                download.blob(Cache(tmp_path), digest, url)
     finally:
         server.shutdown()
     assert server.gets == (cuts + 1 if ok else http.RETRIES + 1)

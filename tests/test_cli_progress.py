@@ -7,6 +7,7 @@ import sys
 
 from patchset import cache
 from patchset.cli import progress
+from patchset.sources import download
 
 
 class Clock:
@@ -37,7 +38,7 @@ def test_a_long_download_shows_one_line_that_ends_when_it_is_done(monkeypatch):
 def test_progress_is_silent_when_stderr_is_not_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     progress.install()
-    assert cache.download_progress is None
+    assert download.download_progress is None
 
 
 def test_a_download_reports_to_the_installed_line(tmp_path, monkeypatch):
@@ -46,7 +47,7 @@ def test_a_download_reports_to_the_installed_line(tmp_path, monkeypatch):
     blob = tmp_path / "f.bin"
     blob.write_bytes(b"x" * 3_000_000)
     seen: list[tuple[str, int, int]] = []
-    monkeypatch.setattr(cache, "download_progress", lambda name, done, total: seen.append((name, done, total)))
+    monkeypatch.setattr(download, "download_progress", lambda name, done, total: seen.append((name, done, total)))
     sha = hashlib.sha256(blob.read_bytes()).hexdigest()
-    cache.Cache(tmp_path / "c").blob(sha, blob.as_uri())
+    download.blob(cache.Cache(tmp_path / "c"), sha, blob.as_uri())
     assert seen and seen[-1] == ("f.bin", 3_000_000, 3_000_000)

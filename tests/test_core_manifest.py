@@ -133,7 +133,7 @@ def test_dependants_are_transitive(tmp_path):
 
 
 def test_an_installed_version_with_a_local_label_is_the_same_release():
-    from patchset.core.versions import same_release
+    from patchset.versions import same_release
 
     assert same_release("0.29.0+cpu", "0.29.0")
     assert same_release("0.29.0", "0.29")

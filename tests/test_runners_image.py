@@ -10,9 +10,10 @@ from helpers import udiff, write_patch
 
 from patchset.core.manifest_load import load_manifest
 from patchset.errors import PatchsetError
+from patchset.images.containers import device_requests
 from patchset.report import testreport
 from patchset.runners import RunConfig
-from patchset.runners.image import ImageRunner, device_requests
+from patchset.runners.image import ImageRunner
 from patchset.sources.local import DirSource
 from patchset.verbs import proof
 from patchset.verbs import test as vt

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from patchset.cache import Cache
 from patchset.errors import SourceError
+from patchset.sources import download, open_source
 from patchset.sources import http as patchset_http
-from patchset.sources import open_source
 from patchset.sources.git import GitSource
 from patchset.sources.index import IndexFile
 from patchset.sources.wheel import WheelSource
@@ -77,10 +77,10 @@ def test_blob_with_a_wrong_digest_is_never_cached(tmp_path):
     src.write_bytes(b"hello")
     cache = Cache(tmp_path / "cache")
     with pytest.raises(SourceError, match="does not match"):
-        cache.blob("0" * 64, src.as_uri())
+        download.blob(cache, "0" * 64, src.as_uri())
     assert not list((tmp_path / "cache" / "blobs").rglob("*0000*"))
     good = hashlib.sha256(b"hello").hexdigest()
-    assert cache.blob(good, src.as_uri()).read_bytes() == b"hello"
+    assert download.blob(cache, good, src.as_uri()).read_bytes() == b"hello"
 
 
 @pytest.mark.network
@@ -545,7 +545,7 @@ def test_the_default_index_comes_from_pip_without_its_private_api(tmp_path):
     import sys
 
     code = ("import sys; sys.modules['pip._internal'] = None\n"  # importing it would now fail
-            "from patchset.sources import index; print(index.index_url())")
+            "from patchset.sources import pip; print(pip.index_url())")
     env = {k: v for k, v in os.environ.items() if k not in ("PATCHSET_INDEX_URL", "PIP_INDEX_URL")}
     env["PIP_CONFIG_FILE"] = os.devnull  # no configured index: pip's built-in default
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
@@ -553,23 +553,23 @@ def test_the_default_index_comes_from_pip_without_its_private_api(tmp_path):
 
 
 def test_pip_config_names_the_index_and_the_ca_bundle(tmp_path, monkeypatch):
-    from patchset.sources import index
+    from patchset.sources import pip
 
     config = tmp_path / "pip.conf"
     config.write_text("[global]\nindex-url = http://127.0.0.1:9/mirror/simple\ncert = /etc/mirror-ca.pem\n")
     for var in ("PATCHSET_INDEX_URL", "PIP_INDEX_URL", "PIP_CERT", "REQUESTS_CA_BUNDLE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
-    index._pip_config.cache_clear()
+    pip._pip_config.cache_clear()
     try:
-        assert index.index_url() == "http://127.0.0.1:9/mirror/simple/"
+        assert pip.index_url() == "http://127.0.0.1:9/mirror/simple/"
         assert patchset_http.ca_bundle() == "/etc/mirror-ca.pem"
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/requests.pem")
         assert patchset_http.ca_bundle() == "/etc/requests.pem"
         monkeypatch.setenv("PIP_CERT", "/etc/pip.pem")
         assert patchset_http.ca_bundle() == "/etc/pip.pem"
     finally:
-        index._pip_config.cache_clear()
+        pip._pip_config.cache_clear()
 
 
 def test_pip_cert_lets_a_tls_index_with_a_private_ca_answer(tmp_path, monkeypatch):
@@ -674,7 +674,7 @@ def test_a_wheel_already_downloaded_whole_is_read_without_the_network(tmp_path):
     wheel.write_bytes(real_wheel().read_bytes())
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     cache = Cache(tmp_path / "cache")
-    cache.blob(digest, wheel.as_uri())  # as the venv runner leaves it
+    download.blob(cache, digest, wheel.as_uri())  # as the venv runner leaves it
     src = WheelSource(IndexFile(wheel.name, "http://127.0.0.1:9/gone.whl", digest), cache, package="pip")
     assert src.read(SMALL) == _member(wheel.read_bytes(), SMALL)
 

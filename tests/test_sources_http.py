@@ -9,7 +9,7 @@ import pytest
 from test_sources import WheelServer, _member, real_wheel
 
 from patchset.cache import Cache
-from patchset.sources import http
+from patchset.sources import download, http
 from patchset.sources.index import IndexFile
 from patchset.sources.wheel import WheelSource
 
@@ -55,7 +55,7 @@ def test_a_full_download_is_counted_and_logged_without_credentials(tmp_path, mon
     server = WheelServer(wheel, auth="user:tok-5e1f0a")
     public = server.url(f"/{tmp_path.name}/pip.whl")
     try:
-        blob = Cache(tmp_path / "cache").blob(hashlib.sha256(wheel).hexdigest(),
+        blob = download.blob(Cache(tmp_path / "cache"), hashlib.sha256(wheel).hexdigest(),
                                               public.replace("http://", "http://user:tok-5e1f0a@"))
     finally:
         server.shutdown()

@@ -341,8 +341,8 @@ def test_the_source_label_never_carries_the_remotes_token(tmp_path):
 
 
 def test_sbom_context_is_the_document_under_sbom_path_with_fixed_mtimes():
+    from patchset.core.sbom import SBOM_PATH
     from patchset.images.context import SBOM_DOCKERFILE, sbom_context
-    from patchset.report.sbom import SBOM_PATH
 
     with tarfile.open(fileobj=io.BytesIO(sbom_context(b'{"bomFormat": "CycloneDX"}', SBOM_PATH, 1700000000))) as tar:
         members = {m.name: m for m in tar.getmembers()}
@@ -395,7 +395,7 @@ def sbom_patches(document: bytes) -> list[str]:
 @pytest.mark.docker
 @pytest.mark.slow
 def test_build_sbom_embeds_the_audited_sbom_in_one_small_extra_layer(sbom_build, docker_client, series_manifest):
-    from patchset.report.sbom import SBOM_PATH
+    from patchset.core.sbom import SBOM_PATH
 
     doc, where = sbom_build
     assert doc["sbom"]["path"] == SBOM_PATH

@@ -17,7 +17,7 @@ import pytest
 
 from patchset.cache import Cache, keep_derived, release_uses
 from patchset.cli import main
-from patchset.sources import index
+from patchset.sources import download, index
 from patchset.verbs.cache import cache_info, prune
 
 RELEASES = ("0.28.0", "0.29.0", "0.30.0")
@@ -30,7 +30,7 @@ def fill(cache: Cache, tmp: Path, version: str, *, used: float) -> None:
     sha = hashlib.sha256(archive.read_bytes()).hexdigest()
     found = index.IndexFile(archive.name, archive.as_uri(), sha, archive.stat().st_size)
     index.remembered(cache, "sdist", "vllm", version, lambda project, v: found)
-    blob = cache.blob(sha, found.url)
+    blob = download.blob(cache, sha, found.url)
 
     def unpack(dest: Path) -> None:
         (dest / "vllm").mkdir()

@@ -31,10 +31,10 @@ from hypothesis import strategies as st
 
 from patchset.cli import main
 from patchset.core.manifest_load import load_manifest
-from patchset.core.versions import Release, Releases
 from patchset.errors import PatchsetError
 from patchset.verbs.port import port
 from patchset.verbs.refresh import refresh
+from patchset.versions import Release, Releases
 
 POOL = ["0.8.0", "0.8.5", "0.9.0", "0.9.1", "0.10.0"]
 # Releases no target names, around the pool's: what a range must not take in by being widened.

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from patchset.core.manifest import DEFAULT_MANIFEST, Manifest
 from patchset.core.manifest_load import load_manifest
-from patchset.core.versions import is_release
+from patchset.versions import is_release
 
 # Docker's reference grammar (distribution/reference): a bad name is bad input here, not a docker traceback.
 _ALNUM = r"[a-z0-9]+"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from patchset import cache
+from patchset.sources import download
 
 EVERY = 0.5  # seconds between updates
 AFTER = 2.0  # a step that ends sooner than this says nothing
@@ -32,4 +32,4 @@ class DownloadLine:
 
 def install() -> None:
     """Downloads show progress when stderr is a terminal."""
-    cache.download_progress = DownloadLine() if sys.stderr.isatty() else None
+    download.download_progress = DownloadLine() if sys.stderr.isatty() else None

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchset.core.patchfile import PatchFile, read_patch
-from patchset.core.versions import Release, Releases
 from patchset.errors import ManifestError
+from patchset.versions import Release, Releases
 
 DEFAULT_MANIFEST = "patches.yaml"
 ORIGINS = ("backport", "fork", "local")

@@ -23,8 +23,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
-from patchset.core.versions import UNION, Release, Releases
 from patchset.errors import ManifestError
+from patchset.versions import UNION, Release, Releases
 
 UPPER = ("<", "<=")
 LOWER = (">", ">=")

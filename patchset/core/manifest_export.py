@@ -11,7 +11,7 @@ from typing import Any
 
 import git
 
-from patchset.core import yamlnodes
+from patchset.core import yamlcache, yamlnodes
 from patchset.core.manifest import Manifest
 from patchset.core.manifest_load import load_manifest
 from patchset.errors import ManifestError
@@ -92,7 +92,7 @@ def _write(dest: Path, data: bytes) -> None:
 def _named_paths(text: bytes, rel: str, what: str) -> list[str]:
     """Repository paths the manifest needs beside it: its recipes folder and every ``patch:`` file."""
     try:
-        data = yamlnodes.load(text.decode("utf-8")).data
+        data = yamlcache.load(text.decode("utf-8")).data
     except (UnicodeDecodeError, yamlnodes.SyntaxProblem):
         return []  # load_manifest says what is wrong with it, with the line
     if not isinstance(data, dict):

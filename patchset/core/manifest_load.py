@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from patchset.core import yamlnodes
+from patchset.core import yamlcache, yamlnodes
 from patchset.core.manifest import (
     DEFAULT_MANIFEST,
     ORIGINS,
@@ -26,8 +26,8 @@ from patchset.core.manifest import (
     did_you_mean,
     display_path,
 )
-from patchset.core.versions import InvalidRange, InvalidRelease, Release, Releases
 from patchset.errors import ManifestError
+from patchset.versions import InvalidRange, InvalidRelease, Release, Releases
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 MAX_ERRORS = 50  # enough to fix a manifest in one pass; a broken file must not print thousands
@@ -75,7 +75,7 @@ def inspect_manifest(path: str | Path = DEFAULT_MANIFEST, *,
     except OSError as e:
         return None, [ManifestError(f"cannot read the manifest: {e.strerror}", file=str(path))]
     try:
-        doc = yamlnodes.load(raw.decode("utf-8"))
+        doc = yamlcache.load(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
         return None, [ManifestError(f"not UTF-8 text: {e.reason} at byte {e.start}", file=str(path))]
     except yamlnodes.SyntaxProblem as e:
@@ -83,7 +83,7 @@ def inspect_manifest(path: str | Path = DEFAULT_MANIFEST, *,
     loader = _Loader(path, raw, doc, orphans_are_errors)
     manifest = loader.load()
     if manifest is not None and not loader.errors:
-        yamlnodes.keep(raw.decode("utf-8"), doc)
+        yamlcache.keep(raw.decode("utf-8"), doc)
     return manifest, loader.errors
 
 

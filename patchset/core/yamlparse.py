@@ -3,7 +3,7 @@
 ruamel.yaml's round-trip loader records where each key, value and list item stands (``.lc``),
 which the hand-written node tracker this replaces had to rebuild; its composer sees every key of
 a mapping, so a key written twice is found with both lines instead of the second silently winning.
-Only :func:`patchset.core.yamlnodes.load` calls this, when its cache has no parse of the text.
+Only :func:`patchset.core.yamlcache.load` calls this, when its cache has no parse of the text.
 """
 
 from __future__ import annotations

@@ -30,6 +30,11 @@ from docker.models.containers import Container
 from docker.models.images import Image
 
 from patchset.errors import PatchsetError
+from patchset.images.containers import ContainerFailed, run_once
+
+#: The SDK's names for the engine, its images and its refusals, for modules outside this package to hold them by.
+Client = docker.DockerClient
+APIError = docker.errors.APIError
 
 #: What to do when no engine answers (every verb that needs Docker says the same).
 ENGINE_HINT = "start dockerd (.ci/docker.sh) or set DOCKER_HOST"
@@ -99,6 +104,12 @@ def get_image(client: docker.DockerClient, ref: str, *, pull: bool = True) -> Im
         return client.images.pull(repository, tag=tag)
     except docker.errors.APIError as exc:
         raise ImageNotFound(f"{ref}: not local, and pulling failed: {exc.explanation or exc}") from exc
+
+
+def pull(client: docker.DockerClient, ref: str) -> None:
+    """Fetch ``ref`` from its registry, even when the engine has an image of that name."""
+    repository, tag = split_reference(ref)
+    client.images.pull(repository, tag=tag)
 
 
 def split_reference(ref: str) -> tuple[str, str | None]:
@@ -210,21 +221,14 @@ def locate_vllm(client: docker.DockerClient, image: Image, files: ImageFiles) ->
 def _ask_image_python(client: docker.DockerClient, image: Image) -> dict[str, Any]:
     last_error = ""
     for python in ("python3", "python"):
-        container = client.containers.create(
-            image, entrypoint=[python, "-c", _LOCATE_SCRIPT], network_disabled=True,
-            labels={"io.patchset.inspect": "1"},
-        )
         try:
-            container.start()
-            status = container.wait(timeout=120)
-            output = container.logs(stdout=True, stderr=False).decode("utf-8", "replace").strip()
-            if status.get("StatusCode") == 0 and output:
-                return {**json.loads(output.splitlines()[-1]), "executable": python}
-            last_error = container.logs(stdout=False, stderr=True).decode("utf-8", "replace").strip()[-500:]
-        except docker.errors.APIError as exc:  # e.g. the interpreter is not in the image
-            last_error = str(exc.explanation or exc)
-        finally:
-            container.remove(force=True)
+            status, output, errors = run_once(client, image, [python, "-c", _LOCATE_SCRIPT], timeout=120)
+        except ContainerFailed as exc:  # e.g. the interpreter is not in the image
+            last_error = str(exc)
+            continue
+        if status == 0 and output:
+            return {**json.loads(output.splitlines()[-1]), "executable": python}
+        last_error = errors[-500:]
     raise VllmNotFound(f"{_name(image)}: no Python in the image could locate vllm ({last_error})")
 
 

@@ -1,114 +1,15 @@
-"""CycloneDX: an audited image as a software bill of materials with backport pedigree.
-
-The SBOM is a rendering of an audit, never of labels or the manifest alone:
-a fix is listed under the vLLM component's ``pedigree.patches`` only when the
-audit found it ``carried`` in the image's files. Fixes the release has
-upstream, and fixes the image lacks (``missing``, ``stale``, ``tampered``,
-``unknown``), are recorded as ``patchset:fix:<id>`` properties saying so.
-
-Under ``SOURCE_DATE_EPOCH`` the document is a function of its inputs (the
-timestamp comes from it and the serial number from the image and manifest),
-so two renderings of the same audit are byte-identical.
-"""
+"""Rendering ``patchset sbom``: the CycloneDX document :mod:`patchset.verbs.sbom` made, as it is."""
 
 from __future__ import annotations
 
-import json
-import uuid
+from collections.abc import Callable
 
-from cyclonedx.model import AttachedText, Property, XsUri
-from cyclonedx.model.bom import Bom
-from cyclonedx.model.component import Component, ComponentType, Diff, Patch, PatchClassification, Pedigree
-from cyclonedx.model.issue import IssueClassification, IssueType, IssueTypeSource
-from cyclonedx.output.json import JsonV1Dot6
-from packageurl import PackageURL
-
-from patchset import __version__
-from patchset.core import provenance
-from patchset.core.manifest import Manifest
-from patchset.core.manifest import Patch as ManifestPatch
-from patchset.verbs.audit import CARRIED, SBOM_PATH, ImageAudit
-
-UPSTREAM_REPO = "vllm-project/vllm"
-FIX_PROPERTY = "patchset:fix:"
-__all__ = ["SBOM_PATH", "embedded_claims", "image_bom", "render"]
+from patchset.verbs.sbom import SbomReport
 
 
-def render(audit: ImageAudit, manifest: Manifest) -> str:
-    """The audited image as a CycloneDX 1.6 JSON document."""
-    return JsonV1Dot6(image_bom(audit, manifest)).output_as_string(indent=2) + "\n"
+def cyclonedx_json(report: SbomReport) -> str:
+    assert report.document is not None  # the CLI reports an image it could not read instead
+    return report.document
 
 
-def image_bom(audit: ImageAudit, manifest: Manifest) -> Bom:
-    bom = Bom(serial_number=_serial(audit, manifest))
-    bom.metadata.timestamp = provenance.record_time()
-    bom.metadata.component = Component(
-        name=audit.image, type=ComponentType.CONTAINER, bom_ref=f"image:{audit.image}",
-        version=audit.digest or audit.id or None)
-    bom.metadata.properties.add(Property(name="patchset:manifest", value=f"{manifest.path.name}@{manifest.sha256}"))
-    bom.metadata.properties.add(Property(name="patchset:tool", value=f"patchset {__version__}"))
-    if audit.vllm:
-        vllm = _vllm_component(audit, manifest)
-        bom.components.add(vllm)
-        bom.register_dependency(bom.metadata.component, [vllm])
-    return bom
-
-
-def _vllm_component(audit: ImageAudit, manifest: Manifest) -> Component:
-    assert audit.vllm is not None
-    patches = []
-    props = []
-    for fix in audit.fixes:
-        props.append(Property(name=f"{FIX_PROPERTY}{fix.id}", value=f"{fix.status}: {fix.evidence}"))
-        if fix.status == CARRIED:
-            patches.append(_patch(manifest.patch(fix.id), audit.vllm, manifest))
-    return Component(
-        name="vllm", version=audit.vllm, type=ComponentType.LIBRARY, bom_ref=f"pkg:pypi/vllm@{audit.vllm}",
-        purl=PackageURL(type="pypi", name="vllm", version=audit.vllm),
-        pedigree=Pedigree(patches=patches) if patches else None, properties=props)
-
-
-def _patch(p: ManifestPatch, version: str, manifest: Manifest) -> Patch:
-    choice = p.choice_for(version)
-    diff = None
-    if choice is not None:
-        diff = Diff(text=AttachedText(content=choice.path.read_text(encoding="utf-8", errors="replace"),
-                                      content_type="text/x-diff"))
-    kind = PatchClassification.BACKPORT if p.origin == "backport" else PatchClassification.UNOFFICIAL
-    return Patch(type=kind, diff=diff, resolves=_resolves(p))
-
-
-def _resolves(p: ManifestPatch) -> list[IssueType]:
-    if p.upstream_pr is None and p.upstream_commit is None:
-        return []
-    ident = f"#{p.upstream_pr}" if p.upstream_pr is not None else str(p.upstream_commit)
-    url = f"https://github.com/{UPSTREAM_REPO}/pull/{p.upstream_pr}" if p.upstream_pr is not None else None
-    return [IssueType(type=IssueClassification.DEFECT, id=ident, name=p.title,
-                      source=IssueTypeSource(name=UPSTREAM_REPO, url=XsUri(url) if url else None))]
-
-
-def _serial(audit: ImageAudit, manifest: Manifest) -> uuid.UUID:
-    if provenance.source_date_epoch() is not None:
-        return uuid.uuid5(uuid.NAMESPACE_URL, f"patchset:{audit.image}:{audit.digest}:{manifest.sha256}")
-    return uuid.uuid4()
-
-
-def embedded_claims(raw: bytes) -> tuple[str | None, dict[str, str], int]:
-    """What an SBOM this module rendered claims: (vLLM version, {fix id: status}, patches in the pedigree).
-
-    Raises ValueError when it is not such a document.
-    """
-    doc = json.loads(raw)
-    if not isinstance(doc, dict) or doc.get("bomFormat") != "CycloneDX":
-        raise ValueError("not a CycloneDX JSON document")
-    vllm = next((c for c in doc.get("components") or [] if isinstance(c, dict) and c.get("name") == "vllm"), None)
-    if vllm is None:
-        raise ValueError("no vllm component")
-    claims = {}
-    for prop in vllm.get("properties") or []:
-        if not isinstance(prop, dict):
-            continue
-        name, value = str(prop.get("name", "")), str(prop.get("value", ""))
-        if name.startswith(FIX_PROPERTY):
-            claims[name[len(FIX_PROPERTY):]] = value.split(":", 1)[0]
-    return vllm.get("version"), claims, len((vllm.get("pedigree") or {}).get("patches") or [])
+RENDERERS: dict[str, Callable[[SbomReport], str]] = {"cyclonedx-json": cyclonedx_json}

@@ -24,7 +24,6 @@ unpatched base image and a single-patch series, "without" is exactly the base im
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -34,15 +33,11 @@ import threading
 import time
 from pathlib import Path
 
-import docker
-import docker.errors
-from docker.models.images import Image
-from docker.types import DeviceRequest
-
-from patchset.core.versions import same_release
 from patchset.errors import PatchsetError
-from patchset.images import shipped
+from patchset.images import containers, shipped
 from patchset.images.engine import (
+    Client,
+    Image,
     ImageFiles,
     ImageNotFound,
     VllmInstall,
@@ -56,6 +51,7 @@ from patchset.runners.junit import read_junit
 from patchset.runners.offline import cpu_env, write_hf_home
 from patchset.runners.output import RunOutput
 from patchset.runners.overlay import package_path
+from patchset.versions import same_release
 
 TREE, BOOT, OUT, PLUGIN, OVERLAY, HF, TOOLS = (
     "/patchset/tree", "/patchset/boot", "/patchset/out", "/patchset/plugin", "/patchset/overlay", "/patchset/hf",
@@ -65,30 +61,16 @@ TEST_TOOLS = ("pytest", "pytest-asyncio", "tblib")
 LABEL = "io.patchset.test"
 
 
-def device_requests(gpus: str | None) -> list[DeviceRequest]:
-    """``docker run --gpus`` values: ``all``, a count, or ``device=0,1``."""
-    if not gpus:
-        return []
-    if gpus == "all":
-        return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-    if gpus.isdigit():
-        return [DeviceRequest(count=int(gpus), capabilities=[["gpu"]])]
-    if gpus.startswith("device="):
-        ids = [d for d in gpus[len("device="):].strip("\"'").split(",") if d]
-        return [DeviceRequest(device_ids=ids, capabilities=[["gpu"]])]
-    raise PatchsetError(f"--gpus {gpus!r}: use all, a number, or device=ID[,ID...]")
-
-
 class ImageRunner:
     """Runs pytest in containers of ``image``."""
 
     name = "image"
 
-    def __init__(self, image: str, *, gpus: str | None = None, client: docker.DockerClient | None = None,
+    def __init__(self, image: str, *, gpus: str | None = None, client: Client | None = None,
                  python: str | None = None) -> None:
         self.image_ref = image
         self.gpus = gpus
-        self._requests = device_requests(gpus)  # refuse a bad --gpus before anything is pulled
+        containers.device_requests(gpus)  # refuse a bad --gpus before anything is pulled
         self.client = client
         self.python = python
         self.image: Image | None = None
@@ -157,7 +139,8 @@ class ImageRunner:
         }
         if self.tools:
             mounts[str(self.tools.resolve())] = {"bind": TOOLS, "mode": "ro"}
-        return self.client.containers.create(
+        return containers.create(
+            self.client,
             self.image,
             entrypoint=[self.python or "python3", f"{BOOT}/bootstrap.py", BOOT, OVERLAY],
             command=args,
@@ -165,8 +148,7 @@ class ImageRunner:
             environment=env,
             volumes=mounts,
             tmpfs={OVERLAY: "mode=1777", "/tmp": "mode=1777"},
-            network_disabled=True,
-            device_requests=self._requests or None,
+            gpus=self.gpus,
             labels={LABEL: config.label},
         )
 
@@ -180,21 +162,21 @@ class ImageRunner:
         timer = None
         try:
             try:
-                container.start()
-            except docker.errors.APIError as e:
-                raise PatchsetError(f"cannot start a container of {self.image_ref}: {e.explanation or e}",
+                containers.start(container)
+            except containers.ContainerFailed as e:
+                raise PatchsetError(f"cannot start a container of {self.image_ref}: {e}",
                                     hint="a GPU request needs the NVIDIA container toolkit on this engine"
                                     if self.gpus else None) from e
             if config.timeout:
-                timer = threading.Timer(config.timeout, _kill, args=(container, killed))
+                timer = threading.Timer(config.timeout, containers.kill, args=(container, killed))
                 timer.daemon = True
                 timer.start()
             tail = self._follow(container, config, config.workdir / "pytest.log")
-            code = container.wait().get("StatusCode", -1)
+            code = containers.wait(container)
         finally:
             if timer:
                 timer.cancel()
-            _remove(container)
+            containers.remove(container)
         if killed.is_set():
             tail += f"\n[patchset: killed after {config.timeout:.0f} s]\n"
             code = -1
@@ -206,7 +188,7 @@ class ImageRunner:
         pending = b""
         with log.open("w") as sink:
             out = RunOutput(sink, config.progress, config.label)
-            for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
+            for chunk in containers.logs(container):
                 pending += chunk
                 *lines, pending = pending.split(b"\n")
                 for raw in lines:
@@ -266,16 +248,3 @@ def _write_boot(boot: Path, config: RunConfig) -> None:
     (boot / "bootstrap.py").write_bytes(shipped("bootstrap.py").read_bytes())
 
 
-def _remove(container) -> None:
-    """Remove a run's container; one already gone (or going) is what was wanted, not an error."""
-    try:
-        container.remove(force=True)
-    except docker.errors.APIError as e:
-        if e.status_code not in (404, 409):
-            raise
-
-
-def _kill(container, killed: threading.Event) -> None:
-    killed.set()
-    with contextlib.suppress(docker.errors.APIError):
-        container.kill()

@@ -48,6 +48,7 @@ from patchset.runners.junit import read_junit
 from patchset.runners.offline import cpu_env, write_hf_home
 from patchset.runners.output import RunOutput
 from patchset.runners.overlay import make_overlay
+from patchset.sources import download
 
 #: Bump when what goes into a venv changes, so cached venvs built the old way are not reused.
 VENV_FORMAT = 1
@@ -158,9 +159,9 @@ class VenvBuilder:
         started = time.monotonic()
         try:
             self.progress(f"venv: building a CPU venv for {project} {version} (once; cached in {final})")
+            percent = _Percent(self.progress, wheel.filename)
             blob = self._step(timings, "wheel", f"downloading {wheel.filename}",
-                              lambda: self.cache.blob(wheel.sha256, wheel.url, progress=_Percent(self.progress,
-                                                                                                  wheel.filename)))
+                              lambda: download.blob(self.cache, wheel.sha256, wheel.url, progress=percent))
             wheel_path = _wheelhouse(tmp, blob, wheel.filename)
             metadata = _wheel_metadata(blob)
             reqs, dropped, torch_pin = cpu_requirements(metadata)

@@ -19,13 +19,13 @@ from __future__ import annotations
 import _thread  # its lock only: the threading module costs a warm run 1.3 ms to import
 import json
 import os
-import re
 import time
-import urllib.parse
 from functools import cache
 
 from patchset import TYPE_CHECKING
 from patchset.errors import SourceError
+from patchset.sources import pip
+from patchset.sources.urls import redact, split_credentials
 
 if TYPE_CHECKING:  # requests is imported when a request is made: a warm cache never pays for it
     import ssl
@@ -39,49 +39,19 @@ RETRIES = 3
 BACKOFF = 0.2
 TIMEOUT = 120
 
-_USERINFO = re.compile(r"(?<=://)[^/@\s'\"]+@")
-_secrets: set[str] = set()
 #: URL -> [answers, body bytes]; locked, as callers may fetch from several threads.
 _fetched: dict[str, list[int]] = {}
 _fetched_lock = _thread.allocate_lock()
-
-
-def redact(text: str) -> str:
-    """``text`` with every ``user:password@`` of a URL and every known secret replaced by ``***``."""
-    text = _USERINFO.sub("***@", text)
-    for secret in sorted(_secrets, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
-
-
-def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
-    """(the URL without ``user:password@``, the credentials it held, or None)."""
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url, None
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user, _, password = userinfo.partition(":")
-    user, password = urllib.parse.unquote(user), urllib.parse.unquote(password)
-    for secret in (password, userinfo, urllib.parse.quote(password, safe="")):
-        if len(secret) >= 3:  # never redact single letters all over a message
-            _secrets.add(secret)
-    return urllib.parse.urlunsplit(parts._replace(netloc=hostport)), (user, password)
-
-
-def host_of(url: str) -> str:
-    return urllib.parse.urlsplit(url).netloc.rpartition("@")[2].lower()
 
 
 def ca_bundle() -> str | bool:
     """The CA bundle pip would use, else the system's (True)."""
     import os
 
-    from patchset.sources import index
-
     for var in ("PIP_CERT", "REQUESTS_CA_BUNDLE"):
         if os.environ.get(var):
             return os.environ[var]
-    return index.pip_setting("cert") or True
+    return pip.pip_setting("cert") or True
 
 
 def session() -> requests.Session:
@@ -143,10 +113,8 @@ def get(url: str, *, headers: dict[str, str] | None = None, stream: bool = False
 
     Raises :class:`requests.RequestException` (with secrets in it: pass it through :func:`describe`).
     """
-    from patchset.sources import index
-
     public, own = split_credentials(url)
-    auth = own or credentials or index.credentials_for(public)  # None: requests falls back to netrc
+    auth = own or credentials or pip.credentials_for(public)  # None: requests falls back to netrc
     started = time.monotonic()
     resp = session().get(public, headers=headers, stream=stream, timeout=TIMEOUT, auth=auth,
                          verify=ca_bundle(), allow_redirects=True)

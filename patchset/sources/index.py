@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import urllib.parse
 from collections.abc import Iterable, Sequence
@@ -28,11 +27,9 @@ from functools import cache
 
 from patchset import TYPE_CHECKING
 from patchset.errors import SourceError
-from patchset.sources import canonical_name, http
+from patchset.sources import canonical_name, http, pip, urls
 
-if TYPE_CHECKING:  # subprocess is imported when pip is asked: a warm cache never is
-    import subprocess
-
+if TYPE_CHECKING:
     from packaging.tags import Tag
 
 ACCEPT = "application/vnd.pypi.simple.v1+json"
@@ -48,134 +45,6 @@ class IndexFile:
     size: int | None = None
 
 
-def index_url() -> str:
-    """The index pip would use: PATCHSET_INDEX_URL, PIP_INDEX_URL, pip's config, pip's default.
-
-    It may hold ``user:token@``; never print it without :func:`patchset.sources.http.redact`.
-    """
-    for var in ("PATCHSET_INDEX_URL", "PIP_INDEX_URL"):
-        if os.environ.get(var):
-            return os.environ[var].rstrip("/") + "/"
-    configured = pip_setting("index-url")
-    if configured:
-        _stop_pip(_HELP)  # started side by side in case the configuration named no index: not needed
-    return (configured or _pip_default_index()).rstrip("/") + "/"
-
-
-def credentials_for(url: str) -> tuple[str, str] | None:
-    """The index URL's credentials when ``url`` is on the index's host (as pip sends them), else None."""
-    try:
-        public, creds = http.split_credentials(index_url())
-    except SourceError:  # no index known: then no index credentials either
-        return None
-    return creds if creds and http.host_of(url) == http.host_of(public) else None
-
-
-def pip_setting(name: str) -> str | None:
-    """A pip configuration value (``index-url``, ``cert``), as ``pip config list`` reports it."""
-    found = {}
-    for line in _pip_config().splitlines():
-        key, sep, value = line.partition("=")
-        section, _, option = key.strip().rpartition(".")
-        if sep and option == name:
-            found[section] = value.strip().strip("'\"")
-    for section in (":env:", "global", "download", "install"):
-        if found.get(section):
-            return found[section]
-    return next(iter(found.values()), None)
-
-
-_CONFIG, _HELP = ("config", "list"), ("download", "--help")
-#: pip children started ahead of need (:func:`start_pip_queries`), by their arguments.
-_started: dict[tuple[str, ...], subprocess.Popen[str]] = {}
-
-
-def start_pip_queries(*, index: bool = True) -> None:
-    """Start the pip children the first request will wait for, side by side, and return at once.
-
-    Each costs pip's import time (~0.25 s, most of a cold run's fixed cost); one after the other,
-    and after importing requests, they used to cost twice that and more. ``index``: the index URL
-    is wanted too (not only the CA bundle).
-    """
-    import subprocess
-
-    wanted = []
-    if not (os.environ.get("PIP_CERT") or os.environ.get("REQUESTS_CA_BUNDLE")) or (
-            index and not (os.environ.get("PATCHSET_INDEX_URL") or os.environ.get("PIP_INDEX_URL"))):
-        wanted.append(_CONFIG)
-    if index and not (os.environ.get("PATCHSET_INDEX_URL") or os.environ.get("PIP_INDEX_URL")):
-        wanted.append(_HELP)  # needed only if the configuration names no index; it runs meanwhile
-    for args in wanted:
-        if args not in _started and not _answered(args):
-            try:
-                _started[args] = subprocess.Popen(_pip_command(args), stdout=subprocess.PIPE,
-                                                  stderr=subprocess.DEVNULL, text=True, env=_pip_env())
-            except OSError:
-                return  # asked again when needed, and then the error is reported
-
-
-def _answered(args: tuple[str, ...]) -> bool:
-    info = (_pip_config if args == _CONFIG else _pip_default_index).cache_info()
-    return info.currsize > 0
-
-
-def _stop_pip(args: tuple[str, ...]) -> None:
-    proc = _started.pop(args, None)
-    if proc is not None:
-        proc.kill()
-        proc.communicate()
-
-
-@cache
-def _pip_config() -> str:
-    import subprocess
-
-    try:
-        return _pip(*_CONFIG)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
-@cache
-def _pip_default_index() -> str:
-    """pip's built-in index, from its own help text (its public interface), so no host is named here."""
-    import subprocess
-
-    try:
-        text = " ".join(_pip(*_HELP).split())
-    except (OSError, subprocess.SubprocessError) as e:
-        raise SourceError(f"cannot ask pip for its default index: {e}",
-                          hint="set PIP_INDEX_URL or PATCHSET_INDEX_URL") from e
-    found = re.search(r"--index-url <url> [^()]*\(default (\S+?)\)", text)
-    if not found:
-        raise SourceError("pip's help names no default index", hint="set PIP_INDEX_URL or PATCHSET_INDEX_URL")
-    return found.group(1)
-
-
-def _pip(*args: str) -> str:
-    import subprocess
-
-    proc = _started.pop(args, None)
-    if proc is None:
-        return subprocess.run(_pip_command(args), capture_output=True, text=True, timeout=60, check=True,
-                              env=_pip_env()).stdout
-    try:
-        out, _ = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise
-    if proc.returncode:
-        raise subprocess.CalledProcessError(proc.returncode, proc.args, out)
-    return out
-
-
-def _pip_command(args: tuple[str, ...]) -> list[str]:
-    return [sys.executable, "-m", "pip", *args]
-
-
-def _pip_env() -> dict[str, str]:
-    return {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
 
 @cache
@@ -183,10 +52,10 @@ def project_files(project: str, base: str | None = None) -> tuple[IndexFile, ...
     """The release files the index lists for ``project``; their URLs carry no credentials."""
     from packaging.utils import canonicalize_name
 
-    start_pip_queries(index=base is None)  # they run while requests is imported
+    pip.start_pip_queries(index=base is None)  # they run while requests is imported
     import requests  # only when the index is asked: the cache answers most runs
 
-    base_url, creds = http.split_credentials(base or index_url())
+    base_url, creds = urls.split_credentials(base or pip.index_url())
     url = base_url + canonicalize_name(project) + "/"
     hint = "set PIP_INDEX_URL or PATCHSET_INDEX_URL to a PEP 691 index"
 
@@ -206,7 +75,7 @@ def project_page(data: bytes, url: str) -> tuple[IndexFile, ...]:
     PEP 691 says (a file name, a URL, a size that is a number) refuses the page: it is not an index.
     """
     hint = "set PIP_INDEX_URL or PATCHSET_INDEX_URL to a PEP 691 index"
-    where = http.redact(url)
+    where = urls.redact(url)
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError) as e:  # RecursionError: JSON nested thousands deep
@@ -227,7 +96,7 @@ def project_page(data: bytes, url: str) -> tuple[IndexFile, ...]:
             raise SourceError(f"{where} lists a file that is not shaped as PEP 691 says: {str(f)[:200]}",
                               file=where, hint=hint)
         try:
-            file_url, _ = http.split_credentials(urllib.parse.urljoin(url, f["url"]))
+            file_url, _ = urls.split_credentials(urllib.parse.urljoin(url, f["url"]))
         except ValueError as e:  # urllib refuses some URLs outright (an invalid IPv6 host)
             raise SourceError(f"{where} lists a file with an unusable URL {f['url'][:200]!r} ({e})",
                               file=where, hint=hint) from e
@@ -362,7 +231,7 @@ def remembered(cache, kind: str, project: str, version: str, find) -> IndexFile:
     cache.in_use(canonical_name(project), version, path)
     try:
         data = json.loads(path.read_bytes())
-        url, _ = http.split_credentials(data["url"])  # an entry written before URLs were kept public
+        url, _ = urls.split_credentials(data["url"])  # an entry written before URLs were kept public
         kept = IndexFile(data["filename"], url, data["sha256"], data.get("size"))
         if all(isinstance(v, str) for v in (kept.filename, kept.url, kept.sha256)) and (
                 kept.size is None or isinstance(kept.size, int)):

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from patchset.core.versions import public, same_release
 from patchset.errors import SourceError
 from patchset.sources import canonical_name
+from patchset.versions import public, same_release
 
 PROVENANCE_NAME = ".patchset-provenance.json"  # inside the package folder
 JOURNAL_NAME = ".patchset-journal"  # inside the package folder, while an apply is not finished

@@ -29,7 +29,7 @@ from pathlib import Path
 from patchset import TYPE_CHECKING
 from patchset.cache import Cache
 from patchset.errors import SourceError
-from patchset.sources import index
+from patchset.sources import download, index
 from patchset.sources.local import DirSource
 
 if TYPE_CHECKING:  # tarfile only when an sdist is read: a warm cache reads plain files
@@ -60,7 +60,7 @@ class SdistSource(DirSource):
     def root(self) -> Path:  # type: ignore[override]  # DirSource's attribute, filled on first use here
         """The whole unpacked tree (downloaded and unpacked now if it is not in the cache)."""
         if self._root is None:
-            blob = self.cache.blob(self.sha256, self.found.url, progress=self.progress)
+            blob = download.blob(self.cache, self.sha256, self.found.url, progress=self.progress)
             self._root = self.cache.tree(f"sdist-{self.sha256}", lambda tmp: _unpack(blob, tmp, self.found.filename))
         return self._root
 
@@ -101,7 +101,7 @@ class SdistSource(DirSource):
             if not self._needs_pass(wanted):
                 return
             # What an earlier pass kept stays; this pass reads them again, from the same verified bytes.
-            kept, listing, tops = self.cache.read_through(
+            kept, listing, tops = download.read_through(self.cache,
                 self.sha256, self.found.url, lambda chunks: stream_members(chunks, set(wanted), self.found.filename),
                 progress=self.progress)
             for path, data in kept.items():

@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from patchset import TYPE_CHECKING
 from patchset.cache import Cache
 from patchset.errors import SourceError
-from patchset.sources import http, index
+from patchset.sources import download, http, index, urls
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -151,11 +151,11 @@ class WheelSource:
 
     def _fall_back(self, reason: str) -> None:
         """Read from the whole wheel, downloaded and checked against the index's sha256."""
-        self.fallback_reason = http.redact(reason)
+        self.fallback_reason = urls.redact(reason)
         self._open_whole()
 
     def _open_whole(self) -> None:
-        blob = self.cache.blob(self.file.sha256, self.file.url)
+        blob = download.blob(self.cache, self.file.sha256, self.file.url)
         try:
             self._reader = open_reader(blob, whole=True)
         except (OSError, _Unverified) as e:

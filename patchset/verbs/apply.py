@@ -22,9 +22,9 @@ from patchset.core import bytecode, provenance
 from patchset.core.manifest import Manifest
 from patchset.core.series import PatchStatus, ReleaseResult, evaluate_release, failure_summary, syntax_error
 from patchset.core.trees import compiled
-from patchset.core.versions import same_release
 from patchset.errors import Finding, PatchsetError
 from patchset.sources.tree import TargetTree
+from patchset.versions import same_release
 
 
 class ApplyError(PatchsetError):

@@ -39,19 +39,22 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import docker
-from docker.models.images import Image
 from packaging.version import InvalidVersion, Version
 
 from patchset.core import bytecode, engine, provenance
 from patchset.core.digest import sha256
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.patchfile import PatchFile, parse_patch
+from patchset.core.sbom import SBOM_PATH, embedded_claims
 from patchset.core.series import PatchResult, PatchStatus, ReleaseResult, evaluate_release
 from patchset.core.trees import compiled
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
+from patchset.images.containers import ContainerFailed, run_once
 from patchset.images.engine import (
+    APIError,
+    Client,
+    Image,
     ImageFiles,
     ImageNotFound,
     VllmInstall,
@@ -60,6 +63,7 @@ from patchset.images.engine import (
     get_image,
     split_reference,
 )
+from patchset.images.engine import pull as pull_image
 from patchset.sources import Source, open_source
 
 
@@ -74,12 +78,11 @@ class FixStatus(Word):
     UNKNOWN = "unknown"
 
 
-# the short names report/sbom.py and the tests import
+# the short names verbs/sbom.py and the tests import
 CARRIED, MISSING, STALE = FixStatus.CARRIED, FixStatus.MISSING, FixStatus.STALE
 TAMPERED, UNKNOWN = FixStatus.TAMPERED, FixStatus.UNKNOWN
 FAILING = (FixStatus.MISSING, FixStatus.STALE, FixStatus.TAMPERED)
 LABEL_PREFIX = "io.patchset.patch."  # written by `patchset build`
-SBOM_PATH = "/usr/share/patchset/sbom.cdx.json"  # written by `patchset build --sbom` (report/sbom.py renders it)
 STATUSES = tuple(FixStatus)
 
 
@@ -134,7 +137,7 @@ class AuditReport:
 
 
 def audit(manifest: Manifest, images: Sequence[str], *, source: str = "wheel", pull: bool = False,
-          client: docker.DockerClient | None = None,
+          client: Client | None = None,
           on_image: Callable[[str], None] | None = None) -> AuditReport:
     """Audit each image; ``pull`` fetches every image from its registry first, even if it is local."""
     client = client or connect()
@@ -146,16 +149,15 @@ def audit(manifest: Manifest, images: Sequence[str], *, source: str = "wheel", p
     return AuditReport(str(manifest.path), out)
 
 
-def audit_image(client: docker.DockerClient, manifest: Manifest, ref: str, *, source: str = "wheel",
+def audit_image(client: Client, manifest: Manifest, ref: str, *, source: str = "wheel",
                 pull: bool = False, pristine: Source | None = None) -> ImageAudit:
     """``pristine``, when given, is the release to compare with instead of the ``source`` spec's."""
     result = ImageAudit(ref, warnings=list(manifest.warnings))  # e.g. a .patch no patch names
     try:
         if pull:
-            repository, tag = split_reference(ref)
-            client.images.pull(repository, tag=tag)
+            pull_image(client, ref)
         image = get_image(client, ref)
-    except (ImageNotFound, docker.errors.APIError) as e:
+    except (ImageNotFound, APIError) as e:
         result.error = str(e) if isinstance(e, ImageNotFound) else f"{ref}: {e}"
         return result
     result.digest, result.id = repo_digest(image, ref), image.id
@@ -217,7 +219,7 @@ class BytecodeUninspectable(RuntimeError):
     """The image's Python could not judge the bytecode of the touched modules."""
 
 
-def _judge_bytecode(result: ImageAudit, client: docker.DockerClient, image: Image,
+def _judge_bytecode(result: ImageAudit, client: Client, image: Image,
                     install: VllmInstall, modules: list[str]) -> bool:
     """Fill ``result.bytecode`` and its warnings; False, with ``result.error``, when there is no verdict."""
     try:
@@ -246,7 +248,7 @@ def _module_of(pyc: str) -> str:
     return f"{folder}/{name.split('.', 1)[0]}.py" if folder and name else ""
 
 
-def inspect_bytecode(client: docker.DockerClient, image: Image, install: VllmInstall,
+def inspect_bytecode(client: Client, image: Image, install: VllmInstall,
                      modules: list[str]) -> list[dict]:
     """bytecode.inspect on these modules, run by the image's own Python in a throwaway container.
 
@@ -257,25 +259,17 @@ def inspect_bytecode(client: docker.DockerClient, image: Image, install: VllmIns
     if not modules:
         return []
     args = json.dumps({"sources": [install.path_of(m) for m in modules]})
-    container = client.containers.create(
-        image, entrypoint=[install.python_executable, "-B", "-c", bytecode.BOOT, "inspect", args],
-        environment={bytecode.SCRIPT_ENV: bytecode.script()}, network_disabled=True,
-        labels={"io.patchset.inspect": "1"})
+    entrypoint = [install.python_executable, "-B", "-c", bytecode.BOOT, "inspect", args]
     try:
-        container.start()
-        status = container.wait(timeout=600)
-        out = container.logs(stdout=True, stderr=False).decode("utf-8", "replace").strip()
-        if status.get("StatusCode") != 0 or not out:
-            err = container.logs(stdout=False, stderr=True).decode("utf-8", "replace").strip()
-            raise BytecodeUninspectable(f"{install.python_executable} exited {status.get('StatusCode')}: "
-                                        f"{err[-500:]}")
+        status, out, err = run_once(client, image, entrypoint, environment={bytecode.SCRIPT_ENV: bytecode.script()},
+                                    timeout=600)
+        if status != 0 or not out:
+            raise BytecodeUninspectable(f"{install.python_executable} exited {status}: {err[-500:]}")
         findings = json.loads(out.splitlines()[-1])
-    except docker.errors.APIError as e:
-        raise BytecodeUninspectable(str(e.explanation or e)) from e
+    except ContainerFailed as e:
+        raise BytecodeUninspectable(str(e)) from e
     except (ValueError, OSError) as e:  # not one JSON line, or the engine timed out waiting
         raise BytecodeUninspectable(f"{install.python_executable} gave no verdict: {e}") from e
-    finally:
-        container.remove(force=True)
     site = install.site.rstrip("/") + "/"
     for f in findings:
         f["pyc"], f["source"] = (p[len(site):] if p.startswith(site) else p for p in (f["pyc"], f["source"]))
@@ -294,8 +288,6 @@ def _labels_disagree(labels: dict[str, str], fixes: list[FixVerdict]) -> list[st
 
 def _sbom_disagrees(raw: bytes, vllm: str, fixes: list[FixVerdict]) -> list[str]:
     """Where the SBOM the image carries (``build --sbom``) claims other than its files show."""
-    from patchset.report.sbom import embedded_claims  # the document's shape is the renderer's to know
-
     try:
         version, claims, listed = embedded_claims(raw)
     except ValueError as e:

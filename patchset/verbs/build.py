@@ -25,19 +25,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import io
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import docker
-import docker.errors
-from docker.models.images import Image
-
 from patchset.core import provenance
 from patchset.core.manifest import Manifest
+from patchset.core.sbom import SBOM_PATH
 from patchset.core.series import (
     APPLIES,
     NOT_IN_TREE,
@@ -48,10 +44,12 @@ from patchset.core.series import (
     syntax_error,
 )
 from patchset.core.trees import compiled
-from patchset.core.versions import same_release
-from patchset.errors import Finding, PatchsetError
+from patchset.errors import Finding
+from patchset.images.builder import BuildError, remove_stages, run_build, untag
 from patchset.images.context import build_context, build_time, dockerfile_for, sbom_context
 from patchset.images.engine import (
+    Client,
+    Image,
     ImageFiles,
     ImageNotFound,
     VllmInstall,
@@ -63,14 +61,13 @@ from patchset.images.engine import (
     split_reference,
 )
 from patchset.images.tree import ImageTree
-from patchset.sources import http
+from patchset.sources import urls
+from patchset.verbs import sbom as cyclonedx
+from patchset.verbs.audit import audit_image
+from patchset.versions import same_release
 
 LABEL_NS = "io.patchset"
 OCI = "org.opencontainers.image"
-
-
-class BuildError(PatchsetError):
-    """The image was not built."""
 
 
 class SeriesFails(BuildError, Finding):
@@ -125,7 +122,7 @@ def default_tag(base: str) -> str:
 
 
 def build_image(manifest: Manifest, version: str, *, base: str | None = None, tag: str | None = None,
-                client: docker.DockerClient | None = None,
+                client: Client | None = None,
                 progress: Callable[[str], None] | None = None, nocache: bool = False,
                 sbom: Path | None = None, python_only: bool = False) -> BuildReport:
     """``sbom``: also audit the built image and embed its CycloneDX SBOM (and write it to that file).
@@ -175,9 +172,9 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
         "BASE_USER": (image.attrs.get("Config") or {}).get("User") or "root",
         "MTIME": str(mtime),
     }
-    image_id, stages = _run_build(client, context, tag, buildargs, labels, say, nocache=nocache)
+    image_id, stages = run_build(client, context, tag, buildargs, labels, say, nocache=nocache)
     built = client.images.get(image_id)
-    removed = _remove_stages(client, stages, keep={local_id(image), local_id(built)}, say=say)
+    removed = remove_stages(client, stages, keep={local_id(image), local_id(built)}, say=say)
     report = BuildReport(version, base, base_digest, tag, local_id(built), install.site, result, written, deleted,
                          labels, _added_layers(image, built), len(context), removed,
                          left_out={p.id: list(p.skipped) for p in result.patches if p.skipped},
@@ -193,7 +190,7 @@ def sbom_file_for(tag: str) -> Path:
     return Path(re.sub(r"[/:@]", "_", tag) + ".cdx.json")
 
 
-def add_sbom(client: docker.DockerClient, manifest: Manifest, base: Image, install: VllmInstall,
+def add_sbom(client: Client, manifest: Manifest, base: Image, install: VllmInstall,
              report: BuildReport, file: Path, *, say: Callable[[str], None], nocache: bool = False) -> None:
     """Audit the built image, embed the SBOM derived from that audit at SBOM_PATH, and write it to ``file``.
 
@@ -202,9 +199,6 @@ def add_sbom(client: docker.DockerClient, manifest: Manifest, base: Image, insta
     nothing is built twice. The tag moves to the image with the SBOM; on any failure it is removed:
     ``--sbom`` never leaves an image without one under the tag asked for.
     """
-    from patchset.report import sbom as cyclonedx
-    from patchset.verbs.audit import audit_image
-
     try:
         with ImageFiles(client, base) as base_files:
             audited = audit_image(client, manifest, report.image_id,
@@ -213,23 +207,20 @@ def add_sbom(client: docker.DockerClient, manifest: Manifest, base: Image, insta
             failing = audited.error or "; ".join(f"{f.id} is {f.status}" for f in audited.fixes if f.failing)
             raise BuildError(f"{report.tag} fails its own audit: {failing}", hint="no SBOM was embedded")
         # An image cannot name its own id or digest: the SBOM names it by the tag it is built as.
-        document = cyclonedx.render(dataclasses.replace(audited, image=report.tag, digest=None, id=None),
+        document = cyclonedx.document(dataclasses.replace(audited, image=report.tag, digest=None, id=None),
                                     manifest).encode()
-        context = sbom_context(document, cyclonedx.SBOM_PATH, build_time())
-        image_id, _ = _run_build(client, context, report.tag, {"BASE": report.image_id},
-                                 {SBOM_LABEL: cyclonedx.SBOM_PATH}, say, nocache=nocache)
+        context = sbom_context(document, SBOM_PATH, build_time())
+        image_id, _ = run_build(client, context, report.tag, {"BASE": report.image_id},
+                                 {SBOM_LABEL: SBOM_PATH}, say, nocache=nocache)
     except BaseException:
-        try:
-            client.images.remove(report.tag)  # the tag names the image asked for, with its SBOM, or nothing
-        except docker.errors.APIError as e:  # the error that got us here is the one to report
-            say(f"patchset: could not remove {report.tag} after the failure: {e.explanation or e}\n")
+        untag(client, report.tag, say)  # the tag names the image asked for, with its SBOM, or nothing
         raise
     _write_atomically(file, document)
     built = client.images.get(image_id)
-    report.image_id, report.labels[SBOM_LABEL] = local_id(built), cyclonedx.SBOM_PATH
+    report.image_id, report.labels[SBOM_LABEL] = local_id(built), SBOM_PATH
     report.layers = _added_layers(base, built)
-    report.sbom = {"path": cyclonedx.SBOM_PATH, "file": str(file), "sha256": provenance.sha256(document)}
-    say(f"SBOM: {cyclonedx.SBOM_PATH} in the image, and {file}\n")
+    report.sbom = {"path": SBOM_PATH, "file": str(file), "sha256": provenance.sha256(document)}
+    say(f"SBOM: {SBOM_PATH} in the image, and {file}\n")
 
 
 def _write_atomically(file: Path, data: bytes) -> None:
@@ -239,7 +230,7 @@ def _write_atomically(file: Path, data: bytes) -> None:
     os.replace(tmp, file)
 
 
-def _series_on_base(client: docker.DockerClient, image: Image, base: str, manifest: Manifest,
+def _series_on_base(client: Client, image: Image, base: str, manifest: Manifest,
                     version: str) -> tuple[VllmInstall, ReleaseResult, dict[str, bytes | None],
                                            dict[str, int | None]]:
     """The series evaluated on the base's own files: (install, result, changed files, their modes)."""
@@ -340,72 +331,10 @@ def _git_labels(where: Path) -> dict[str, str]:
         if repo.remotes:
             remote = repo.remotes["origin"] if "origin" in [r.name for r in repo.remotes] else repo.remotes[0]
             # A CI checkout's remote often holds a token (https://x-access-token:...@): never label it.
-            out[f"{OCI}.source"] = http.split_credentials(remote.url)[0]
+            out[f"{OCI}.source"] = urls.split_credentials(remote.url)[0]
     except (git.GitCommandError, IndexError, ValueError):
         pass
     return out
-
-
-_STEP_FROM = re.compile(r"^Step \d+/\d+ : FROM ", re.IGNORECASE)
-_STEP_IMAGE = re.compile(r"^ ---> ([0-9a-f]{12,64})$")
-
-
-def _run_build(client: docker.DockerClient, context: bytes, tag: str, buildargs: dict[str, str],
-               labels: dict[str, str], say: Callable[[str], None], *, nocache: bool = False) -> tuple[str, list[str]]:
-    """(the image id, the ids of the stages before the last that this build made): the engine's own account.
-
-    A stage whose last step came from the build cache was made by another build (perhaps one still
-    running beside this one): it is not this build's to remove.
-    """
-    image_id: str | None = None
-    stages: list[str] = []
-    last_step_image: str | None = None
-    cached = False
-    try:
-        stream = client.api.build(fileobj=io.BytesIO(context), custom_context=True, tag=tag, buildargs=buildargs,
-                                  labels=labels, rm=True, forcerm=True, pull=False, decode=True, nocache=nocache)
-        for chunk in stream:
-            if "stream" in chunk:
-                say(chunk["stream"])
-                for line in chunk["stream"].splitlines():
-                    if _STEP_FROM.match(line) and last_step_image:
-                        if not cached:
-                            stages.append(last_step_image)  # a stage ended: its last step's image is its result
-                        last_step_image = None
-                    elif line.strip() == "---> Using cache":
-                        cached = True
-                    elif found := _STEP_IMAGE.match(line):
-                        last_step_image = found[1]
-                    elif line.startswith("Step "):
-                        cached = False
-            if "error" in chunk:
-                raise BuildError(f"docker build failed: {chunk['error'].strip()}")
-            aux = chunk.get("aux") or {}
-            if "ID" in aux:
-                image_id = aux["ID"]
-    except docker.errors.APIError as e:
-        raise BuildError(f"docker build failed: {e.explanation or e}") from e
-    if image_id is None:
-        image_id = local_id(client.images.get(tag))
-    return image_id, stages
-
-
-def _remove_stages(client: docker.DockerClient, stages: list[str], *, keep: set[str],
-                   say: Callable[[str], None]) -> list[str]:
-    """Remove the throwaway stages this build made (by id; their untagged parents go with them)."""
-    removed = []
-    for short in stages:
-        try:
-            stage = client.images.get(short)
-            if local_id(stage) in keep or stage.tags:
-                continue
-            client.images.remove(local_id(stage), noprune=False)
-            removed.append(local_id(stage))
-        except docker.errors.ImageNotFound:
-            continue
-        except docker.errors.APIError as e:  # e.g. another build uses it right now: it is not ours to force
-            say(f"patchset: left the compile stage {short}: {e.explanation or e}\n")
-    return removed
 
 
 def _added_layers(base: Image, built: Image) -> list[Layer]:

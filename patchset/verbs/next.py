@@ -22,11 +22,11 @@ from patchset.core import engine, moved, semantic, series
 from patchset.core.manifest import Manifest, Patch, PatchChoice
 from patchset.core.moved import PyIndex
 from patchset.core.patchfile import Hunk, split_lines
-from patchset.core.versions import Release, Releases
 from patchset.core.words import Word
 from patchset.errors import ManifestError, SourceError
 from patchset.sources import Source, index
 from patchset.verbs.trees import Trees, newest_covered_target
+from patchset.versions import Release, Releases
 
 
 class NextStatus(Word):

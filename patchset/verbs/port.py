@@ -36,12 +36,12 @@ from patchset.core.manifest_load import load_manifest
 from patchset.core.moved import PyIndex
 from patchset.core.patchfile import Hunk, PatchFile, parse_patch, read_patch, split_lines
 from patchset.core.series import python_syntax_errors, upstream_evidence
-from patchset.core.versions import Release
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.sources import Source, python_files
 from patchset.verbs.next import gone_from, window_change
 from patchset.verbs.trees import Trees, newest_covered_target
+from patchset.versions import Release
 
 
 class PortStatus(Word):

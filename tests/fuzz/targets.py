@@ -328,7 +328,7 @@ TARGETS = {t.name: t for t in [
            ("patchset.core.patchfile", "patchset.verbs.importer")),
     Target("manifest", manifest, "core/manifest_load.load_manifest / inspect_manifest (YAML text)",
            ("patchset.core.manifest_load", "patchset.core.manifest", "patchset.core.yamlnodes",
-            "patchset.core.yamlparse", "patchset.core.versions")),
+            "patchset.core.yamlparse", "patchset.versions")),
     Target("import-series", import_series, "verbs/importer.read_series (quilt series)", ("patchset.verbs.importer",)),
     Target("import-mbox", import_mbox, "verbs/importer.read_file on an mbox", ("patchset.verbs.importer",)),
     Target("import-gz", import_gz, "verbs/importer.read_file on a .patch.gz", ("patchset.verbs.importer",)),

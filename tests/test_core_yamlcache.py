@@ -12,7 +12,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from patchset.core import yamlnodes, yamlparse
+from patchset.core import yamlcache, yamlnodes, yamlparse
 from patchset.core.manifest_load import inspect_manifest, load_manifest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,7 +29,7 @@ def shape(node: object) -> object:
 
 
 def kept_form(doc: yamlnodes.Document) -> yamlnodes.Document:
-    return yamlnodes._from_json(json.loads(json.dumps(yamlnodes._to_json(doc))))
+    return yamlcache._from_json(json.loads(json.dumps(yamlcache._to_json(doc))))
 
 
 def same_document(a: yamlnodes.Document, b: yamlnodes.Document) -> None:

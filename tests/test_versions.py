@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from patchset.core.versions import (
+from patchset.versions import (
     InvalidRange,
     InvalidRelease,
     Release,
@@ -118,7 +118,7 @@ def test_what_is_no_version_is_refused():
 
 
 def test_plain_releases_and_ranges_leave_packaging_unloaded():
-    probe = ("import sys\nfrom patchset.core.versions import Release, Releases, same_release, public\n"
+    probe = ("import sys\nfrom patchset.versions import Release, Releases, same_release, public\n"
              "r = Releases('>=0.28, <0.31,!=0.29.1')\n"
              "assert '0.29.0' in r and '0.31' not in r and Release('0.29') == Release('0.29.0')\n"
              "assert same_release('0.29', '0.29.0') and public('00.29.0') == '0.29.0'\n"
@@ -133,7 +133,7 @@ sys.path.insert(0, sys.argv[1])
 import packaging
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-from patchset.core.versions import Releases, in_range
+from patchset.versions import Releases, in_range
 cases = json.loads(sys.argv[2])
 print(json.dumps({"packaging": packaging.__version__,
                   "ours": [in_range(v, SpecifierSet(s)) for v, s, _ in cases],

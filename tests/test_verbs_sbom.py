@@ -11,7 +11,8 @@ from cyclonedx.validation.json import JsonStrictValidator
 
 from patchset.cli import main
 from patchset.core.manifest_load import load_manifest
-from patchset.report import sbom
+from patchset.core.sbom import embedded_claims
+from patchset.verbs import sbom
 from patchset.verbs.audit import CARRIED, MISSING, TAMPERED, FixVerdict, ImageAudit
 
 pytest_plugins = ["conftest_docker"]
@@ -42,7 +43,7 @@ def vllm_of(doc: dict) -> dict:
 
 
 def test_only_carried_fixes_are_backport_patches(manifest):
-    doc = valid(sbom.render(audited((WATERMARK, CARRIED), (RECURRENT, MISSING), (MTP, TAMPERED)), manifest))
+    doc = valid(sbom.document(audited((WATERMARK, CARRIED), (RECURRENT, MISSING), (MTP, TAMPERED)), manifest))
     vllm = vllm_of(doc)
     assert vllm["purl"] == "pkg:pypi/vllm@0.29.0"
     patches = vllm["pedigree"]["patches"]
@@ -56,34 +57,34 @@ def test_only_carried_fixes_are_backport_patches(manifest):
 
 
 def test_an_image_with_nothing_carried_has_no_pedigree(manifest):
-    doc = valid(sbom.render(audited((WATERMARK, MISSING)), manifest))
+    doc = valid(sbom.document(audited((WATERMARK, MISSING)), manifest))
     assert "pedigree" not in vllm_of(doc)
 
 
 def test_source_date_epoch_makes_the_document_reproducible(manifest, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
-    a = sbom.render(audited((WATERMARK, CARRIED)), manifest)
-    b = sbom.render(audited((WATERMARK, CARRIED)), manifest)
+    a = sbom.document(audited((WATERMARK, CARRIED)), manifest)
+    b = sbom.document(audited((WATERMARK, CARRIED)), manifest)
     assert a == b and json.loads(a)["metadata"]["timestamp"].startswith("2023-11-14T22:13:20")
 
 
 
 def test_embedded_claims_read_back_what_the_document_says(manifest):
-    doc = sbom.render(audited((WATERMARK, CARRIED), (RECURRENT, MISSING), (MTP, TAMPERED)), manifest)
-    assert sbom.embedded_claims(doc.encode()) == ("0.29.0", {WATERMARK: CARRIED, RECURRENT: MISSING, MTP: TAMPERED}, 1)
+    doc = sbom.document(audited((WATERMARK, CARRIED), (RECURRENT, MISSING), (MTP, TAMPERED)), manifest)
+    assert embedded_claims(doc.encode()) == ("0.29.0", {WATERMARK: CARRIED, RECURRENT: MISSING, MTP: TAMPERED}, 1)
 
 
 @pytest.mark.parametrize("raw", [b"not json", b"[]", b'{"bomFormat": "SPDX"}', b'{"bomFormat": "CycloneDX"}'])
 def test_embedded_claims_refuse_what_is_not_such_a_document(raw):
     with pytest.raises(ValueError):
-        sbom.embedded_claims(raw)
+        embedded_claims(raw)
 
 
 def test_the_image_is_named_by_its_registry_digest_else_its_id(manifest):
     image = audited((WATERMARK, CARRIED))
-    assert json.loads(sbom.render(image, manifest))["metadata"]["component"]["version"] == image.digest
+    assert json.loads(sbom.document(image, manifest))["metadata"]["component"]["version"] == image.digest
     image.digest, image.id = None, "sha256:" + "cd" * 32
-    assert json.loads(sbom.render(image, manifest))["metadata"]["component"]["version"] == image.id
+    assert json.loads(sbom.document(image, manifest))["metadata"]["component"]["version"] == image.id
 
 
 @pytest.mark.docker

@@ -1,0 +1,156 @@
+"""Downloading a file the package index names into the cache, verified against the index's sha256.
+
+A download that is cut short (the body ends early, the connection drops) is tried again, a few
+times, with backoff; a body whose digest differs is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+from patchset.cache import CHUNK, Cache, shared_mode
+from patchset.errors import SourceError
+from patchset.sources import http, urls
+
+_T = TypeVar("_T")
+DownloadProgress = Callable[[str, int, int], None]
+#: Set by the command line when stderr is a terminal: the progress of every download without its own.
+download_progress: DownloadProgress | None = None
+
+
+def blob(cache: Cache, sha256: str, url: str, *, progress: Callable[[int, int], None] | None = None) -> Path:
+    """The verified file with this sha256, downloaded from url when not cached."""
+    return cache.blob(sha256, lambda final: _with_retries(sha256, url, final, progress))
+
+
+def read_through(cache: Cache, sha256: str, url: str, consume: Callable[[Iterator[bytes]], _T], *,
+                 progress: Callable[[int, int], None] | None = None) -> _T:
+    """``consume(chunks)`` over the file with this sha256, read once, without keeping the file.
+
+    From the cached blob when there is one, else streamed from ``url`` and verified: what
+    ``consume`` returns is handed back only once every byte has passed and the digest matched, so
+    a caller that keeps nothing before that keeps nothing unverified. A body cut short starts
+    ``consume`` again from the first byte (a bounded number of times).
+    """
+    final = cache.path("blobs", sha256[:2], sha256)
+    if final.is_file():  # verified when it was downloaded, like every reader of it trusts
+        with open(final, "rb") as f:
+            return consume(iter(lambda: f.read(CHUNK), b""))
+    for attempt in range(1, http.RETRIES + 2):
+        digest = hashlib.sha256()
+
+        def chunks(digest: hashlib._Hash = digest) -> Iterator[bytes]:
+            for chunk, done, total in _stream(url):
+                digest.update(chunk)
+                if progress:
+                    progress(done, total)
+                elif download_progress:
+                    download_progress(_name(url), done, total)
+                yield chunk
+
+        body = chunks()
+        try:
+            try:
+                got = consume(body)
+            except SourceError:
+                # a corrupt download can look like a corrupt archive: the digest says which it is
+                for _ in body:
+                    pass
+                if digest.hexdigest() == sha256:
+                    raise
+                got = None
+            for _ in body:  # what the consumer did not need still counts for the digest
+                pass
+        except _CutShort as e:
+            if attempt > http.RETRIES:
+                raise SourceError(f"cannot download {_name(url)}: {e} ({attempt} attempts)") from e
+            time.sleep(http.BACKOFF * 2 ** (attempt - 1))
+            continue
+        except OSError as e:
+            raise SourceError(f"cannot download {_name(url)}: {http.redact(str(e))}") from e
+        if digest.hexdigest() != sha256:
+            raise SourceError(f"{_name(url)}: sha256 {digest.hexdigest()} does not match the "
+                              f"index's {sha256}", hint="the download was corrupted or the index lies")
+        return got  # type: ignore[return-value]  # None only when the digest check above raised
+    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+def _with_retries(sha256: str, url: str, final: Path, progress: Callable[[int, int], None] | None) -> None:
+    for attempt in range(1, http.RETRIES + 2):
+        try:
+            _download(sha256, url, final, progress)
+            return
+        except _CutShort as e:
+            if attempt > http.RETRIES:
+                raise SourceError(f"cannot download {_name(url)}: {e} ({attempt} attempts)") from e
+            time.sleep(http.BACKOFF * 2 ** (attempt - 1))
+
+
+def _download(sha256: str, url: str, final: Path, progress: Callable[[int, int], None] | None) -> None:
+    fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.part-")
+    try:
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out:
+            for chunk, done, total in _stream(url):
+                out.write(chunk)
+                digest.update(chunk)
+                if progress:
+                    progress(done, total)
+                elif download_progress:
+                    download_progress(_name(url), done, total)
+        if digest.hexdigest() != sha256:
+            raise SourceError(f"{_name(url)}: sha256 {digest.hexdigest()} does not match the "
+                              f"index's {sha256}", hint="the download was corrupted or the index lies")
+        shared_mode(tmp)
+        os.replace(tmp, final)
+    except OSError as e:
+        raise SourceError(f"cannot download {_name(url)}: {urls.redact(str(e))}") from e
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+class _CutShort(Exception):
+    """The body ended early or the connection dropped: worth another try."""
+
+
+def _name(url: str) -> str:
+    return urls.redact(url.rsplit("/", 1)[-1])
+
+
+def _stream(url: str) -> Iterator[tuple[bytes, int, int]]:
+    """(chunk, bytes so far, total or 0) of ``url``; file: URLs are read directly."""
+    if url.startswith("file:"):
+        with urllib.request.urlopen(url) as resp:
+            total, done = int(resp.headers.get("Content-Length") or 0), 0
+            while chunk := resp.read(CHUNK):
+                done += len(chunk)
+                yield chunk, done, total
+        return
+    import requests  # only when something is downloaded: see docs/performance.md
+
+    try:
+        with http.get(url, stream=True, headers={"Accept-Encoding": "identity"}) as resp:  # the bytes, as hashed
+            http.check(resp, f"cannot download {url}")
+            total, done, started = int(resp.headers.get("Content-Length") or 0), 0, time.monotonic()
+            try:
+                for chunk in resp.iter_content(CHUNK):
+                    done += len(chunk)
+                    yield chunk, done, total
+            finally:
+                http.record(urls.split_credentials(url)[0], resp.status_code, done, time.monotonic() - started)
+            if total and done != total:  # urllib3 1.x does not enforce Content-Length itself
+                raise _CutShort(f"{done} of {total} bytes came")
+    except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ConnectionError,
+            requests.exceptions.Timeout) as e:
+        raise _CutShort(http.describe(e)) from e
+    except requests.RequestException as e:
+        raise http.error(f"cannot download {url}", e) from e
