@@ -21,10 +21,7 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from patchset import TYPE_CHECKING, __version__
-from patchset.cli import (
-    deferred,  # noqa: F401 -- first, for its effect: inspect waits until something reads it
-    progress,
-)
+from patchset.cli import progress
 from patchset.cli.registry import VERBS as _REGISTRY
 from patchset.errors import EXIT_INTERNAL, PatchsetError, UsageError
 from patchset.report.common import error_doc, is_dumped
