@@ -282,26 +282,6 @@ def test_a_run_imports_its_own_verb_and_nothing_of_docker(project):
         assert not {m for m in loaded if m.split(".")[0] == "docker" or m.startswith("patchset.images")}, argv
 
 
-def test_the_command_leaves_without_teardown_only_when_nothing_is_pending(project):
-    """``patchset`` (cli.run) skips the interpreter's teardown when no exit handler or thread waits: its
-    output is whole and its exit code kept; with a handler registered, the handler still runs."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "PATCHSET_CACHE": str(project / "cache")}
-    probe = ("import sys\nclass Witness:\n    def __del__(self):\n        print('torn down', file=sys.stderr)\n"
-             "witness = Witness()\n{setup}\nfrom patchset.cli import run\nsys.argv[0] = 'patchset'\nrun()\n")
-    cases = {"": False, "import atexit; atexit.register(lambda: print('handler ran', file=sys.stderr))": True}
-    for setup, pending in cases.items():
-        done = subprocess.run([sys.executable, "-c", probe.format(setup=setup), "check", *SRC, "--format", "json"],
-                              cwd=project, env=env, capture_output=True, text=True)
-        assert done.returncode == 0 and json.loads(done.stdout)["ok"] is True, done.stderr
-        assert ("handler ran" in done.stderr) == pending
-        assert ("torn down" in done.stderr) == pending  # the objects are freed one by one only on a normal exit
-
-
 def test_a_run_builds_its_own_verbs_parser_and_a_typo_lists_them_all():
     from patchset.cli import VERBS, build_parser
 
