@@ -106,7 +106,7 @@ def check_row(manifest: str, repeat: int, versions: list[str], env: dict[str, st
 def sdist_rows(repeat: int = 3, manifest: str = "patches.yaml") -> list[str]:
     """The cold ``check`` with the default source (the sdists, streamed): seconds and the cache it leaves.
     Goal (issue 24): this repository's targets in <= 5 s, <= 50 MB of cache."""
-    from patchset.core.manifest import load_manifest
+    from patchset.core.manifest_load import load_manifest
 
     targets = [t.version for t in load_manifest(manifest).targets]
     row = check_row(manifest, repeat, targets, source="pypi")

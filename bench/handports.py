@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from patchset.cache import Cache
-from patchset.core.manifest import load_manifest
+from patchset.core.manifest_load import load_manifest
 from patchset.sources.sdist import SdistSource
 from patchset.verbs.port import PortStatus, prepare, step, walk_from
 

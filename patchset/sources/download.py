@@ -75,7 +75,7 @@ def read_through(cache: Cache, sha256: str, url: str, consume: Callable[[Iterato
             time.sleep(http.BACKOFF * 2 ** (attempt - 1))
             continue
         except OSError as e:
-            raise SourceError(f"cannot download {_name(url)}: {http.redact(str(e))}") from e
+            raise SourceError(f"cannot download {_name(url)}: {urls.redact(str(e))}") from e
         if digest.hexdigest() != sha256:
             raise SourceError(f"{_name(url)}: sha256 {digest.hexdigest()} does not match the "
                               f"index's {sha256}", hint="the download was corrupted or the index lies")
