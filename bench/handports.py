@@ -7,7 +7,9 @@ files with GNU patch, and every file either touches is compared.
 * identical: port's file is the hand port's, byte for byte;
 * flagged: port refused it (a conflict, with its reason: a merge conflict, a moved file, a merge
   that would not import) — a person looks at it, as the hand port did;
-* different: port accepted a file that is not the hand port's. The goal is none.
+* same code: port's file parses to the same AST as the hand port's (only whitespace differs);
+* different: port accepted a file that is not the hand port's. The goal is none;
+* hand-only: the hand port changes a file the old patch never touched (new work, not a port).
 
     python bench/handports.py this-repo       # this repository's 0.28 recipes -> the hand-made 0.29 ones
     python bench/handports.py sllm GITDIR     # a public project's one vLLM patch, kept by hand for
@@ -55,6 +57,7 @@ def compare(manifest: Path, to: str, hand: list[Path], tmp: Path, fuzz: int = 0)
     walk = prepare(m, to, None, "pypi")
     flagged: dict[str, list[str]] = {}  # file -> its own conflicts' reasons
     merged: dict[str, bytes | None] = {}  # what port made of each file, clean or not
+    waiting: dict[str, bytes | None] = {}  # clean files of conflicting patches that no later patch changes
     for p in m.patches:
         if walk_from(m, p, None) is None:
             continue
@@ -62,6 +65,15 @@ def compare(manifest: Path, to: str, hand: list[Path], tmp: Path, fuzz: int = 0)
         r = step(m, walk, p, None)
         for c in r.conflicts:
             flagged.setdefault(c.file, []).append(f"{c.message}" + (f" (line {c.line})" if c.line else ""))
+        for f in list(waiting):
+            if f in r.files:
+                waiting.pop(f)  # a later patch changes it too: the workspace copy is not the final file
+        if r.result == PortStatus.CONFLICT:  # a clean file of a conflicting patch waits in the workspace
+            elsewhere = ", ".join(sorted({c.file for c in r.conflicts}))
+            for f in r.files:
+                if f not in flagged:
+                    flagged[f] = [f"merged cleanly, but its patch conflicts in {elsewhere}: it waits in the workspace"]
+                    waiting[f] = walk.workspaces[p.id][1].get(f) if p.id in walk.workspaces else None
         if r.result == PortStatus.CONFLICT and p.id in walk.workspaces:
             merged.update(walk.workspaces[p.id][1])
         merged.update({k: v for k, v in walk.ours.items() if v != before.get(k)})
@@ -72,20 +84,34 @@ def compare(manifest: Path, to: str, hand: list[Path], tmp: Path, fuzz: int = 0)
     rows = []
     for path in sorted({k for k, v in merged.items() if v != pristine.get(k)} | hand_changed | set(flagged)):
         if path in flagged:
-            rows.append((path, "flagged", "; ".join(flagged[path])))
+            why = "; ".join(flagged[path])
+            if path in waiting:
+                same = waiting[path] == hand_files.get(path)
+                why += " (that merge is " + ("identical to" if same else "the same code as" if _squash(
+                    waiting[path]) == _squash(hand_files.get(path)) else "different from") + " the hand port)"
+            rows.append((path, "flagged" if path in hand_changed else "flagged (the hand port leaves it alone)", why))
         elif merged.get(path, pristine.get(path)) == hand_files.get(path):
             rows.append((path, "identical", "merged cleanly"))
         elif path not in merged:
             rows.append((path, "hand-only", "the hand port extends the patch to a file the old one never touched"))
         elif _squash(merged[path]) == _squash(hand_files.get(path)):
-            rows.append((path, "different", "merged cleanly; differs from the hand port in whitespace only"))
+            rows.append((path, "same code", "merged cleanly; the same AST as the hand port (whitespace differs)"))
         else:
             rows.append((path, "different", "merged cleanly, differs from the hand port"))
     return rows
 
 
-def _squash(data: bytes | None) -> bytes | None:
-    return None if data is None else b"\n".join(line.rstrip() for line in data.splitlines())
+def _squash(data: bytes | None) -> object:
+    """The code a file holds: its AST when it parses (formatting and comments left out), else its lines
+    without trailing whitespace."""
+    import ast
+
+    if data is None:
+        return None
+    try:
+        return ast.dump(ast.parse(data))
+    except (SyntaxError, ValueError):
+        return b"\n".join(line.rstrip() for line in data.splitlines())
 
 
 def touched(patch: Path) -> list[str]:
@@ -137,8 +163,9 @@ def main() -> int:
         rows = sllm(Path(tmp), sys.argv[2]) if which == "sllm" else this_repo(Path(tmp))
     print("| file | port vs hand port | why |\n| --- | --- | --- |")
     for path, verdict, why in rows:
-        print(f"| {path} | {verdict} | {why.replace('|', '/')[:200]} |")
-    counts = {v: sum(1 for r in rows if r[1] == v) for v in ("identical", "flagged", "different", "hand-only")}
+        print(f"| {path} | {verdict} | {why.replace('|', '/')[:300]} |")
+    counts = {v: sum(1 for r in rows if r[1].split(" (")[0] == v)
+              for v in ("identical", "same code", "flagged", "different", "hand-only")}
     print("\n" + ", ".join(f"{n} {k}" for k, n in counts.items()) + f" of {len(rows)} files")
     return 0
 

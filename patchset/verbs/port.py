@@ -338,7 +338,7 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     clean = {k: v for k, v in merged.items() if k not in {c.file for c in conflicts}}
     conflicts += compile_errors(clean)
     broken = {c.file for c in conflicts}
-    conflicts += import_errors(walk, {k: v for k, v in clean.items() if k not in broken}, theirs_out.files)
+    conflicts += import_errors(walk, {k: v for k, v in clean.items() if k not in broken}, theirs_out.files, merged)
     changed = {k: v for k, v in merged.items() if v != walk.ours.get(k)}
     if conflicts:
         _explain(conflicts, p, u, walk, pf)
@@ -427,13 +427,18 @@ def _splice(content: bytes, old: list[bytes], new: list[bytes]) -> bytes | None:
     return b"".join(lines[:i] + list(new) + lines[i + k:])
 
 
-def import_errors(walk: Walk, files: dict[str, bytes | None], old_patched: dict[str, bytes | None]) -> list[Conflict]:
+def import_errors(walk: Walk, files: dict[str, bytes | None], old_patched: dict[str, bytes | None],
+                  tree: dict[str, bytes | None] | None = None) -> list[Conflict]:
     """A merged Python file that would not import (a name nothing defines, a vllm import that does not
-    resolve in V) is a conflict too, even when it merged cleanly and compiles."""
+    resolve in V) is a conflict too, even when it merged cleanly and compiles.
+
+    Imports resolve against ``tree`` (every file of this merge, conflicted ones included: a name the
+    patch adds to a module that conflicts is not missing, that module is) and then V as the walk has it."""
     out = []
+    merged = files if tree is None else tree
 
     def read(x: str) -> bytes | None:
-        return files[x] if x in files else walk.read(x)
+        return merged[x] if x in merged else walk.read(x)
 
     for path, content in sorted(files.items()):
         if content is None or not path.endswith(".py") or content == walk.ours.get(path):
