@@ -462,3 +462,83 @@ def test_the_sbom_layer_is_byte_for_byte_the_same_under_source_date_epoch(built,
     assert documents[0] == documents[1]
     assert json.loads(documents[0])["metadata"]["timestamp"].startswith("2023-11-14T22:13:20")
     assert layers[0] == layers[1]  # the diff id: sha256 of the layer's tar
+
+
+# --- compiled code cannot be carried by copying files onto an image ---------------------------------
+
+KERNEL_HEADER = "csrc/cache.h"
+OPS = "vllm/_custom_ops.py"
+
+
+@pytest.fixture(scope="module")
+def kernel_manifest(tmp_path_factory):
+    """0.29.0's own files: a fix in csrc/cache.h and vllm/_custom_ops.py, and a plain Python fix."""
+    from helpers import udiff
+
+    from patchset.core.manifest_load import load_manifest
+    from patchset.sources import open_source
+
+    sdist = open_source("pypi", VERSION)
+    project = tmp_path_factory.mktemp("kernel")
+    header, ops = (sdist.read(p).decode() for p in (KERNEL_HEADER, OPS))
+    sched = sdist.read(SCHEDULER).decode()
+    anchors = {KERNEL_HEADER: "void reshape_and_cache(torch::Tensor& key, torch::Tensor& value,\n",
+               OPS: "    torch.ops._C_cache_ops.reshape_and_cache(\n",
+               SCHEDULER: "class OffloadingConnectorScheduler"}
+    assert header.count(anchors[KERNEL_HEADER]) == ops.count(anchors[OPS]) == sched.count(anchors[SCHEDULER]) == 1
+    fixed_header = header.replace(anchors[KERNEL_HEADER], "// a fork: slots < 0 are padding\n" + anchors[KERNEL_HEADER])
+    write_patch(project, "recipes/kernel/fix.patch", udiff(KERNEL_HEADER, header, fixed_header)
+                + udiff(OPS, ops, ops.replace(anchors[OPS], "    # padding slots are skipped\n" + anchors[OPS])))
+    write_patch(project, "recipes/plain/fix.patch",
+                udiff(SCHEDULER, sched, sched.replace(anchors[SCHEDULER], "# a fork's note\n" + anchors[SCHEDULER])))
+    return load_manifest(write_manifest(project, f"""
+        schema: 1
+        targets: {{"{VERSION}": {{}}}}
+        patches:
+          - {{id: kernel, releases: "=={VERSION}", patch: recipes/kernel/fix.patch}}
+          - {{id: plain, releases: "=={VERSION}", patch: recipes/plain/fix.patch}}
+        """))
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_csrc_hunk_is_never_carried_by_build_or_audit(kernel_manifest, docker_client, standin, session_repo,
+                                                        pristine_source, derive_image):
+    from patchset.errors import EXIT_FINDING
+    from patchset.report import sbom as cyclonedx
+    from patchset.verbs.audit import audit_image
+
+    tag = f"{session_repo}:kernel"
+    with pytest.raises(BuildError) as refused:
+        build_image(kernel_manifest, VERSION, base=standin, tag=tag, client=docker_client)
+    assert refused.value.exit_code == EXIT_FINDING
+    assert f"patch kernel changes {KERNEL_HEADER}: compiled code" in str(refused.value)
+    assert "nothing was built" in str(refused.value) and "--python-only" in str(refused.value)
+    with pytest.raises(docker.errors.ImageNotFound):
+        docker_client.images.get(tag)
+
+    report = build_image(kernel_manifest, VERSION, base=standin, tag=tag, client=docker_client, python_only=True)
+    assert report.not_carried == {"kernel": [KERNEL_HEADER]} and report.left_out == {"kernel": [KERNEL_HEADER]}
+    assert sorted(report.written) == sorted([OPS, SCHEDULER])  # its Python part goes in: it cannot be left half
+    assert "io.patchset.patch.kernel" not in report.labels and "io.patchset.patch.plain" in report.labels
+    assert report.labels["io.patchset.left-out.kernel"] == KERNEL_HEADER
+
+    audited = audit_image(docker_client, kernel_manifest, tag, source=pristine_source)
+    fixes = {f.id: f for f in audited.fixes}
+    assert fixes["plain"].status == "carried"
+    assert fixes["kernel"].status == "missing" and KERNEL_HEADER in fixes["kernel"].evidence
+    assert not audited.ok  # a targeted fix is missing: the audit fails, as the build's refusal said it would
+    sbom = cyclonedx.render(audited, kernel_manifest)
+    assert '"value": "missing: the provenance record says its compiled code was left out' in sbom
+
+    # The same Python files put in by hand, without a record: the files cannot show the kernel either.
+    with engine.ImageFiles(docker_client, tag) as files:
+        install = files.locate_vllm()
+        patched = {install.path_of(p): files.read(install.path_of(p)) for p in (OPS, SCHEDULER)}
+    by_hand = derive_image(standin, f"{session_repo}:kernel-by-hand", write=patched)
+    audited = audit_image(docker_client, kernel_manifest, by_hand, source=pristine_source)
+    fixes = {f.id: f for f in audited.fixes}
+    assert fixes["plain"].status == "carried"
+    assert fixes["kernel"].status == "unknown"
+    assert "its Python hunks are in the image's files" in fixes["kernel"].evidence
+    assert f"it changes compiled code ({KERNEL_HEADER})" in fixes["kernel"].evidence
