@@ -6,6 +6,7 @@ import sys
 from patchset.cli.options import add_manifest, add_vllm, manifest_from
 from patchset.cli.registry import subparser
 from patchset.core.series import PatchStatus
+from patchset.core.trees import compiled
 from patchset.verbs.apply import apply_series, recover_tree
 
 
@@ -41,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     for p in report.result.patches:
         applied = p.status == PatchStatus.APPLIES
         extra = ", ".join(_shown(args.dir, f) for f in p.files) if applied else p.evidence or p.message
+        if applied and compiled(p.skipped):
+            extra += f" (not carried: its compiled code is left out: {', '.join(compiled(p.skipped))})"
         print(f"  {p.id:36} {'applied' if applied else p.status:12} {extra}")
     for path in report.written:
         print(f"  wrote   {_shown(args.dir, path)}")
