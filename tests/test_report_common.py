@@ -17,27 +17,79 @@ def rows() -> list[tuple[str, str, str]]:
     return [(i, "applies", "probe: " + "vllm/distributed/kv_transfer/scheduler.py contains 'x' " * 3) for i in IDS]
 
 
-def test_a_pipe_without_columns_gets_plain_lines(monkeypatch):
-    monkeypatch.delenv("COLUMNS", raising=False)
-    out = render(table("patchset check", ("patch", "status", "detail"), rows()))
-    assert not any(ch in out for ch in "┏┃│━")
+HEADERS = ("vllm", "patch", "status", "detail")
+PATH = "vllm/distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py"
+
+
+def check_table():
+    return table("patchset check", HEADERS, [("0.29.0", *r) for r in rows()] +
+                 [("0.30.0", "offload-mtp-eagle-serve", "partly-upstream", f"probe: {PATH}:445 contains [x]")])
+
+
+@pytest.mark.parametrize("columns", [None, "60", "200"])
+def test_a_pipe_gets_plain_aligned_lines_whatever_columns_says(monkeypatch, columns):
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    out = render(check_table(), tty=False)
+    assert not any(ch in out for ch in "┏┃│━\x1b")
     lines = out.splitlines()
-    assert lines[:2] == ["patchset check", "patch  status  detail"]
-    assert lines[2].startswith("offload-recurrent-load-boundary  applies  probe: ")
+    assert lines[:2] == ["patchset check", "vllm    patch                            status           detail"]
+    assert lines[2].startswith("0.29.0  offload-recurrent-load-boundary  applies          probe: ")
+    assert lines[-1] == f"0.30.0  offload-mtp-eagle-serve          partly-upstream  probe: {PATH}:445 contains [x]"
 
 
-def test_at_80_columns_ids_stay_whole_and_the_detail_wraps(monkeypatch):
-    monkeypatch.setenv("COLUMNS", "80")
-    out = render(table("patchset check", ("patch", "status", "detail"), rows()))
-    assert max(len(line.rstrip()) for line in out.splitlines()) <= 80
-    for i in IDS:
-        assert i in out  # never folded across lines
+def visible(text: str) -> list[str]:
+    import re
+
+    return [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in text.splitlines()]
 
 
-def test_very_long_cells_are_shortened_in_tables(monkeypatch):
-    monkeypatch.delenv("COLUMNS", raising=False)
-    out = render(table("t", ("id", "detail"), [("x", "y" * (CELL_LIMIT + 50))]))
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_on_a_terminal_ids_and_paths_stay_whole_at_any_width(monkeypatch, width):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    lines = visible(render(check_table(), tty=True, width=width))
+    text = "\n".join(lines)
+    for whole in (*IDS, "partly-upstream", f"{PATH}:445", "[x]"):
+        assert whole in text, f"{whole} cut at {width} columns:\n{text}"
+    # Only a path longer than the line itself may pass the edge, alone on its line (the terminal wraps it).
+    assert all(len(line.rstrip()) <= width or len(line.split()) == 1 for line in lines), text
+    assert "…" not in text
+
+
+def test_a_wide_terminal_gets_a_table_and_a_narrow_one_stacked_rows(monkeypatch):
+    monkeypatch.setenv("TERM", "xterm-256color")
+    wide = visible(render(check_table(), tty=True, width=200))
+    assert any("┃" in line for line in wide)
+    narrow = visible(render(check_table(), tty=True, width=60))
+    assert narrow[1] == "0.29.0  offload-recurrent-load-boundary  applies"
+    assert narrow[2].startswith("    probe: ")
+
+
+@pytest.mark.parametrize("env", [{"NO_COLOR": "1"}, {"TERM": "dumb"}])
+def test_no_color_or_a_dumb_terminal_gets_no_styles(monkeypatch, env):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    out = render(check_table(), tty=True, width=200)
+    assert "\x1b" not in out and "offload-recurrent-load-boundary" in out
+    if env.get("TERM") == "dumb":
+        assert "┃" not in out and "|" in out
+
+
+def test_styles_are_there_otherwise(monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert "\x1b[" in render(check_table(), tty=True, width=200)
+
+
+def test_very_long_details_are_shortened_in_tables_but_never_an_id(monkeypatch):
+    out = render(table("t", ("id", "detail"), [("x" * 300, "y" * (CELL_LIMIT + 50))]), tty=False)
     assert "y" * (CELL_LIMIT - 1) + "…" in out and "y" * CELL_LIMIT not in out
+    assert "x" * 300 in out
 
 
 json_values = st.recursive(

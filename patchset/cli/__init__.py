@@ -126,8 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with contextlib.redirect_stdout(buffer) if as_json else contextlib.nullcontext():
             args = build_parser(verb).parse_args(argv)
-            progress.install()
-            code = args.run(args)
+            progress.install(verb, quiet=args.quiet, verbose=args.verbose)
+            try:
+                code = args.run(args)
+            finally:
+                progress.finish()
         if as_json:
             _one_document(buffer.getvalue())
     except PatchsetError as e:

@@ -22,7 +22,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "also write it to FILE (default: ./TAG.cdx.json, with / and : as _)")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="json: one object on stdout describing the image; build output goes to stderr")
-    p.add_argument("--quiet", action="store_true", help="hide the builder's log (warnings and errors still show)")
     p.add_argument("--python-only", action="store_true",
                    help="build even though patches change compiled code (csrc/, *.cu, CMakeLists.txt): their "
                         "Python files go in, their compiled code cannot; the image never claims those fixes")

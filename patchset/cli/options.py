@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from collections.abc import Callable
 
 from patchset.core.manifest import DEFAULT_MANIFEST, Manifest
@@ -77,12 +76,13 @@ def add_dry_run(p: argparse.ArgumentParser, what: str = "show what would change;
     p.add_argument("--dry-run", action="store_true", help=what)
 
 
-def progress_printer(args: argparse.Namespace, template: str) -> Callable[[str], None]:
-    """A progress callback: ``template`` with the item, on a terminal's stderr, never with --format json."""
+def progress_printer(args: argparse.Namespace, template: str, *, plain: bool = False) -> Callable[[str], None]:
+    """A progress callback: ``template`` with the item as a stage of this run (cli/progress.py): on a
+    terminal, and with ``plain`` also one line in a pipe or a log."""
+    from patchset.cli import progress as reporter
 
     def progress(item: str) -> None:
-        if args.format != "json" and sys.stderr.isatty():
-            print(template.format(item), file=sys.stderr)
+        reporter.current.stage(template.format(item), plain=plain)
 
     return progress
 

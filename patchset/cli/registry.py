@@ -117,8 +117,13 @@ VERBS: dict[str, Verb] = {
 
 
 def subparser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
-    """The subparser of ``name``; its paragraph, exit codes and example are filled in when help is shown."""
-    return sub.add_parser(name, help=VERBS[name].summary, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """The subparser of ``name``; its paragraph, exit codes and example are filled in when help is shown.
+    Every verb takes -q (no progress) and -v (progress with detail)."""
+    p = sub.add_parser(name, help=VERBS[name].summary, formatter_class=argparse.RawDescriptionHelpFormatter)
+    loud = p.add_mutually_exclusive_group()
+    loud.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr (errors and warnings still)")
+    loud.add_argument("-v", "--verbose", action="store_true", help="progress with detail on stderr")
+    return p
 
 
 def help_texts(name: str) -> tuple[str, str]:

@@ -68,9 +68,10 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def progress(line: str) -> None:
-    """Each step (pristine tree, venv or image, each run) on a terminal's stderr; silent in pipes and logs."""
-    if sys.stderr.isatty():
-        print(f"patchset test: {line}", file=sys.stderr, flush=True)
+    """Each step (pristine tree, venv or image, each run and suite): a stage of this run (cli/progress.py)."""
+    from patchset.cli import progress as reporter
+
+    reporter.current.stage(line)
 
 
 def run(args: argparse.Namespace) -> int:

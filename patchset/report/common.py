@@ -185,47 +185,94 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else many or word + 's'}"
 
 
-#: A table cell longer than this is shortened (the whole text is in --format json).
+#: A detail cell longer than this is shortened in tables (the whole text is in --format json); ids, versions,
+#: statuses and paths (every column but the last) are never cut.
 CELL_LIMIT = 240
 
 
-def render(*items: object) -> str:
+def styled() -> bool:
+    """Whether a terminal gets styles: not with ``NO_COLOR`` set (https://no-color.org) or ``TERM=dumb``."""
+    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def render(*items: object, tty: bool | None = None, width: int | None = None) -> str:
     """Rich renderables as text, fitted to where they go.
 
-    On a terminal: its width, in colour. In a pipe or a CI log: ``COLUMNS`` wide when it is set,
-    else plain lines without padding or box drawing (tables become one line a row, cells separated
-    by two spaces), so that logs stay greppable whatever their width.
+    On a terminal: its width, in colour unless :func:`styled` says no; tables keep every column but the
+    last whole (ids, versions, paths) and wrap the last one, the detail. In a pipe or a CI log, whatever
+    ``COLUMNS`` says: plain text, tables aligned in columns two spaces apart, without box drawing, so that
+    logs stay greppable and nothing is cut.
     """
-    from rich.console import Console
     from rich.table import Table
 
-    tty = sys.stdout.isatty()
-    columns = os.environ.get("COLUMNS", "")
-    if not tty and not columns.isdigit():
+    tty = sys.stdout.isatty() if tty is None else tty
+    if not tty:
         return "".join(_plain(item) if isinstance(item, Table) else f"{item}\n" for item in items)
-    import shutil  # only here: a run that writes JSON or plain text never loads it (nor zlib, bz2, lzma)
+    from rich import box
+    from rich.console import Console
 
+    if width is None:
+        import shutil  # only here: a run that writes JSON or plain text never loads it (nor zlib, bz2, lzma)
+
+        width = shutil.get_terminal_size((160, 24)).columns
+    styles = styled()
     buf = io.StringIO()
-    width = shutil.get_terminal_size((160, 24)).columns if tty else int(columns)
-    c = Console(file=buf, width=max(width, 40), force_terminal=tty, color_system="auto" if tty else None,
-                highlight=False, soft_wrap=False)
+    c = Console(file=buf, width=max(width, 40), force_terminal=True, color_system="auto" if styles else None,
+                highlight=False, soft_wrap=False, emoji=False)
     for item in items:
+        if isinstance(item, Table) and os.environ.get("TERM") == "dumb":
+            item.box = box.ASCII
+        if isinstance(item, Table) and len(item.columns) > 1 and not _fits(item, max(width, 40)):
+            c.print(_stacked(item, max(width, 40)), end="", overflow="ignore", crop=False, markup=False)
+            continue
         c.print(item)
     return buf.getvalue()
 
 
+def _fits(t: Table, width: int) -> bool:
+    """Make every column but the last as wide as its widest cell, never wrapped nor cut, the last taking
+    the rest and wrapping between words; False when that leaves the last too narrow for its longest word
+    or for 12 columns (then :func:`_stacked` shows it)."""
+    columns = t.columns
+    for col in columns[:-1]:
+        widest = max([len(str(col.header)), *(len(str(c)) for c in col._cells)])
+        col.min_width = col.width = widest
+        col.no_wrap = True
+    fixed = sum(col.width or 0 for col in columns[:-1]) + 3 * len(columns) + 1
+    # The detail wraps between words; a word (a path) wider than its room would be cut: stack instead.
+    longest = max([12, *(len(word) for c in columns[-1]._cells for word in str(c).split())])
+    return fixed + longest <= width
+
+
+def _stacked(t: Table, width: int) -> str:
+    """A table too wide for the terminal: a row is its cells but the last on one line, whole, and the
+    detail wrapped below it between words, indented (a word longer than the line stays whole)."""
+    import textwrap
+
+    columns = [[str(c) for c in col._cells] for col in t.columns]
+    lines = [str(t.title)] if t.title else []
+    for row in zip(*columns, strict=True):
+        lines.append("  ".join(row[:-1]))
+        lines += textwrap.wrap(row[-1], width - 4, initial_indent="    ", subsequent_indent="    ",
+                               break_long_words=False, break_on_hyphens=False) if row[-1] else []
+    return "\n".join(lines) + "\n"
+
+
 def table(title: str, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
-    """Every column but the last keeps its words whole (ids, versions, statuses: shortened with … rather than
-    broken when the terminal is too narrow); the last one, the detail, wraps anywhere."""
+    """A table; :func:`render` decides how it looks where it goes (terminal or plain)."""
     from rich.table import Table
+    from rich.text import Text
 
     t = Table(title=title, title_justify="left", show_lines=False)
     for i, h in enumerate(headers):
         last = i == len(headers) - 1
-        t.add_column(h, overflow="fold" if last else "ellipsis", ratio=1 if last else None,
+        t.add_column(h, overflow="fold" if last else "ignore", ratio=1 if last else None,
                      min_width=12 if last else None)
     for r in rows:
-        t.add_row(*[_shorten(str(c)) for c in r])
+        cells = [str(c) for c in r]
+        if cells:
+            cells[-1] = _shorten(cells[-1])
+        t.add_row(*(Text(c) for c in cells))  # text, never markup: a test id's [param] stays as it is
     return t
 
 
@@ -234,10 +281,13 @@ def _shorten(text: str) -> str:
 
 
 def _plain(t: Table) -> str:
-    cells = [[str(c) for c in col._cells] for col in t.columns]
+    """The table as aligned plain text: each column but the last padded to its widest cell."""
+    columns = [[str(col.header), *(str(c) for c in col._cells)] for col in t.columns]
+    widths = [max(len(cell) for cell in col) for col in columns[:-1]]
     lines = [str(t.title)] if t.title else []
-    lines.append("  ".join(str(col.header) for col in t.columns))
-    lines += ["  ".join(row) for row in zip(*cells, strict=True)]
+    for row in zip(*columns, strict=True):
+        lines.append("  ".join([*(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=False)), row[-1]])
+                     .rstrip())
     return "\n".join(lines) + "\n"
 
 
