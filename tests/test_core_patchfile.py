@@ -263,3 +263,14 @@ def test_the_longest_names_a_file_system_holds_are_kept():
 def test_a_path_that_names_no_file_is_refused():
     with pytest.raises(PatchFileError, match="names no file"):
         parse(udiff("vllm/a.py", "x\n", "y\n").replace("a/vllm/a.py", "a/.").replace("b/vllm/a.py", "b/."))
+
+
+def test_a_billion_line_hunk_header_is_refused_at_once():
+    """Issue 26: the counts of an @@ header are read against the lines that are there, never allocated for."""
+    import time
+
+    text = udiff("vllm/a.py", "x\n", "y\n").replace("@@ -1 +1 @@", "@@ -1,1000000000 +1,1000000000 @@")
+    started = time.process_time()
+    with pytest.raises(PatchFileError, match="header says -1000000000 \\+1000000000 lines but it has -1 \\+1"):
+        parse(text)
+    assert time.process_time() - started < 1.0

@@ -290,13 +290,15 @@ class WheelServer(ThreadingHTTPServer):
     modes: honest, short (1000-byte answers, honest Content-Range), liar (Content-Range claims more
     than the body holds), misplaced (the bytes and Content-Range of another offset), drop (the
     connection closes mid-body; only the first ``failures`` times when that is set), busy (503 first),
-    none (ranges ignored: 200 with the whole file).
+    none (ranges ignored: 200 with the whole file), huge (a range answered with a Content-Length of 10 GB
+    and bytes until the reader stops reading, up to 64 MiB an answer; ``sent`` counts them).
     """
 
     def __init__(self, full: bytes, ranged: bytes | None = None, mode: str = "honest", failures: int = 10**6,
                  auth: str | None = None) -> None:
         self.full, self.ranged, self.mode, self.failures, self.auth = full, ranged or full, mode, failures, auth
         self.ranges: list[str] = []
+        self.sent = 0
         self.files: dict[str, bytes] = {}
         self.lock = threading.Lock()
         super().__init__(("127.0.0.1", 0), _WheelHandler)
@@ -330,6 +332,20 @@ class _WheelHandler(BaseHTTPRequestHandler):
             return
         self.wfile.write(body)
 
+    def _flood(self, content_range: str) -> None:
+        self.send_response(206)
+        self.send_header("Content-Range", content_range)
+        self.send_header("Content-Length", str(10 * 1024**3))
+        self.end_headers()
+        self.close_connection = True
+        chunk = b"\0" * 65536
+        try:
+            for _ in range(1024):
+                self.wfile.write(chunk)
+                self.server.sent += len(chunk)
+        except OSError:
+            pass  # the reader hung up: what it did not read was never sent
+
     def do_GET(self) -> None:
         srv = self.server
         if srv.auth and self.headers.get("Authorization") != "Basic " + base64.b64encode(srv.auth.encode()).decode():
@@ -343,6 +359,8 @@ class _WheelHandler(BaseHTTPRequestHandler):
         start, end = (int(x) for x in wanted.split("=")[1].split("-"))
         data, total = srv.ranged, len(srv.ranged)
         end = min(end, total - 1)
+        if srv.mode == "huge":
+            return self._flood(f"bytes {start}-{end}/{total}")
         misbehave = srv.mode != "honest" and srv.misbehave()
         if misbehave and srv.mode == "busy":
             return self._send(503, b"busy")
@@ -723,3 +741,18 @@ def test_a_member_larger_than_any_sdist_holds_is_refused_before_unpacking(tmp_pa
         big.size = size
     with pytest.raises(SourceError, match=why):
         safe_members([top, big], "vllm-0.29.0.tar.gz")
+
+
+def test_a_range_answer_declaring_10_gb_is_refused_unread(tmp_path, fast_retries):
+    """Issue 26: a body's size is bounded before it is read; an answer to a range that declares 10 GB (and
+    sends on) is refused from its header, and the wheel comes whole, verified, as for any unusable range."""
+    wheel = real_wheel().read_bytes()
+    server = WheelServer(wheel, mode="huge")
+    try:
+        src = _source(server, wheel, Cache(tmp_path), len(wheel))
+        assert src.read(SMALL) == _member(wheel, SMALL)
+    finally:
+        server.shutdown()
+    assert "the answer declares 10737418240 bytes" in src.fallback_reason
+    # read whole, the answers (one and its retries) would have taken 64 MiB each off the socket
+    assert server.sent < 64 * 1024 * 1024, server.sent

@@ -123,6 +123,29 @@ def get(url: str, *, headers: dict[str, str] | None = None, stream: bool = False
     return resp
 
 
+def read_body(resp: requests.Response, limit: int, url: str) -> bytes:
+    """The body of an answer asked for with ``stream=True``, refused past ``limit`` bytes and counted.
+
+    A body its ``Content-Length`` says is larger is refused before a byte is read, a longer one as soon as
+    it passes the limit: an answer to a 64 KiB range that declares (or sends) 10 GB is never held in memory.
+    Raises :class:`requests.RequestException` for that, retried or refused like any failed answer.
+    """
+    import requests
+
+    started, declared, body = time.monotonic(), resp.headers.get("Content-Length", "").strip(), bytearray()
+    try:
+        if declared.isdigit() and int(declared) > limit:
+            raise requests.RequestException(f"the answer declares {declared} bytes, more than the {limit} expected")
+        for chunk in resp.iter_content(64 * 1024):
+            body += chunk
+            if len(body) > limit:
+                raise requests.RequestException(f"the answer sends more than the {limit} bytes expected")
+    finally:
+        resp.close()
+        record(split_credentials(url)[0], resp.status_code, len(body), time.monotonic() - started)
+    return bytes(body)
+
+
 def _wire_bytes(resp: requests.Response) -> int:
     """The body's bytes as they came (compressed, if they were), else as decoded."""
     try:

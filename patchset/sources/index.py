@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from packaging.tags import Tag
 
 ACCEPT = "application/vnd.pypi.simple.v1+json"
+#: The most a project page may hold: a page that declares or sends more is refused unread.
+MAX_PAGE = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -60,9 +62,11 @@ def project_files(project: str, base: str | None = None) -> tuple[IndexFile, ...
     hint = "set PIP_INDEX_URL or PATCHSET_INDEX_URL to a PEP 691 index"
 
     try:
-        resp = http.get(url, headers={"Accept": ACCEPT}, credentials=creds)
+        resp = http.get(url, headers={"Accept": ACCEPT}, credentials=creds, stream=True)
+        if resp.status_code >= 400:
+            resp.close()
         http.check(resp, f"cannot list {project} on the package index ({url})")
-        data = resp.content
+        data = http.read_body(resp, MAX_PAGE, url)  # vllm's page, 300 files, is 125 KiB
     except requests.RequestException as e:
         raise http.error(f"cannot list {project} on the package index ({url})", e, hint) from e
     return project_page(data, url)

@@ -310,22 +310,34 @@ class _RangeFile(io.RawIOBase):
 
     def _answer(self, start: int, end: int) -> tuple[int, bytes, int]:
         """One range request: (first byte, the bytes, total size), all as ``Content-Range`` says."""
-        resp = http.get(self.url, headers={"Range": f"bytes={start}-{end}", "Accept-Encoding": "identity"})
-        if resp.status_code == 200:
-            raise _NoRanges("the server ignores range requests")
-        if resp.status_code in (401, 403, 404, 410, 416):
-            raise _NoRanges(f"HTTP {resp.status_code} {resp.reason} to a range request")
-        if resp.status_code != 206:
-            raise _Unverified(f"HTTP {resp.status_code} {resp.reason} to a range request")
-        found = _CONTENT_RANGE.match(resp.headers.get("Content-Range", "").strip())
-        if not found:
-            raise _Unverified(f"no usable Content-Range ({resp.headers.get('Content-Range')!r})")
-        first, last, total = int(found[1]), int(found[2]), found[3]
-        if first != start or last < first or last > end:
-            raise _Unverified(f"asked for bytes {start}-{end}, the Content-Range says {first}-{last}")
-        if total != "*" and self.size and int(total) != self.size:
-            raise _Unverified(f"the Content-Range gives the size as {total}, not {self.size}")
-        body = resp.content
+        # Streamed: the body is read only once the answer proved to be the range asked for, and no more
+        # of it than that range (a server that ignores ranges would send the whole 316 MB wheel).
+        resp = http.get(self.url, headers={"Range": f"bytes={start}-{end}", "Accept-Encoding": "identity"},
+                        stream=True)
+        try:
+            if resp.status_code == 200:
+                raise _NoRanges("the server ignores range requests")
+            if resp.status_code in (401, 403, 404, 410, 416):
+                raise _NoRanges(f"HTTP {resp.status_code} {resp.reason} to a range request")
+            if resp.status_code != 206:
+                raise _Unverified(f"HTTP {resp.status_code} {resp.reason} to a range request")
+            found = _CONTENT_RANGE.match(resp.headers.get("Content-Range", "").strip())
+            if not found:
+                raise _Unverified(f"no usable Content-Range ({resp.headers.get('Content-Range')!r})")
+            first, last, total = int(found[1]), int(found[2]), found[3]
+            if first != start or last < first or last > end:
+                raise _Unverified(f"asked for bytes {start}-{end}, the Content-Range says {first}-{last}")
+            if total != "*" and self.size and int(total) != self.size:
+                raise _Unverified(f"the Content-Range gives the size as {total}, not {self.size}")
+            declared = resp.headers.get("Content-Length", "").strip()
+            if declared.isdigit() and int(declared) > last - first + 1:  # a server that lies so is not retried
+                raise _NoRanges(f"bytes {first}-{last}: the answer declares {declared} bytes, more than "
+                               f"the {last - first + 1} of the range")
+        except BaseException:
+            resp.close()  # the body unread: counted as an answer of no bytes
+            http.record(http.split_credentials(self.url)[0], resp.status_code, 0)
+            raise
+        body = http.read_body(resp, last - first + 1, self.url)
         if len(body) != last - first + 1:
             raise _Unverified(f"bytes {first}-{last}: {len(body)} bytes came")
         if total != "*":
