@@ -101,3 +101,14 @@ def test_check_with_v_and_q_in_a_pipe(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().err == ""
     assert main(["check", "--source", SCRATCH_SOURCE]) == 0
     assert capsys.readouterr().err == "", "a short verb's stages stay off a log without -v"
+
+
+def test_a_warning_is_said_even_with_q_and_above_a_live_display(monkeypatch):
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    progress.Reporter("build", quiet=True, tty=False).say("warning: x is not carried")
+    live = progress.Reporter("build", tty=True)
+    live.stage("Step 1/6 : FROM base")
+    live.say("warning: y is not carried")
+    live.finish()
+    assert "warning: x is not carried\n" in err.getvalue() and "warning: y is not carried" in err.getvalue()

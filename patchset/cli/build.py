@@ -41,11 +41,22 @@ def run(args: argparse.Namespace) -> int:
         tag = args.tag or default_tag(args.base or default_base(manifest, args.vllm))
         sbom = Path(args.sbom) if args.sbom else sbom_file_for(tag)
 
+    from patchset.cli import progress as reporter
+
     def progress(text: str) -> None:
-        if args.quiet and not text.startswith(("warning:", "patchset: left")):
+        """Warnings always; on a terminal the steps as the live display's stage (the builder's own output
+        with -v); in a log the builder's whole output, as docker prints it."""
+        if text.startswith(("warning:", "patchset: left")):
+            reporter.current.say(text)
+        elif args.quiet:
             return
-        sys.stderr.write(text)
-        sys.stderr.flush()
+        elif reporter.current.tty:
+            line = text.strip()
+            if line and (not text.startswith(" ") and not line.startswith("--->") or args.verbose):
+                reporter.current.stage(line)
+        else:
+            sys.stderr.write(text)
+            sys.stderr.flush()
 
     report = build_image(manifest, args.vllm, base=args.base, tag=args.tag, progress=progress, sbom=sbom,
                          python_only=args.python_only)

@@ -7,6 +7,7 @@ import sys
 
 from patchset.cli.options import add_dry_run
 from patchset.cli.registry import subparser
+from patchset.errors import EXIT_OK
 from patchset.report import cache as render
 
 
@@ -31,8 +32,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.action == "info":
         sys.stdout.write(render.INFO[args.format](verb.cache_info()))
-        return 0
+        return EXIT_OK
     older = verb.parse_days(args.older_than) if args.older_than is not None else None
     result = verb.prune(keep=args.keep, older_than=older, dry_run=args.dry_run)
     sys.stdout.write(render.PRUNE[args.format](result))
-    return 0
+    return EXIT_OK

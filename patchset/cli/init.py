@@ -7,6 +7,7 @@ import sys
 
 from patchset.cli.options import add_dry_run, release
 from patchset.cli.registry import subparser
+from patchset.errors import EXIT_OK
 from patchset.report import init as render
 from patchset.verbs.init import scaffold
 
@@ -26,4 +27,4 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     result = scaffold(args.into, args.vllm, action=args.action, dry_run=args.dry_run)
     sys.stdout.write(render.RENDERERS[args.format](result))
-    return 0
+    return EXIT_OK

@@ -53,6 +53,14 @@ class Reporter:
         elif plain or self.verbose:
             print(f"patchset {self.verb}: {text}", file=sys.stderr, flush=True)
 
+    def say(self, text: str) -> None:
+        """A line that must be seen (a warning), above the live display when there is one; even with -q."""
+        if self._live is not None:
+            self._live.console.print(text.rstrip("\n"), markup=False, highlight=False)
+        else:
+            sys.stderr.write(text if text.endswith("\n") else text + "\n")
+            sys.stderr.flush()
+
     # -- downloads ---------------------------------------------------------------------------------------
 
     def download(self, name: str, done: int, total: int) -> None:
