@@ -37,8 +37,8 @@ VERBS: dict[str, Verb] = {
     "check": Verb(
         "check", "check every hunk of the series against pinned releases",
         "Apply the ordered series in memory to each pinned release's pristine files, hunk by hunk, each patch on "
-        "top of the previous ones, and say per patch applies / upstream / partly-upstream / failed / blocked, "
-        "with every hunk's placement. Never looser than GNU patch -F0 or git apply.",
+        "top of the previous ones, and say per patch applies / upstream / partly-upstream / not-in-tree / failed / "
+        "blocked, with every hunk's placement. Never looser than GNU patch -F0 or git apply.",
         "patchset check --vllm 0.29.0 --format markdown"),
     "apply": Verb(
         "apply", "apply the series for one release to a tree, all or nothing",
