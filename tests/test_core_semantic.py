@@ -42,3 +42,11 @@ def test_problems_name_the_line_and_where_the_name_lives_now():
                                         "1.0 (it is in vllm/b.py); 'Optional' is undefined at line 4")
     assert semantic.problems(pristine, pristine, None, read, "vllm/c.py") == []  # upstream's imports are its own
     assert semantic.problems(merged, None, None, read, "README.md") == []
+
+
+def test_imports_are_found_in_every_form_and_only_for_the_package():
+    source = (b"import vllm\nimport vllm.a as a, os\nfrom vllm.b import (\n    moved,\n    other as o,\n)\n"
+              b"from vllm_ext import x\nfrom . import y\ndef f():\n    from vllm.pkg import \\\n        sub\n"
+              b"text = 'from vllm.z import nothing'\n")
+    assert semantic.vllm_imports(source) == [("vllm", None, 1), ("vllm.a", None, 2), ("vllm.b", "moved", 3),
+                                             ("vllm.b", "other", 3), ("vllm.pkg", "sub", 10)]

@@ -17,6 +17,7 @@ only searched when a file or a hunk is missing. Pure: contents in, places out.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from patchset.core.patchfile import split_lines
 
 RENAME_SIMILARITY = 0.5  # git diff -M's default
+SAMPLE = 80  # lines of a gone file looked up to tell where it went
 PART_SIMILARITY = 0.1  # a file that holds this share of a gone file's lines is one of its parts (a split)
 
 
@@ -48,35 +50,64 @@ def _meaningful(line: bytes) -> bool:
 
 
 class PyIndex:
-    """A release's Python files, split into lines and indexed by line, built once."""
+    """A release's Python files, searched by whole lines.
+
+    No per-line dictionary: filling one for a release's 400,000 lines costs seconds, while a search
+    happens only for the few hunks or files that moved. The files are joined into one buffer and a
+    line is found by ``bytes.find`` (C speed), its places remembered.
+    """
+
+    MAX_PLACES = 400  # a line standing in more places than this says nothing about where a block went
 
     def __init__(self, files: Mapping[str, bytes]) -> None:
         self.data = dict(files)
-        self.files = {path: split_lines(data) for path, data in files.items()}
-        self._where: dict[bytes, list[tuple[str, int]]] = {}
-        for path, lines in self.files.items():
-            self._add(path, lines)
-
-    def _add(self, path: str, lines: list[bytes]) -> None:
-        # Every line is indexed (a length test is cheaper than deciding what is meaningful for
-        # 400,000 lines); the searches pick meaningful lines of the block as anchors.
-        where = self._where
-        for i, line in enumerate(lines):
-            if len(line) > 4:
-                where.setdefault(line, []).append((path, i))
+        self._blob: bytes | None = None
+        self._starts: list[int] = []
+        self._paths: list[str] = []
+        self._lines: dict[str, list[bytes]] = {}
+        self._places: dict[bytes, list[tuple[str, int]]] = {}
 
     def update(self, path: str, data: bytes | None) -> None:
         """A file changed (an earlier patch ported into it): search its new lines from now on."""
-        old = self.files.pop(path, None)
-        if old is not None:
-            for line in set(old):
-                if line in self._where:
-                    self._where[line] = [x for x in self._where[line] if x[0] != path]
         self.data.pop(path, None)
         if data is not None:
             self.data[path] = data
-            self.files[path] = split_lines(data)
-            self._add(path, self.files[path])
+        self._blob, self._lines, self._places = None, {}, {}
+
+    def lines(self, path: str) -> list[bytes]:
+        if path not in self._lines:
+            self._lines[path] = split_lines(self.data.get(path, b""))
+        return self._lines[path]
+
+    def _buffer(self) -> bytes:
+        if self._blob is None:
+            parts, starts, paths, at = [b"\n"], [], [], 1
+            for path, data in self.data.items():
+                if not data.endswith(b"\n"):
+                    data += b"\n"
+                starts.append(at)
+                paths.append(path)
+                parts.append(data)
+                at += len(data)
+            self._blob, self._starts, self._paths = b"".join(parts), starts, paths
+        return self._blob
+
+    def places(self, line: bytes) -> list[tuple[str, int]]:
+        """(file, 0-based line) of every whole-line occurrence of ``line`` (with its newline)."""
+        if line in self._places:
+            return self._places[line]
+        blob = self._buffer()
+        needle = b"\n" + (line if line.endswith(b"\n") else line + b"\n")
+        out: list[tuple[str, int]] = []
+        pos = blob.find(needle)
+        while pos >= 0 and len(out) <= self.MAX_PLACES:
+            start = pos + 1
+            k = bisect.bisect_right(self._starts, start) - 1
+            first = self._starts[k]
+            out.append((self._paths[k], blob.count(b"\n", first, start)))
+            pos = blob.find(needle, start)
+        self._places[line] = out
+        return out
 
     def renamed_to(self, gone: bytes, exclude: frozenset[str] = frozenset()) -> list[tuple[str, float]]:
         """Files of this release holding a share of ``gone``'s meaningful lines, best first: (path, share).
@@ -85,13 +116,14 @@ class PyIndex:
         """
         # Boilerplate (imports, logger = ..., common signatures) stands in many files and says nothing
         # about where this one went: only lines that at most a few files share are counted.
-        lines = {ln for ln in split_lines(gone)
-                 if _meaningful(ln) and len({p for p, _ in self._where.get(ln, ())}) <= 4}
+        # A sample of the longest distinct lines (each costs a scan of the release) says the same.
+        sample = sorted({ln for ln in split_lines(gone) if _meaningful(ln)}, key=lambda x: (-len(x), x))[:SAMPLE]
+        lines = {ln for ln in sample if len({p for p, _ in self.places(ln)}) <= 4}
         if not lines:
             return []
         hits: dict[str, int] = {}
         for line in lines:
-            for path in {p for p, _ in self._where.get(line, ())}:
+            for path in {p for p, _ in self.places(line)}:
                 if path not in exclude:
                     hits[path] = hits.get(path, 0) + 1
         ranked = sorted(((p, n / len(lines)) for p, n in hits.items()), key=lambda x: (-x[1], x[0]))
@@ -105,8 +137,8 @@ class PyIndex:
         anchor = max(anchors, key=len)
         a = block.index(anchor)
         out = []
-        for path, q in self._where.get(anchor, ()):
-            lines = self.files[path]
+        for path, q in self.places(anchor):
+            lines = self.lines(path)
             p = q - a
             if p >= 0 and lines[p:p + len(block)] == block:
                 out.append(Place(path, p + 1, True))
@@ -120,7 +152,10 @@ class PyIndex:
             return None
         scores: dict[tuple[str, int], int] = {}
         for i in wanted:
-            for path, q in self._where.get(block[i], ()):
+            places = self.places(block[i])
+            if len(places) > self.MAX_PLACES:
+                continue
+            for path, q in places:
                 key = (path, q - i)
                 scores[key] = scores.get(key, 0) + 1
         if not scores:
@@ -130,7 +165,7 @@ class PyIndex:
         if n * 2 < len(wanted):
             return None
         p = max(p, 0)
-        actual = [_text(x) for x in self.files[path][p:p + len(block)]]
+        actual = [_text(x) for x in self.lines(path)[p:p + len(block)]]
         differ = tuple(ln.rstrip("\n") for ln in difflib.unified_diff(
             [_text(x) for x in block], actual, "patch expects", path, lineterm="", n=1))
         return Place(path, p + 1, not differ, differ, round(n / len(wanted), 3))
