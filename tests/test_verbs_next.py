@@ -128,3 +128,30 @@ def test_on_0_29_the_028_recipes_show_the_upstream_import_change(tmp_path):
     assert ("-from vllm.v1.core.kv_cache_utils import BlockHash, KVCacheBlock\n"
             "+from vllm.v1.core.kv_cache_utils import BlockHash, KVCacheBlock, KVCacheBlockCopy\n") in change.diff
     assert "0.30.0" in r.newer and r.newer[0] == "0.29.0"
+
+
+def test_on_a_tree_without_the_files_beside_the_package_next_says_not_in_tree(tmp_path):
+    from helpers import udiff, write_manifest, write_patch
+
+    before = "".join(f"x{i} = {i}\n" for i in range(1, 21))
+    site = tmp_path / "0.29.0"  # an installed 0.29.0: the package alone
+    (site / "vllm").mkdir(parents=True)
+    (site / "vllm" / "__init__.py").write_text("")
+    (site / "vllm" / "mod.py").write_text(before)
+    (site / "vllm-0.29.0.dist-info").mkdir()
+    (site / "vllm-0.29.0.dist-info" / "METADATA").write_text("Name: vllm\nVersion: 0.29.0\n")
+    project = tmp_path / "project"
+    write_patch(project, "recipes/kernel/fix.patch", udiff("vllm/mod.py", before, before.replace("x5 = 5", "x5 = 6"))
+                + udiff("csrc/ops.cu", "int a;\n", "int b;\n"))
+    write_patch(project, "recipes/deps/fix.patch", udiff("requirements/common.txt", "numpy\n", "numpy >= 2\n"))
+    m = load_manifest(write_manifest(project, """
+        schema: 1
+        targets: {"0.28.0": {}}
+        patches:
+          - {id: kernel, releases: "==0.28.0", patch: recipes/kernel/fix.patch}
+          - {id: deps, releases: "==0.28.0", patch: recipes/deps/fix.patch}
+        """))
+    r = next_release(m, "0.29.0", source=f"dir:{tmp_path}/{{version}}", released=["0.28.0", "0.29.0"])
+    assert {p.id: p.status for p in r.patches} == {"kernel": "carries", "deps": "not-in-tree"}
+    assert r.ok  # this tree cannot say: not a finding (the sdist can)
+    assert [h.status for h in r.patches[0].result.hunks] == ["exact", "not-in-tree"]
