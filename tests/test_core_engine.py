@@ -499,7 +499,32 @@ def test_a_whole_file_hunk_on_a_file_that_is_more_than_that_names_where_each_too
         assert "GNU patch at line 9" in message and "git apply at line 1" in message
     elif shape == "more-after":
         assert gnu_rc != 0 and git_rc == 0 and git[F].startswith(patched)
-        assert "at line 1, at the start of the file, where git apply places it and GNU patch refuses it" in message
+        assert "matches at line 1, where git apply places it (anchored at the start" in message
+        assert "GNU patch refuses it: for GNU patch it must land at the end of the file" in message
     else:
         assert gnu_rc == 0 and git_rc != 0 and gnu[F].endswith(patched)
-        assert "at line 2, at the end of the file, where GNU patch places it and git apply refuses it" in message
+        assert "matches at line 2, where GNU patch places it (anchored at the end" in message
+        assert "git apply refuses it: for git apply it must land at the start of the file" in message
+
+
+@needs_patch
+def test_a_hunk_at_line_1_that_gnu_patch_moves_and_git_apply_anchors_is_refused_as_the_tools_disagree(tmp_path):
+    """Met on a real series (omni-infer's requirements/common.txt, 0.8.3 -> 0.9.0): ``@@ -1,7 +1,7 @@`` with 3
+    lines of context on each side, on a file with one line more at the top. GNU patch -F0 places it one line
+    down (it anchors a hunk at line 1 only when its leading context is the shorter); git apply anchors it at
+    line 1 and refuses. The reason used to be "matches only with fuzz 1 (GNU patch would place it there)":
+    GNU needs no fuzz. With fuzz allowed for the patch, the fuzz placement stands (GNU's bytes)."""
+    before = "".join(f"dep{i}\n" for i in range(1, 9))
+    diff = udiff(F, before, before.replace("dep4\n", "dep4 == 1.26\n"))
+    assert "@@ -1,7 +1,7 @@" in diff
+    tree = ("regex\n" + before).encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    message = out.hunks[0].message
+    assert out.status == "failed" and out.hunks[0].status == "failed" and "fuzz" not in message
+    assert "matches at line 2, where GNU patch places it (offset 1); git apply refuses it: for git apply it " \
+           "must land at the start of the file, its old side beginning at line 1" in message
+    gnu_rc, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    git_rc, _, _ = git_apply(tmp_path, {F: tree}, diff)
+    assert gnu_rc == 0 and git_rc != 0
+    allowed = apply_patch({F: tree}, patch_of(diff), max_fuzz=1)
+    assert allowed.ok and allowed.hunks[0].status == "fuzz" and allowed.files[F] == gnu[F]

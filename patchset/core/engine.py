@@ -19,11 +19,12 @@ were bitten by their leniency.
   GNU's "less leading than trailing context at line 1"); one with less
   trailing than leading context, or a line without a final newline, only at
   the end. A hunk without context (``-U0``) is anchored only by ``@@ -0,0``.
-  A hunk anchored at both ends (its old side was the whole file) needs the
-  file to be exactly that: GNU anchors it at the end, git at the start, so on
-  a file holding those lines twice they place it at different lines, and on
-  one with other lines too only one of them places it. Refused, naming where
-  each tool would put it.
+  The anchoring is both tools' rules together, so where it finds no place
+  the tools disagree: GNU moves a line-1 hunk whose contexts are as long (an
+  offset) where git anchors it; a whole-file hunk (anchored at both ends) on
+  a file holding its lines twice is placed by GNU at the end, by git at the
+  start. Refused, naming where each tool would put it (not as fuzz, which
+  neither tool needs there), unless the manifest allows the fuzz that places it.
 * A hunk lands where its old lines match, at the position its header says
   (``exact``) or elsewhere (``offset`` N, reported). Hunks of one file land
   in order and never overlap.
@@ -406,7 +407,13 @@ class _Placement:
         if pick is not None:
             return self.failure(f"the context matches only at line {pick - self.shift + 1}, before the end of "
                                 "the previous hunk: the hunks are out of order or overlap")
-        return self.already() or self.anchored_elsewhere() or self.fuzzy() or self.failed()
+        already = self.already()
+        if already:
+            return already
+        fuzzy = self.fuzzy()
+        if fuzzy is not None and fuzzy[0].applied:  # the manifest allows that much fuzz for this patch
+            return fuzzy
+        return self.anchored_elsewhere() or fuzzy or self.failed()
 
     def tool_places(self, matches: list[int]) -> tuple[int | None, int | None]:
         """Where GNU patch and git apply would each place the old lines among ``matches``, or None.
@@ -427,35 +434,52 @@ class _Placement:
         return gnu, git
 
     def anchored_elsewhere(self) -> tuple[HunkResult, int] | None:
-        """A hunk anchored at both ends (its old side is the whole file) on a file that is more than that.
+        """An anchored hunk whose old lines stand only where one tool's anchoring allows and not ours.
 
-        GNU patch anchors it by its context (at the end when the trailing context is the shorter), git
-        apply by its first line (at the start): on a file holding the old lines twice they place it at two
-        different places, on one with other lines after (or before) them only one tool places it. Either
-        way the file is not the hunk's old side: refused, naming what each tool would do.
+        Our anchoring is both tools' together (see the module docstring), so when it finds no place the
+        tools cannot agree on one: GNU patch does not anchor a hunk at line 1 whose leading and trailing
+        context are as long (it takes the nearest match, as an offset), git apply does; git does not anchor
+        a hunk with some trailing context at the end, GNU does when that context is the shorter. A whole-file
+        hunk (anchored at both ends) on a file holding its lines twice is placed by each at another copy.
+        Refused, naming where each tool would put it -- not as fuzz: neither tool needs fuzz for it.
         """
-        if not (self.start and self.end) or self.zero or self.unterminated:
+        if not (self.start or self.end) or self.zero or self.unterminated:
             return None
         matches = self.buf.find(self.old, 0, False, False)
         gnu, git = self.tool_places(matches)
         if gnu is None and git is None:
             return None
+        whole = "; its old side was the whole file, which this file is not" if self.start and self.end else ""
         if gnu is not None and git is not None and gnu != git:
+            places = "; ".join(f"{tool} at line {p - self.shift + 1}, anchored at {self.anchoring(tool)}"
+                               for tool, p in (("GNU patch", gnu), ("git apply", git)))
             return self.failure(
                 f"ambiguous: the context matches at {len(matches)} places and the tools disagree on the place "
-                f"(GNU patch at line {gnu - self.shift + 1}, anchored at the end by its shorter trailing context; "
-                f"git apply at line {git - self.shift + 1}, anchored at the start by its first line); its old "
-                "side was the whole file, which this file is not: refused; regenerate the patch on this file",
+                f"({places}){whole}: refused; regenerate the patch on this file",
                 candidates=tuple(p - self.shift + 1 for p in sorted({gnu, git})))
         at = gnu if gnu is not None else git
         assert at is not None
         who, other = ("GNU patch", "git apply") if gnu is not None else ("git apply", "GNU patch")
-        where = "end" if at + len(self.old) == len(self.buf.lines) else "start"
+        how = self.anchoring(who)
         return self.failure(
-            f"the context matches at line {at - self.shift + 1}, at the {where} of the file, where {who} places "
-            f"it and {other} refuses it: its old side was the whole file, so this hunk must land at the start "
-            "and the end of the file, which this file is not; regenerate the patch on this file",
-            candidates=(at - self.shift + 1,))
+            f"the context matches at line {at - self.shift + 1}, where {who} places it ("
+            + (f"anchored at {how}" if how else f"offset {at - self.shift - self.header_pos}")
+            + f"); {other} refuses it: for {other} it must land at {self.anchoring(other)}{whole}. The tools "
+            "disagree: refused; regenerate the patch on this file", candidates=(at - self.shift + 1,))
+
+    def anchoring(self, tool: str) -> str:
+        """Where ``tool`` anchors this (non-zero-context) hunk and why, in words, or '' when it does not."""
+        lead, trail, first = self.hunk.leading, self.hunk.trailing, self.hunk.source_start
+        if tool == "GNU patch":
+            if trail < lead:
+                return "the end of the file, having less trailing context than leading"
+            return "the start of the file, having less leading context than trailing at line 1" \
+                if lead < trail and first <= 1 else ""
+        if first <= 1 and trail == 0:
+            return "the start and the end of the file, its old side beginning at line 1 with no trailing context"
+        if first <= 1:
+            return "the start of the file, its old side beginning at line 1"
+        return "the end of the file, having no trailing context" if trail == 0 else ""
 
     def tools_disagree(self, pick: int, matches: list[int] | None) -> str:
         """Why GNU patch or git apply would place this hunk elsewhere than ``pick`` (see :meth:`tool_places`),
