@@ -32,7 +32,7 @@ def gnu_patch(tmp_path: Path, files: dict[str, bytes], diff: str, *extra: str) -
     return r.returncode, r.stdout + r.stderr, result
 
 
-def git_apply(tmp_path: Path, files: dict[str, bytes], diff: str) -> tuple[int, str, dict]:
+def git_apply(tmp_path: Path, files: dict[str, bytes], diff: str, *extra: str) -> tuple[int, str, dict]:
     work = tmp_path / "git"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
@@ -41,7 +41,7 @@ def git_apply(tmp_path: Path, files: dict[str, bytes], diff: str) -> tuple[int, 
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         (work / name).write_bytes(data)
     (tmp_path / "x.patch").write_text(diff)
-    r = subprocess.run(["git", "apply", str(tmp_path / "x.patch")], cwd=work, capture_output=True, text=True)
+    r = subprocess.run(["git", "apply", *extra, str(tmp_path / "x.patch")], cwd=work, capture_output=True, text=True)
     result = {str(p.relative_to(work)): p.read_bytes() for p in work.rglob("*") if p.is_file()
               and ".git" not in p.parts}
     return r.returncode, r.stdout + r.stderr, result
@@ -528,3 +528,20 @@ def test_a_hunk_at_line_1_that_gnu_patch_moves_and_git_apply_anchors_is_refused_
     assert gnu_rc == 0 and git_rc != 0
     allowed = apply_patch({F: tree}, patch_of(diff), max_fuzz=1)
     assert allowed.ok and allowed.hunks[0].status == "fuzz" and allowed.files[F] == gnu[F]
+
+
+@needs_patch
+def test_a_lone_context_free_hunk_at_line_1_on_a_longer_file_says_what_each_tool_does(tmp_path):
+    """Seeded case 1339 (seed 11): ``@@ -1,3 +1 @@`` without context on a file with more lines. Read as the
+    whole file (git apply without --unidiff-zero) it must be the whole file; GNU patch and ``git apply
+    --unidiff-zero`` edit lines 1-3 in place. Refused as before; the reason no longer says both tools refuse."""
+    tree = b"# a\n# b\n\nimport x\n"
+    diff = f"diff --git a/{F} b/{F}\n--- a/{F}\n+++ b/{F}\n@@ -1,3 +1 @@\n-# a\n-# b\n-\n+patched = 1\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    message = out.hunks[0].message
+    assert out.status == "failed" and "refuse it too" not in message
+    assert "read as the whole file (as git apply reads it without --unidiff-zero)" in message
+    assert "GNU patch and git apply --unidiff-zero edit those lines in place" in message
+    assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[2][F] == b"patched = 1\nimport x\n"
+    assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[2][F] == b"patched = 1\nimport x\n"
+    assert git_apply(tmp_path, {F: tree}, diff)[0] != 0

@@ -600,7 +600,13 @@ class _Placement:
         msg = "context not found"
         loose = _loose_find(self.buf, self.old)
         free = self.buf.find(self.old, self.floor, False, False)
-        if free and (self.start or self.end):
+        if free and self.whole:
+            msg = (f"the lines this lone context-free hunk at line {self.hunk.source_start} removes stand at line "
+                   f"{free[0] + 1}, but it is read as the whole file (as git apply reads it without "
+                   "--unidiff-zero), so it must land at the start and the end of the file, and this file has "
+                   "other lines: refused rather than guess (GNU patch and git apply --unidiff-zero edit those "
+                   "lines in place); regenerate the patch with context")
+        elif free and (self.start or self.end):
             where = "start" if self.start else "end"
             msg = (f"the context matches at line {free[0] + 1}, but this hunk must land at the {where} of the "
                    f"file (its context is anchored there; GNU patch and git apply refuse it too)")
