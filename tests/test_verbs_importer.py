@@ -19,7 +19,7 @@ from patchset.core.manifest_load import load_manifest
 from patchset.core.schema import manifest_schema
 from patchset.errors import PatchsetError
 from patchset.sources.sdist import SdistSource
-from patchset.verbs.importer import import_series, read_series
+from patchset.verbs.importer import import_series, read_series, read_sources
 from patchset.verbs.validate import validate
 
 VERSION = "0.29.0"
@@ -478,3 +478,15 @@ def test_a_series_naming_a_file_no_file_system_holds_is_refused_at_its_line(tmp_
     with pytest.raises(SeriesImportError, match="which does not exist") as e:
         read_series(tmp_path / "series")
     assert (e.value.file, e.value.line) == (str(tmp_path / "series"), 2)
+
+
+def test_a_script_beside_the_patches_is_neither_a_patch_nor_a_series(tmp_path):
+    """Met on a real project (omni-infer keeps ``ems_patch.py`` beside its ``*.patch``): a file with no diff was
+    read as a quilt series and refused for an "option 'patch_ems():'"; it says what it is instead."""
+    (tmp_path / "ems_patch.py").write_text("def patch_ems():\n    return 1\n")
+    with pytest.raises(PatchsetError, match=r"ems_patch\.py:1: is neither a patch \(it holds no diff\) nor a quilt "
+                       r"series \(its first entry 'def' is not a file in "):
+        read_sources([str(tmp_path / "ems_patch.py")])
+    (tmp_path / "series").write_text("def patch_ems():\n")  # a file named series still says what it names
+    with pytest.raises(PatchsetError, match=r"series:1: names def, which does not exist"):
+        read_sources([str(tmp_path / "series")])

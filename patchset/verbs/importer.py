@@ -213,6 +213,12 @@ def read_series(path: Path) -> list[Entry]:
         if not line:
             continue
         name, *opts = line.split()
+        if not _is_file(base / name):
+            if path.name != "series" and not out:  # e.g. a script beside the patches: neither a diff nor a series
+                raise SeriesImportError(f"is neither a patch (it holds no diff) nor a quilt series (its first "
+                                        f"entry {name[:200]!r} is not a file in {base})", file=str(path), line=n,
+                                        hint="give the patches, their folder, or their series file")
+            raise SeriesImportError(f"names {name[:200]}, which does not exist in {base}", file=str(path), line=n)
         strip = None
         for opt in opts:
             m = re.fullmatch(r"-p(\d+)", opt)
@@ -220,8 +226,6 @@ def read_series(path: Path) -> list[Entry]:
                 raise SeriesImportError(f"option {opt!r} is not supported", file=str(path), line=n,
                                    hint="only -pN: apply reversed patches reversed before importing them")
             strip = int(m.group(1))
-        if not _is_file(base / name):
-            raise SeriesImportError(f"names {name[:200]}, which does not exist in {base}", file=str(path), line=n)
         for e in read_file(base / name, where):
             e.strip = strip
             out.append(e)
