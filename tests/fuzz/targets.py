@@ -348,6 +348,6 @@ TARGETS = {t.name: t for t in [
 def reset() -> None:
     """Forget what one input left in the process: URLs with credentials are remembered for redaction, for
     the life of a real run (one index); across a million inputs the list would only grow."""
-    from patchset.sources import http
+    from patchset.sources import urls
 
-    http._secrets.clear()
+    urls._secrets.clear()
