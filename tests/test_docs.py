@@ -119,6 +119,22 @@ def test_the_readme_is_a_users_readme():
     assert lines[2].split("#")[0].split() == ["make", "check"] and lines[3].split("#")[0].split() == ["make", "test"]
 
 
+def test_the_readmes_from_scratch_quickstart_runs(tmp_path, monkeypatch, capsys):
+    """The README's "from scratch" block, run as written in an empty git repository."""
+    import subprocess
+
+    from patchset.cli import main
+
+    block = (ROOT / "README.md").read_text().split("## Five minutes: from scratch", 1)[1].split("```", 1)[0]
+    lines = [c for c in code_lines(block) if c.startswith("patchset ")]
+    assert [c.split()[1] for c in lines] == ["init", "validate"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.chdir(tmp_path)
+    for line in lines:
+        assert main(shlex.split(line.split("  #")[0])[1:]) == 0, capsys.readouterr().err
+    assert "ok: 0 patches" in capsys.readouterr().out
+
+
 def test_a_synopsis_with_a_wrong_option_is_caught():
     parser = build_parser("check")
     assert "--no-such-flag" not in options_of(subcommand(parser, "check"))
