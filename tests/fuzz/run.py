@@ -70,7 +70,9 @@ def fuzz(name: str, seconds: float, workdir: Path) -> dict:
     corpus.mkdir(parents=True, exist_ok=True)
     findings.mkdir(parents=True, exist_ok=True)
     seeds = CORPUS / name
-    env = {**os.environ, "PATCHSET_CACHE": str(workdir / "cache"), "PATCHSET_NO_PARSE_CACHE": "1"}
+    scratch = tempfile.mkdtemp(prefix=f"patchset-fuzz-{name}-", dir=targets.SHM)
+    env = {**os.environ, "PATCHSET_CACHE": str(workdir / "cache"), "PATCHSET_NO_PARSE_CACHE": "1",
+           "PATCHSET_FUZZ_SCRATCH": scratch}
     row = {"target": name, "seconds": 0.0, "executions": 0, "findings": [], "corpus": 0}
     deadline = time.monotonic() + seconds
     while (left := deadline - time.monotonic()) >= 1 and len(row["findings"]) < MAX_FINDINGS:
@@ -92,6 +94,7 @@ def fuzz(name: str, seconds: float, workdir: Path) -> dict:
             row["findings"].append({"file": found[-1], "why": _why(text)})
         elif proc.returncode != 0:
             row["findings"].append({"file": str(log), "why": f"the fuzzer exited {proc.returncode}: {_why(text)}"})
+    shutil.rmtree(scratch, ignore_errors=True)
     row["corpus"] = len(list(corpus.iterdir())) + (len(list(seeds.iterdir())) if seeds.is_dir() else 0)
     return row
 

@@ -14,6 +14,7 @@ readers are the repository's own, the folder is the only place they are pointed 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gzip
 import io
@@ -27,7 +28,10 @@ from pathlib import Path
 from patchset.errors import PatchsetError
 
 # In memory where the machine has it: the journal fsyncs every step, which on a disk is most of its time.
-SCRATCH = Path(tempfile.mkdtemp(prefix="patchset-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+# run.py gives each target's processes a folder of their own and removes it after (a crash skips atexit).
+SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
+SCRATCH = Path(tempfile.mkdtemp(prefix="patchset-fuzz-", dir=os.environ.get("PATCHSET_FUZZ_SCRATCH") or SHM))
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 PATCH = b"""Description: a fix
 Origin: backport, https://github.com/vllm-project/vllm/pull/1
 ---
