@@ -8,10 +8,15 @@ carried or ported (cumulative, like every other verb):
   goes into a comment on the entry;
 * ``ported``: a 3-way merge succeeds (base: U's pristine files with the
   earlier patches; theirs: base plus this patch; ours: V's pristine files with
-  the earlier ports) and every merged Python file compiles: a new patch file
-  ``recipes/ID/vllm-V.patch`` is written with the old DEP-3 header;
-* ``conflict``: the merge conflicts or does not compile: V's files with diff3
-  markers go to ``WORKDIR/ID/`` with a README; dependants are ``blocked``.
+  the earlier ports) and every merged Python file compiles and would import
+  (core/semantic.py); a hunk whose lines left their file (a gone file, a
+  function moved to another module) lands where they stand exactly in V
+  (core/moved.py): a new patch file ``recipes/ID/vllm-V.patch`` is written
+  with the old DEP-3 header;
+* ``conflict``: the merge conflicts, does not compile or would not import, or
+  moved lines only nearly stand somewhere: V's files with diff3 markers (and
+  the nearest place of moved lines) go to ``WORKDIR/ID/`` with a README;
+  dependants are ``blocked``.
 
 Nothing is written until every patch is decided; then new patch files and the
 manifest are written together, and a failure midway removes what was written.
