@@ -8,6 +8,7 @@ from pathlib import Path
 
 import portfixture
 import pytest
+from helpers import udiff, write_manifest, write_patch
 from test_verbs_next import REPO, SCHED, TESTS, only_028
 
 from patchset.cli import main
@@ -335,7 +336,7 @@ def test_next_and_check_report_every_hunk_with_one_file_missing_and_where_its_li
     assert [(h.file, h.status) for h in mixed.hunks] == [(mf.REGISTRY, "fuzz"), (mf.TRANSFORMERS, "failed")]
     assert f"{mf.TRANSFORMERS}: not in sdist:vllm-0.11.2" in mixed.hunks[1].message
     assert [c.moved for c in by["transformers"].upstream_change] == [
-        "vllm/model_executor/models/transformers/multimodal.py:226",
+        "vllm/model_executor/models/transformers/multimodal.py:227",
         "vllm/model_executor/models/transformers/base.py:243"]
     assert all(c.moved_exact for c in by["transformers"].upstream_change)
     (dtype,) = by["torch-dtype"].upstream_change
@@ -344,10 +345,57 @@ def test_next_and_check_report_every_hunk_with_one_file_missing_and_where_its_li
     doc = json.loads(next_json(seen))
     hunks = {p["id"]: p["hunks"] for p in doc["patches"]}
     assert len(hunks["registry-and-old"]) == 2 and len(hunks["transformers"]) == 2
-    assert doc["patches"][1]["upstream_change"][0]["moved"].endswith("multimodal.py:226")
+    assert doc["patches"][1]["upstream_change"][0]["moved"].endswith("multimodal.py:227")
     both = tmp_path / "patches.yaml"
     both.write_text(moved_project.read_text().replace('"0.10.2": {}', '"0.10.2": {}\n  "0.11.2": {}'))
     shutil.copytree(moved_project.parent / "recipes", tmp_path / "recipes")
     report = check(load_manifest(both), ["0.11.2"])
     assert [(h.file, h.status) for h in report.targets[0].patch("registry-and-old").hunks] == [
         (mf.REGISTRY, "fuzz"), (mf.TRANSFORMERS, "failed")]
+
+
+FUNC_F = "def f(x):\n    total = x * 2\n    total += compute_offset(x)\n    return total\n"
+
+
+def _moved_project(root: Path, b_text: str) -> tuple[Path, str]:
+    """vllm/a.py on 0.28.0 holds f; 0.29.0 moved f to vllm/b.py (``b_text``); a patch edits f in a.py."""
+    a_old = "import os\n\n\n" + FUNC_F + "\n\nKEEP = 1\n"
+    trees = {"0.28.0": {"a.py": a_old}, "0.29.0": {"a.py": "import os\n\n\nKEEP = 1\n", "b.py": b_text}}
+    for version, files in trees.items():
+        for name, text in {"__init__.py": f'__version__ = "{version}"\n', **files}.items():
+            f = root / "trees" / version / "vllm" / name
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(text)
+    project = root / "project"
+    fixed = a_old.replace("    total += compute_offset(x)\n", "    total += compute_offset(x, fast=True)\n")
+    write_patch(project, "recipes/f/vllm-0.28.patch", udiff("vllm/a.py", a_old, fixed))
+    manifest = write_manifest(project, """\
+        schema: 1
+        targets:
+          "0.28.0": {}
+        patches:
+          - id: f
+            releases: ">=0.28.0"
+            patch: recipes/f/vllm-0.28.patch
+        """)
+    return manifest, f"dir:{root / 'trees'}/{{version}}"
+
+
+def test_a_function_moved_to_another_module_is_ported_where_its_lines_stand(tmp_path):
+    manifest, src = _moved_project(tmp_path, "import sys\n\n\n" + FUNC_F)
+    r = port(load_manifest(manifest), "0.29.0", source=src)
+    (p,) = r.patches
+    assert p.result == "ported" and p.files == ("vllm/b.py",)
+    assert "hunk 1 moved from vllm/a.py to vllm/b.py:4" in p.message
+    text = (manifest.parent / p.patch).read_text()
+    assert "+++ b/vllm/b.py" in text and "+    total += compute_offset(x, fast=True)" in text
+
+
+def test_a_conflict_names_where_the_lines_nearly_stand_now(tmp_path):
+    manifest, src = _moved_project(tmp_path, "import sys\n\n\n" + FUNC_F.replace("x * 2", "x * 3"))
+    r = port(load_manifest(manifest), "0.29.0", source=src)
+    (p,) = r.patches
+    assert p.result == "conflict"
+    (c,) = p.conflicts
+    assert c.file == "vllm/a.py" and "hunk 1's lines may have moved: moved_to: vllm/b.py:4" in c.message
+    assert "moved_to: vllm/b.py:4" in (Path(p.workspace or "") / "README.md").read_text()

@@ -231,3 +231,19 @@ def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None
     differ = sum(1 for d in near.differ if d[:1] in "+-" and not d.startswith(("+++", "---")))
     said = f"nearest candidate {near}: {near.score:.0%} of the hunk's lines agree, {differ} differ"
     return Moved(near, f"{why}; {said}" if why else said, False)
+
+
+def core(kinds: str, keys: tuple[bytes, ...]) -> tuple[list[bytes], list[bytes]]:
+    """A hunk's old and new lines without the blank context lines at its edges.
+
+    Moved code rarely keeps the blank lines around it (the end of a module, two blank lines before a
+    def become one inside a class); the lines that say where the hunk belongs are the others.
+    """
+    lo, hi = 0, len(kinds)
+    while lo < hi and kinds[lo] == " " and not keys[lo].strip():
+        lo += 1
+    while hi > lo and kinds[hi - 1] == " " and not keys[hi - 1].strip():
+        hi -= 1
+    old = [k for kind, k in zip(kinds[lo:hi], keys[lo:hi], strict=True) if kind != "+"]
+    new = [k for kind, k in zip(kinds[lo:hi], keys[lo:hi], strict=True) if kind != "-"]
+    return old, new

@@ -235,7 +235,8 @@ def upstream_changes(p: Patch, old: str, new: str, broken: Sequence[engine.HunkR
         before, after = tree(old).read(path), tree(new).read(path)
         change = window_change(path, hunk, old, new, before, after)
         if index is not None and path.endswith(".py") and gone_from(hunk, after):
-            change = with_moved(change, moved.follow(index(new), path, hunk.old_keys, before, after is None))
+            block = moved.core(hunk.kinds, hunk.keys)[0]
+            change = with_moved(change, moved.follow(index(new), path, block, before, after is None))
         out.append(change)
     return out
 

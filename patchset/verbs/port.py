@@ -306,7 +306,8 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     target = walk.sources[walk.to]
     pf = covered(p.load(u, manifest.base), walk.sources[u])
     base = walk.bases[u][p.id]
-    pf, away = _left_their_file(walk, pf, base)
+    leads: dict[str, list[str]] = {}
+    pf, away = _left_their_file(walk, pf, base, leads)
     theirs_out = engine.apply_patch(base, pf, max_fuzz=p.fuzz)
     if not theirs_out.ok:
         return PortedPatch(p.id, PortStatus.CONFLICT, u, message=f"it does not apply to vllm {u} itself "
@@ -331,7 +332,7 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
         dest = where.place.file
         walk.adopt(dest)
         content = merged.get(dest, walk.ours.get(dest))
-        spliced = _splice(content, h.old_keys, h.new_keys) if content is not None else None
+        spliced = _splice(content, *moved.core(h.kinds, h.keys)) if content is not None else None
         if spliced is None:
             conflicts.append(Conflict(dest, where.place.line, f"hunk {h.number} of {path}: {where}; merge it by hand"))
             merged.setdefault(dest, content)
@@ -345,6 +346,9 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     broken = {c.file for c in conflicts}
     conflicts += import_errors(walk, {k: v for k, v in clean.items() if k not in broken}, theirs_out.files, merged)
     changed = {k: v for k, v in merged.items() if v != walk.ours.get(k)}
+    for c in conflicts:
+        if c.file in leads and c.message == "conflict":
+            c.message += ": " + "; ".join(leads.pop(c.file))
     if conflicts:
         _explain(conflicts, p, u, walk, pf)
         r = PortedPatch(p.id, PortStatus.CONFLICT, u, conflicts=conflicts, files=tuple(sorted(merged)),
@@ -363,10 +367,11 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
                        message="; ".join(moves))
 
 
-def _left_their_file(walk: Walk, pf: PatchFile,
-                     base: dict[str, bytes | None]) -> tuple[PatchFile, list[tuple[str, Hunk, moved.Moved]]]:
+def _left_their_file(walk: Walk, pf: PatchFile, base: dict[str, bytes | None],
+                     leads: dict[str, list[str]]) -> tuple[PatchFile, list[tuple[str, Hunk, moved.Moved]]]:
     """The patch without the hunks whose lines left their file for another one in V (a function moved
-    between modules), and those hunks with the one place their old lines stand now."""
+    between modules), and those hunks with the one place their old lines stand now. A hunk whose lines
+    only nearly stand in another file stays, and ``leads`` gets that place for its conflict's message."""
     away: list[tuple[str, Hunk, moved.Moved]] = []
     files = []
     for f in pf.files:
@@ -376,12 +381,14 @@ def _left_their_file(walk: Walk, pf: PatchFile,
             continue
         keep = []
         for h in f.hunks:
-            found = moved.follow(walk.index(), f.path, h.old_keys, base.get(f.path), False) \
+            found = moved.follow(walk.index(), f.path, moved.core(h.kinds, h.keys)[0], base.get(f.path), False) \
                 if h.old_keys and gone_from(h, ours) else None
             if found is not None and found.sure and found.place.file != f.path:
                 away.append((f.path, h, found))
-            else:
-                keep.append(h)
+                continue
+            if found is not None and found.place.file != f.path:
+                leads.setdefault(f.path, []).append(f"hunk {h.number}'s lines may have moved: {found}")
+            keep.append(h)
         if keep:
             files.append(replace(f, hunks=tuple(keep)))
     if not away:
@@ -400,7 +407,8 @@ def _follow_file(walk: Walk, pf: PatchFile, path: str, old: bytes, merged: dict[
     said: list[str] = []
     hunks = [h for f in pf.files if f.path == path for h in f.hunks]
     for h in hunks:
-        found = moved.follow(walk.index(), path, h.old_keys, old, True)
+        old_core, new_core = moved.core(h.kinds, h.keys)
+        found = moved.follow(walk.index(), path, old_core, old, True)
         if found is None:
             conflicts.append(Conflict(path, 0, f"{ours_label} has no {path} (removed or moved upstream) and hunk "
                                       f"{h.number}'s lines are nowhere in it"))
@@ -408,7 +416,7 @@ def _follow_file(walk: Walk, pf: PatchFile, path: str, old: bytes, merged: dict[
         dest = found.place.file
         walk.adopt(dest)
         content = merged.get(dest, walk.ours.get(dest))
-        spliced = _splice(content, h.old_keys, h.new_keys) if found.sure and content is not None else None
+        spliced = _splice(content, old_core, new_core) if found.sure and content is not None else None
         if spliced is None:
             merged.setdefault(dest, content)  # the workspace shows the place as V has it
             conflicts.append(Conflict(dest, found.place.line, f"hunk {h.number} of {path}: {found}; "
