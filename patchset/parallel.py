@@ -20,14 +20,10 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
-from patchset import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import TypeVar
-
-    _T = TypeVar("_T")
-    _R = TypeVar("_R")
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 #: Below this many hunk evaluations (hunks x releases) a fork is not worth it. Measured on each side:
 #: this repository's 3-patch series on its 3 targets (132) takes 145 ms forked or not; the fork-shaped

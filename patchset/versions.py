@@ -22,8 +22,7 @@ allowed one.
 from __future__ import annotations
 
 import re
-
-from patchset import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet

@@ -18,16 +18,14 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
-from patchset import TYPE_CHECKING, __version__
+from patchset import __version__
 from patchset.cli import progress
 from patchset.cli.registry import VERBS as _REGISTRY
 from patchset.errors import EXIT_INTERNAL, PatchsetError, UsageError
-from patchset.report.common import error_doc, is_dumped
-
-if TYPE_CHECKING:
-    from typing import Any, NoReturn
+from patchset.report.common import error_doc
 
 # Each verb module has add_parser(subparsers) and run(args) -> exit code; names and help live in .registry.
 VERBS = tuple(_REGISTRY)
@@ -40,36 +38,8 @@ EXIT_ERROR = 2  # bad input: manifest, patch file, arguments, environment
 class _Parser(argparse.ArgumentParser):
     """argparse, but a bad command line is a :class:`UsageError` (one line, exit 2, JSON when asked)."""
 
-    _building = False  # while arguments are added: see _get_formatter
-
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, hint=f"see {self.prog} --help")
-
-    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
-        with self._being_built():
-            return super().add_argument(*args, **kwargs)
-
-    def add_subparsers(self, **kwargs: Any) -> Any:
-        with self._being_built():
-            return super().add_subparsers(**kwargs)
-
-    @contextlib.contextmanager
-    def _being_built(self) -> Iterator[None]:
-        self._building = True
-        try:
-            yield
-        finally:
-            self._building = False
-
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        """argparse makes a formatter for every argument it adds, only to check its metavar, and one for the
-        subcommands' prog; neither text depends on the terminal's width. Asking the width
-        (shutil.get_terminal_size) imports shutil, and with it zlib, bz2 and lzma: 7 million instructions,
-        about 3 ms, of every run (callgrind; `python -X importtime`). Help and usage text still get it."""
-        if self._building:
-            formatter: Any = self.formatter_class  # every HelpFormatter takes a width; typeshed says only prog
-            return formatter(prog=self.prog, width=100)
-        return super()._get_formatter()
 
     def format_help(self) -> str:
         verb = self.prog.split()[-1]
@@ -172,8 +142,6 @@ def error_document(error: dict) -> str:
 
 
 def _one_document(text: str) -> None:
-    if is_dumped(text):  # exactly what dump_json wrote: one document by construction, no second parse
-        return
     try:
         json.loads(text)
     except ValueError as e:

@@ -32,9 +32,9 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
-from patchset import TYPE_CHECKING
 from patchset.cache import derived, keep_derived_bytes, read_derived_bytes
 from patchset.errors import PatchFileError
 
@@ -46,27 +46,6 @@ GIT_NAME = re.compile(rb"^(rename from|rename to|copy from|copy to) (.+?)\s*$")
 GIT_IGNORED = (b"index ", b"similarity index ", b"dissimilarity index ")
 REGULAR = 0o100000
 SIGNATURE = (b"-- \n", b"--\n", b"-- \r\n")
-
-
-if TYPE_CHECKING:  # the contract, for the type checker (typing is not loaded at run time)
-    from functools import cached_property as _once
-else:
-    class _once:  # noqa: N801 -- a decorator, like the functools.cached_property it stands for
-        """``functools.cached_property`` without the lock it takes on every first access before Python 3.12.
-
-        The value goes into the instance's ``__dict__`` (a frozen dataclass allows that), where later
-        reads find it without calling this again. Computing it twice in two threads would give equal values.
-        """
-
-        def __init__(self, fn):
-            self.fn, self.name = fn, fn.__name__
-            self.__doc__ = fn.__doc__
-
-        def __get__(self, obj, owner=None):
-            if obj is None:
-                return self  # the descriptor itself, read from the class
-            value = obj.__dict__[self.name] = self.fn(obj)
-            return value
 
 
 @dataclass(frozen=True)
@@ -104,39 +83,39 @@ class Hunk:
 
     # Cached: a hunk is placed on every release and tried at several places on each. The lists are
     # shared by every caller, which must not change them.
-    @_once
+    @cached_property
     def lines(self) -> tuple[HunkLine, ...]:
         return tuple(HunkLine(kind, *_text_eol(key)) for kind, key in zip(self.kinds, self.keys, strict=True))
 
-    @_once
+    @cached_property
     def old(self) -> list[HunkLine]:
         return [ln for ln in self.lines if ln.kind != "+"]
 
-    @_once
+    @cached_property
     def new(self) -> list[HunkLine]:
         return [ln for ln in self.lines if ln.kind != "-"]
 
-    @_once
+    @cached_property
     def old_keys(self) -> list[bytes]:
         """The old side's lines as bytes, as they must stand in the file."""
         return [key for kind, key in zip(self.kinds, self.keys, strict=True) if kind != "+"]
 
-    @_once
+    @cached_property
     def new_keys(self) -> list[bytes]:
         return [key for kind, key in zip(self.kinds, self.keys, strict=True) if kind != "-"]
 
-    @_once
+    @cached_property
     def unterminated(self) -> bool:
         """Whether a line of the hunk has no newline ("No newline at end of file"): only the last line of
         a side can lack one (the parser refuses anything else)."""
         return any(side and not side[-1].endswith(b"\n") for side in (self.old_keys, self.new_keys))
 
-    @_once
+    @cached_property
     def leading(self) -> int:
         """Context lines before the first change."""
         return len(self.kinds) - len(self.kinds.lstrip(" "))
 
-    @_once
+    @cached_property
     def trailing(self) -> int:
         """Context lines after the last change."""
         return len(self.kinds) - len(self.kinds.rstrip(" "))

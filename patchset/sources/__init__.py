@@ -12,22 +12,20 @@ Every source also answers ``listing(prefix)``: the files under a folder, which `
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
-from patchset import TYPE_CHECKING
 from patchset.errors import SourceError
 
-if TYPE_CHECKING:  # a protocol for the type checker only: nothing checks it at run time, which has no typing
-    from typing import Protocol
 
-    class Source(Protocol):
-        identity: str  # what tree this is, for messages and cache keys
-        kind: str  # what kind of tree: sdist, git tag, source tree, wheel, site-packages, image, ...
+class Source(Protocol):
+    """A pristine tree: what the verbs read upstream files from."""
 
-        def read(self, path: str) -> bytes | None: ...
+    identity: str  # what tree this is, for messages and cache keys
+    kind: str  # what kind of tree: sdist, git tag, source tree, wheel, site-packages, image, ...
 
-        def covers(self, path: str) -> bool: ...
-else:
-    Source = object
+    def read(self, path: str) -> bytes | None: ...
+
+    def covers(self, path: str) -> bool: ...
 
 
 def python_files(source: Source, package: str = "vllm") -> dict[str, bytes]:

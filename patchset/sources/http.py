@@ -21,15 +21,14 @@ import json
 import os
 import time
 from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from patchset import TYPE_CHECKING
 from patchset.errors import SourceError
 from patchset.sources import pip
 from patchset.sources.urls import redact, split_credentials
 
 if TYPE_CHECKING:  # requests is imported when a request is made: a warm cache never pays for it
     import ssl
-    from typing import Any
 
     import requests
 

@@ -24,8 +24,8 @@ import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
-from patchset import TYPE_CHECKING
 from patchset.errors import SourceError
 from patchset.sources import canonical_name, http, pip, urls
 

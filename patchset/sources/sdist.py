@@ -25,8 +25,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from patchset import TYPE_CHECKING
 from patchset.cache import Cache
 from patchset.errors import SourceError
 from patchset.sources import download, index

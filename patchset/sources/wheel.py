@@ -37,15 +37,14 @@ import zipfile
 import zlib
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import IO, TYPE_CHECKING
 
-from patchset import TYPE_CHECKING
 from patchset.cache import Cache
 from patchset.errors import SourceError
 from patchset.sources import download, http, index, urls
 
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import IO
 
 BLOCK = 256 * 1024
 #: Bytes read past a member's expected end, for a local extra field longer than the central one.
