@@ -38,6 +38,7 @@ engine:
 test: dev engine
 	$(BIN)/ruff check .
 	$(BIN)/mypy patchset
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # make fuzz [FUZZ_SECONDS=60] [TARGETS="patch wheel"]: coverage-guided fuzzing (atheris) of every reader,
@@ -54,6 +55,7 @@ fuzz-diff: dev
 lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy patchset
+	$(BIN)/lint-imports
 
 # make image VLLM=0.29.0 [BASE=...] [TAG=...]
 image: setup
