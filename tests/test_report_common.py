@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from patchset.report.common import CELL_LIMIT, render, table
 
 IDS = ["offload-recurrent-load-boundary", "offload-mtp-eagle-serve"]

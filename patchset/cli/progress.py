@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
-from patchset import TYPE_CHECKING
 from patchset.sources import download
-
-if TYPE_CHECKING:
-    from typing import Any
 
 EVERY = 0.5  # seconds between updates of a plain download line
 AFTER = 2.0  # a download that ends sooner than this says nothing
