@@ -389,6 +389,9 @@ def test_a_function_moved_to_another_module_is_ported_where_its_lines_stand(tmp_
     assert "hunk 1 moved from vllm/a.py to vllm/b.py:4" in p.message
     text = (manifest.parent / p.patch).read_text()
     assert "+++ b/vllm/b.py" in text and "+    total += compute_offset(x, fast=True)" in text
+    from patchset.report.port import port_table
+
+    assert "hunk 1 moved from vllm/a.py to vllm/b.py:4" in port_table(r)
 
 
 def test_a_conflict_names_where_the_lines_nearly_stand_now(tmp_path):

@@ -109,7 +109,9 @@ def port_detail(p: PortedPatch) -> str:
                                     if p.workspace else "") if x)
     if p.result == PortStatus.BLOCKED:
         return p.message
-    return f"{p.patch} ({len(p.files)} file(s))" if p.patch else p.message
+    if not p.patch:
+        return p.message
+    return f"{p.patch} ({len(p.files)} file(s))" + (f"; {p.message}" if p.message else "")  # "moved from A to B"
 
 
 def _port_rows(report: PortReport):
