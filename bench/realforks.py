@@ -331,7 +331,14 @@ def run_hand_port(clone: Path, h: HandPort, work: Path) -> PortRun:
     if ours_file and ours_file.is_file() and run.result in ("carried", "ported"):
         run_tool("gnu-F0", ours_tree, ours_file)
     workspace = Path(ported["workspace"]) if ported.get("workspace") else None
+    said: dict[str, str] = {}  # path -> what port says needs a person there (conflict, moved code, an import)
+    for c in ported.get("conflicts", []):
+        said.setdefault(c["file"], c["message"])
     for path in paths:
+        if path in said:
+            run.files[path] = f"port: {said[path][:160]}" + (
+                "" if path in hand_paths else " (not in the hand port)")
+            continue
         if path not in hand_paths:
             run.files[path] = "not in the hand port; " + (
                 f"vLLM {v} has no such file: port reports a conflict (removed or moved upstream)"
