@@ -121,6 +121,7 @@ class Manifest:
     suites: tuple[Suite, ...] = ()
     recipes: str = "recipes"
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    targets_line: int = 0  # the line of targets: in the file, for "not a target" (0: unknown)
 
     @property
     def base(self) -> Path:
@@ -132,7 +133,7 @@ class Manifest:
                 return t
         known = ", ".join(t.version for t in self.targets)
         raise ManifestError(f"vLLM {version} is not a target (targets: {known})", file=str(self.path),
-                            hint="add it under targets:")
+                            line=self.targets_line or None, hint="add it under targets:")
 
     def patch(self, patch_id: str) -> Patch:
         for p in self.patches:

@@ -164,7 +164,8 @@ class _Loader:
         warnings = self.orphans(d, patches, recipes)
         return Manifest(
             path=self.path, sha256=hashlib.sha256(self.raw).hexdigest(), pypi=pypi, git=git, tag=tag,
-            targets=targets, patches=patches, suites=suites, recipes=recipes, warnings=warnings)
+            targets=targets, patches=patches, suites=suites, recipes=recipes, warnings=warnings,
+            targets_line=yamlnodes.line_of(d, "targets") or 0)
 
     def upstream(self, d: yamlnodes.Mapping) -> tuple[str, str | None, str]:
         up = d.get("upstream")
