@@ -16,7 +16,9 @@ from patchset.errors import PatchsetError
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "images" / "README.md"]
-PLACEHOLDER = re.compile(r"[\[\]|…()]|(?<![\w-])(V|U|N|IMAGE|FILE|DIR|ID|SOURCE|DAYS|TAG|KIND|SECONDS|PATH|MANIFEST)\b")
+# A synopsis rather than a command: alternatives, optional parts, elisions, or placeholders in capitals
+# (V, IMAGE, FILE, NEXT, WORK/NAME, ...).
+PLACEHOLDER = re.compile(r"[\[\]|…()]|\.\.\.| / |(?<![\w-])(?:[A-Z]|[A-Z][A-Z_]+)\b")
 
 
 def code_lines(text: str) -> list[str]:
@@ -50,7 +52,8 @@ def commands(prog: str) -> list[tuple[str, str]]:
     for page in PAGES:
         for line in code_lines(page.read_text()):
             line = line.removeprefix("$ ")
-            for part in re.split(r"&&|;", line.split("  #")[0]):
+            # A comment ("  # ...") or a column of prose (three spaces or more, then a word) ends the command.
+            for part in re.split(r"&&|;", re.split(r"  #|\s{3,}(?=[a-z]+ [a-z])", line)[0]):
                 words = part.strip().split()
                 if words and words[0].rsplit("/", 1)[-1] == prog:
                     found.append((page.relative_to(ROOT).as_posix(), part.strip()))
