@@ -15,6 +15,9 @@ that is PEP 440's rule for final releases (``==0.29`` is ``0.29.0``; the exclusi
 pre-release, a local label, a ``v`` prefix, ``~=``, ``==0.29.*``, ``===``, an epoch, a text that is
 no version at all) goes to packaging. ``tests/test_core_versions.py`` holds both ways to the same
 answers over generated cases, and under the oldest packaging allowed.
+A range may join several specifiers with ``||`` (``==0.28.0 || ==0.29.0``): a release is in it when
+any of them admits it, each decided as above. ``port`` writes that form when a range must admit exactly
+one release more (docs/lifecycle.md).
 This module needs nothing but `packaging` (and patchset's own package), so a test can run it under the oldest
 allowed one.
 """

@@ -108,3 +108,25 @@ def test_the_edited_manifest_loads(repo_copy):
     assert m.patch("offload-mtp-eagle-serve").choice_for("0.29.5").path == new.resolve()
     assert [t.version for t in m.targets] == ["0.28.0", "0.29.0", "0.29.5", "0.30.0"]
     assert not m.patch("offload-finished-watermark").targets("0.29.5")
+
+
+def test_a_file_for_an_older_release_leaves_the_newer_targets_their_file(repo_copy):
+    """Issue 21, item 4: a port to 0.28.5 must not hand 0.29.0 the file made for 0.28.5."""
+    e = ManifestEditor(repo_copy)
+    e.add_patch_file("offload-finished-watermark", "0.28.5", "recipes/offload-finished-watermark/vllm-0.28.5.patch")
+    assert ('    patch:\n      "!=0.28.5": recipes/offload-finished-watermark/fix.patch\n'
+            '      "==0.28.5": recipes/offload-finished-watermark/vllm-0.28.5.patch\n') in e.text()
+    e.add_patch_file("offload-recurrent-load-boundary", "0.28.5",
+                     "recipes/offload-recurrent-load-boundary/vllm-0.28.5.patch")
+    assert ('      "<0.28.5": recipes/offload-recurrent-load-boundary/vllm-0.28.patch\n'
+            '      ">=0.29,<0.30": recipes/offload-recurrent-load-boundary/vllm-0.29.patch\n'
+            '      ">=0.28.5,<0.29": recipes/offload-recurrent-load-boundary/vllm-0.28.5.patch\n') in e.text()
+
+
+def test_retiring_for_an_older_release_keeps_a_newer_target_in_range(repo_copy):
+    assert narrowed(">=0.28.0,<0.30.0", "0.28.5", ["0.28.0", "0.29.0"]) == ">=0.28.0,<0.30.0,!=0.28.5"
+    assert narrowed(">=0.28.0,<0.30.0", "0.29.5", ["0.28.0", "0.29.0", "0.30.0"]) == ">=0.28.0,<0.29.5"
+    assert narrowed("==0.28.0 || ==0.31.0", "0.30.0") == "==0.28.0"
+    e = ManifestEditor(repo_copy)
+    e.retire("offload-finished-watermark", "0.28.5", "probe")
+    assert '    releases: ">=0.28.0,<0.30.0,!=0.28.5"\n' in e.text()

@@ -155,3 +155,21 @@ def test_on_a_tree_without_the_files_beside_the_package_next_says_not_in_tree(tm
     assert {p.id: p.status for p in r.patches} == {"kernel": "carries", "deps": "not-in-tree"}
     assert r.ok  # this tree cannot say: not a finding (the sdist can)
     assert [h.status for h in r.patches[0].result.hunks] == ["exact", "not-in-tree"]
+
+
+def test_a_target_or_an_older_release_is_never_titled_newer_than_the_targets(fixture, tmp_path):
+    import shutil
+
+    from patchset.report.port import next_json, next_markdown, next_table
+
+    m, src = fixture
+    r = next_release(m, "0.28.0", source=src, released=["0.28.0", "0.29.0"])
+    assert r.standing == "target"
+    assert next_table(r).startswith("patchset next: vLLM 0.28.0 (a target already")
+    assert "newer than the targets" not in next_table(r) and "Newer than" not in next_markdown(r)
+    shutil.copytree(tmp_path / "trees/0.28.0", tmp_path / "trees/0.27.0")
+    older = next_release(m, "0.27.0", source=src, released=["0.27.0", "0.28.0", "0.29.0"])
+    assert older.standing == "older" and "(older than the newest target)" in next_table(older)
+    assert json.loads(next_json(older))["standing"] == "older"
+    newer = next_release(m, "0.29.0", source=src, released=["0.28.0", "0.29.0"])
+    assert newer.standing == "newer" and "(newer than the targets: 0.29.0)" in next_table(newer)

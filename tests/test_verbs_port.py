@@ -103,6 +103,40 @@ def test_dry_run_writes_nothing_and_shows_the_same_plan(project, tmp_path):
     assert not (manifest.parent / ".patchset").exists()
 
 
+def test_a_dry_run_points_at_no_workspace_it_did_not_write(project, tmp_path):
+    manifest, src = project
+    work = tmp_path / "work"
+    r = port(load_manifest(manifest), "0.29.0", source=src, workdir=work, dry_run=True)
+    clash = next(p for p in r.patches if p.id == "clash")
+    assert clash.workspace is None and not work.exists()
+    assert clash.message == \
+        f"1 conflict(s); a port without --dry-run writes them with diff3 markers to {work / 'clash'}"
+    assert "resolve them in the workspace" not in clash.message
+
+
+def test_a_port_to_an_older_release_keeps_the_newer_targets_file(tmp_path):
+    """Issue 21, item 4: with 0.29.0 a target, a port to the older 0.28.0 gives 0.28.0 a file of its own."""
+    manifest = portfixture.build(tmp_path)
+    text = manifest.read_text().replace('targets:\n  "0.28.0": {image: "img:v0.28.0"}',
+                                        'targets:\n  "0.29.0": {image: "img:v0.29.0"}')
+    text = text.replace(">=0.28.0,<0.30.0", ">=0.29.0,<0.30.0").replace('"<0.29"', '">=0.29"')
+    manifest.write_text(text)
+    # the series was made for 0.29.0 here: 0.28.0 is the older release it is ported back to
+    for name in portfixture.PATCHES:
+        old, new = tmp_path / "trees/0.28.0" / f"vllm/{name}.py", tmp_path / "trees/0.29.0" / f"vllm/{name}.py"
+        a, b = old.read_bytes(), new.read_bytes()
+        old.write_bytes(b), new.write_bytes(a)
+    src = portfixture.source(tmp_path)
+    before = check(load_manifest(manifest), ["0.29.0"], source=src)
+    r = port(load_manifest(manifest), "0.28.0", source=src)
+    assert any(p.result == "ported" for p in r.patches)
+    after = load_manifest(manifest)
+    for p in after.patches:
+        assert p.choice_for("0.29.0").path.name == "vllm-0.28.patch"  # what 0.29.0 uses stays
+    assert check(after, ["0.29.0"], source=src).targets == before.targets
+    assert '      ">=0.28.0,<0.29": recipes/merge/vllm-0.28.0.patch\n' in manifest.read_text()
+
+
 def test_a_write_failing_midway_leaves_manifest_and_recipes_byte_identical(project):
     manifest, src = project
     (manifest.parent / "recipes/partly/vllm-0.29.0.patch").mkdir()  # the second new patch file cannot be written
