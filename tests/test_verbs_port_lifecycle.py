@@ -10,6 +10,7 @@ engine run:
   ``check --format json`` is the same document;
 * every range admits exactly what it admitted plus V (a carried or ported patch) and never drops
   a target other than V (a retired one);
+* no patch that the nearest targets around V leave out comes back in V (unless its range named V);
 * a second identical port changes no byte of the manifest or the recipes;
 * ``import`` names exactly the releases it imported for, its own check is what ``check`` says of the
   written manifest, and importing again writes the same bytes.
@@ -187,6 +188,15 @@ def test_a_port_changes_no_other_target_widens_by_exactly_v_and_is_idempotent(s)
                 assert {t for t in others if t in old} == {t for t in others if t in new}
             else:
                 assert ranges_after[r.id] == ranges_before[r.id]
+        # V's series continues its neighbours': a patch that the nearest target on either side leaves out
+        # (retired there, or left out by hand) does not come back in V unless its range named V already.
+        below = [t for t in others if Release(t) < Release(v)]
+        above = [t for t in others if Release(v) < Release(t)]
+        near = ([max(below, key=Release)] if below else []) + ([min(above, key=Release)] if above else [])
+        carried_on = {pid for pid, text in ranges_before.items()
+                      if v in Releases(text) or any(t in Releases(text) for t in near)}
+        now_in_v = {pid for pid, text in ranges_after.items() if v in Releases(text)}
+        assert now_in_v <= carried_on, f"port --to {v} brought back {sorted(now_in_v - carried_on)}"
         decided = {r.id for r in report.patches}
         for pid, text in ranges_before.items():
             if pid not in decided:
