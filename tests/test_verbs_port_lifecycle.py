@@ -6,8 +6,8 @@ Each example builds a small series on a generated release sequence: every releas
 conflict). The ranges and patch-file maps are drawn from the shapes maintainers write. Then, on a real
 engine run:
 
-* after ``port --to V``, and after ``refresh`` of what it carried, every other target's
-  ``check --format json`` is the same document;
+* after ``port --to V``, and after ``refresh`` of what it carried and of each conflict resolved in its
+  workspace, every other target's ``check --format json`` is the same document;
 * every range admits exactly what it admitted plus V (a carried or ported patch) and never drops
   a target other than V (a retired one);
 * no patch that the nearest targets around V leave out comes back in V (unless its range named V);
@@ -212,11 +212,21 @@ def test_a_port_changes_no_other_target_widens_by_exactly_v_and_is_idempotent(s)
         port(load_manifest(manifest), v, source=src)
         assert portfixture.snapshot(manifest.parent) == first, f"a second port --to {v} changed the project"
         for r in report.patches:
-            if r.result != "carried":
+            if r.result not in ("carried", "conflict"):
                 continue
+            if r.result == "conflict" and r.workspace:
+                resolve(Path(r.workspace))  # as a maintainer would: keep the patch's side of each conflict
             with contextlib.suppress(PatchsetError):  # a refresh that cannot be done is bad input, not a change
                 refresh(load_manifest(manifest), r.id, v, source=src)
             assert {t: check_doc(manifest, src, t) for t in others} == before, f"refresh {r.id} changed a target"
+
+
+def resolve(workspace: Path) -> None:
+    """Every diff3 conflict in a port's workspace resolved to the patch's side."""
+    for f in workspace.rglob("*.py"):
+        text = f.read_text()
+        f.write_text(re.sub(r"<<<<<<< [^\n]*\n.*?\|\|\|\|\|\|\| [^\n]*\n.*?=======\n(.*?)>>>>>>> [^\n]*\n",
+                            r"\1", text, flags=re.S))
 
 
 def entry_text(manifest: Path, pid: str) -> str:
