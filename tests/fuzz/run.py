@@ -1,6 +1,6 @@
 """Run the fuzz targets of targets.py under atheris (libFuzzer), each for a bounded time.
 
-    python tests/fuzz/run.py [--seconds N] [--target NAME]... [--workdir DIR] [--replay]
+    python tests/fuzz/run.py [--seconds N] [--target NAME]... [--jobs N] [--workdir DIR] [--replay]
 
 Each target runs in its own process (a child of this one) with a per-input time bound
 (``-timeout``), a memory limit (``-rss_limit_mb``) and a largest input (``-max_len``). Its corpus
@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -141,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", action="append", choices=sorted(targets.TARGETS))
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--replay", action="store_true")
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("FUZZ_JOBS", 1)),
+                        help="targets run side by side (one process each): as many as there are cores to spare")
     opts = parser.parse_args(argv)
     names = opts.target or list(targets.TARGETS)
     if opts.replay:
@@ -148,19 +151,24 @@ def main(argv: list[str] | None = None) -> int:
     workdir = opts.workdir or Path(tempfile.mkdtemp(prefix="patchset-fuzz-run-"))
     rows = []
     print(f"{'target':<14} {'seconds':>8} {'executions':>11} {'exec/s':>8} {'corpus':>7} {'findings':>8}", flush=True)
-    for name in names:
-        row = fuzz(name, opts.seconds, workdir)
-        rows.append(row)
-        rate = row["executions"] / row["seconds"] if row["seconds"] else 0
-        print(f"{name:<14} {row['seconds']:>8.0f} {row['executions']:>11} {rate:>8.0f} {row['corpus']:>7} "
-              f"{len(row['findings']):>8}", flush=True)
-        for f in row["findings"]:
-            print(f"  finding: {f['why']}\n    input: {f['file']}", flush=True)
+    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:  # threads that wait on child processes
+        done = pool.map(lambda name: fuzz(name, opts.seconds, workdir), names)
+        for row in done:
+            _print_row(row)
+            rows.append(row)
     total = sum(len(r["findings"]) for r in rows)
     print(f"total: {sum(r['executions'] for r in rows)} executions, {total} findings (logs and inputs in {workdir})")
     if not opts.workdir and not total:
         shutil.rmtree(workdir, ignore_errors=True)
     return 1 if total else 0
+
+
+def _print_row(row: dict) -> None:
+    rate = row["executions"] / row["seconds"] if row["seconds"] else 0
+    print(f"{row['target']:<14} {row['seconds']:>8.0f} {row['executions']:>11} {rate:>8.0f} {row['corpus']:>7} "
+          f"{len(row['findings']):>8}", flush=True)
+    for f in row["findings"]:
+        print(f"  finding: {f['why']}\n    input: {f['file']}", flush=True)
 
 
 if __name__ == "__main__":
