@@ -117,3 +117,17 @@ def test_the_cache_can_be_turned_off(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PATCHSET_NO_PARSE_CACHE", "1")
     load_manifest(REPO / "patches.yaml")
     assert not (tmp_path / "cache" / "derived" / "yaml").exists()
+
+
+@pytest.mark.parametrize("text, line", [
+    ("patches:\n ? - a\n   - b\n : x\n", 2),  # found by the fuzzer (issue 26): TypeError, unhashable CommentedSeq
+    ("a: 1\n? {b: 1}\n: 2\n", 2),
+])
+def test_a_list_or_mapping_used_as_a_key_is_a_syntax_problem_at_its_line(tmp_path, text, line):
+    with pytest.raises(yamlnodes.SyntaxProblem) as e:
+        yamlparse.parse(text)
+    assert e.value.line == line and "used as a key" in e.value.message
+    path = tmp_path / "patches.yaml"
+    path.write_text(text)
+    _, errors = inspect_manifest(path)
+    assert errors and (errors[0].file, errors[0].line) == (str(path), line)

@@ -491,3 +491,13 @@ def test_a_script_beside_the_patches_is_neither_a_patch_nor_a_series(tmp_path):
     (tmp_path / "series").write_text("def patch_ems():\n")  # a file named series still says what it names
     with pytest.raises(PatchsetError, match=r"series:1: names def, which does not exist"):
         read_sources([str(tmp_path / "series")])
+
+
+def test_a_date_header_too_large_for_the_email_library_is_no_date():
+    """Found by the fuzzer (issue 26): the library's Date parser raised OverflowError on an hour of 27 digits."""
+    from patchset.verbs.importer import read_mails
+
+    mail = MAIL_FROM + b"From: A <a@example.org>\nDate: Mon, 30 Nov 2026 " + b"1" * 27 + (
+        b":00:00 +0000\nSubject: [PATCH] Fix it\n\nWhy.\n---\n") + udiff("vllm/a.py", "x\n", "y\n").encode()
+    (entry,) = read_mails(mail, "fix.patch", "fix.patch")
+    assert entry.mail is not None and entry.mail["date"] == "" and entry.mail["subject"] == "Fix it"

@@ -32,6 +32,10 @@ def parse(text: str) -> Document:
         return doc
     for node in _walk(root):
         if isinstance(node, MappingNode):
+            for key, _value in node.value:
+                if isinstance(key, (MappingNode, SequenceNode)):  # ruamel.yaml raises TypeError constructing it
+                    raise SyntaxProblem("a list or mapping used as a key ('? ' complex key); keys are plain values",
+                                        key.start_mark.line + 1)
             doc.duplicates += _duplicates(node)
         elif isinstance(node, ScalarNode) and _tag(node) != STR_TAG:
             doc.written[(node.start_mark.line, node.start_mark.column)] = node.value
@@ -44,6 +48,8 @@ def parse(text: str) -> Document:
         doc.data = _construct(root, allow_duplicates=True)
     except YAMLError as e:
         raise _syntax(e) from e
+    except (TypeError, ValueError, OverflowError, RecursionError) as e:  # what ruamel.yaml lets through constructing
+        raise SyntaxProblem(f"cannot be read as data ({type(e).__name__}: {str(e)[:200]})", None) from e
     converted = _Converted()
     doc.data = converted.node(doc.data)
     doc.plain = converted.plain

@@ -314,7 +314,7 @@ def _header(parsed: email.message.Message, name: str) -> str:
     """
     try:
         return str(parsed.get(name, ""))
-    except (AttributeError, IndexError, TypeError, ValueError, LookupError, email.errors.MessageError):
+    except (AttributeError, IndexError, TypeError, ValueError, OverflowError, LookupError, email.errors.MessageError):
         raw = next((value for key, value in parsed.raw_items() if key.lower() == name.lower()), "")
         return " ".join(str(raw).split())
 
