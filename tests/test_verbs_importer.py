@@ -501,3 +501,21 @@ def test_a_date_header_too_large_for_the_email_library_is_no_date():
         b":00:00 +0000\nSubject: [PATCH] Fix it\n\nWhy.\n---\n") + udiff("vllm/a.py", "x\n", "y\n").encode()
     (entry,) = read_mails(mail, "fix.patch", "fix.patch")
     assert entry.mail is not None and entry.mail["date"] == "" and entry.mail["subject"] == "Fix it"
+
+
+def test_nested_patch_folders_need_a_series_and_keep_their_paths_in_the_ids(pristine, tmp_path):
+    """Met on a real project (Emu3.5 keeps one patch per vLLM file under third_party/vllm/<package path>, two
+    of them named __init__.py.patch, and applies them in sorted path order): a folder with nothing at its top
+    says so and what to write; a series naming nested paths gives ids that keep the path."""
+    paths = candidates(pristine)[14:16]
+    for k, rel in enumerate(paths):
+        text = (pristine / "vllm" / rel).read_text()
+        f = tmp_path / "p" / f"sub{k}" / "__init__.py.patch"
+        f.parent.mkdir(parents=True)
+        f.write_text(udiff(rel, text, insert_after(text, 9, f"# n{k}")))
+    with pytest.raises(PatchsetError, match=r"holds no series file and no patch at its top, but 2 in folders "
+                       r"under it \(e\.g\. sub0/__init__\.py\.patch\) \(write .*series naming them"):
+        read_sources([str(tmp_path / "p")])
+    (tmp_path / "p" / "series").write_text("sub0/__init__.py.patch\nsub1/__init__.py.patch\n")
+    result = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION])
+    assert result.ok and [p.id for p in result.patches] == ["sub0-__init__.py", "sub1-__init__.py"]

@@ -228,6 +228,8 @@ def read_series(path: Path) -> list[Entry]:
             strip = int(m.group(1))
         for e in read_file(base / name, where):
             e.strip = strip
+            if "/" in name and not e.mail:  # nested folders may hold two __init__.py.patch: the id keeps the path
+                e.name = name
             out.append(e)
     active = {e.name for e in out if not e.disabled}
     return [e for e in out if not (e.disabled and e.name in active)]  # the entry is on further down
@@ -246,6 +248,12 @@ def read_dir(path: Path) -> tuple[list[Entry], str]:
         return read_series(path / "series"), ""
     files = sorted(f for f in path.iterdir() if f.is_file() and PATCH_NAME.search(f.name))
     if not files:
+        nested = sorted(str(f.relative_to(path)) for f in path.rglob("*") if PATCH_NAME.search(f.name))
+        if nested:  # which of them, in which order, only the project's apply script knows
+            raise SeriesImportError(f"{path} holds no series file and no patch at its top, but {len(nested)} "
+                                    f"in folders under it (e.g. {nested[0]})",
+                                    hint=f"write {path / 'series'} naming them (paths relative to it) in the "
+                                    "order the project applies them")
         raise SeriesImportError(f"{path} holds no series file and no *.patch, *.diff or *.patch.gz")
     entries = [e for f in files for e in read_file(f, str(f))]
     return entries, (f"{path} has no series file: its patches were taken in file-name order, which is a guess; "
