@@ -65,6 +65,7 @@ class HandPort:
 OMNI = "zhengjinhuan/omni-infer"
 OMNI_AT = "0d409dfc8a13893eed45369351738720eba96d78"
 SLLM = "ServerlessLLM/ServerlessLLM"
+EMU = "baaivision/Emu3.5"
 
 SERIES = {s.name: s for s in (
     Series("omni-infer-0.9.0", OMNI, OMNI_AT, "0.9.0", "0.9.1", script="infer_engines/bash_install_code.sh",
@@ -73,6 +74,10 @@ SERIES = {s.name: s for s in (
     Series("omni-infer-0.8.3", OMNI, OMNI_AT, "0.8.3", "0.9.0", script="infer_engines/bash_install_code_v0.8.3.sh",
            folder="omni/adaptors/vllm/patches",
            applied_with="git apply --whitespace=nowarn, one by one, on the v0.8.3 tag (repository layout)"),
+    Series("emu3.5-0.11.0", EMU, "8fcf1da48f9c5252fe0a0b8dc842e07b6efcd745", "0.11.0", "0.11.1",
+           folder="third_party/vllm",
+           applied_with="patch -p2 in site-packages/vllm (GNU patch, default fuzz), every *.patch under "
+                        "third_party/vllm in sorted path order, one patch per vLLM file"),
     Series("serverlessllm-0.11.2", SLLM, "e06eaa0", "0.11.2", "0.12.0",
            patches=("sllm_store/vllm_patch/sllm_load.patch",),
            applied_with="patch -p2 -d site-packages/vllm (GNU patch, default fuzz) on the installed wheel"),
@@ -140,6 +145,10 @@ def git_show(clone: Path, commit: str, path: str) -> bytes:
 def series_paths(clone: Path, s: Series) -> list[str]:
     if s.patches:
         return list(s.patches)
+    if not s.script:  # every *.patch under the folder, sorted by path (the project's ``sorted(rglob)``)
+        listing = subprocess.run(["git", "-C", str(clone), "ls-tree", "-r", "--name-only", s.commit, s.folder],
+                                 capture_output=True, text=True, check=True).stdout.split()
+        return sorted(p for p in listing if p.endswith(".patch"))
     script = git_show(clone, s.commit, s.script).decode()
     names = [m.group(1) for ln in script.splitlines() if not ln.lstrip().startswith("#")
              for m in [re.search(r"\$PATCH_ROOT/+([\w./-]+\.patch)", ln)] if m]
@@ -152,10 +161,12 @@ def extract(clone: Path, s: Series, into: Path) -> list[Path]:
     into.mkdir(parents=True)
     out = []
     for path in series_paths(clone, s):
-        dest = into / Path(path).name
+        # the path under the project's patch folder: nested folders may hold two files of one name
+        dest = into / (path[len(s.folder) + 1:] if s.folder and path.startswith(s.folder + "/") else Path(path).name)
+        dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(git_show(clone, s.commit, path))
         out.append(dest)
-    (into / "series").write_text("".join(f"{p.name}\n" for p in out))
+    (into / "series").write_text("".join(f"{p.relative_to(into)}\n" for p in out))
     return out
 
 
@@ -433,6 +444,7 @@ def table(rows: list[dict], files: dict[str, dict[str, str]], title: str, good: 
 
 #: patchset's refusals that are intended where a tool applies (core/engine.py's docstring), by their words
 NAMED = (("comes after", "blocked: an earlier patch it needs failed"),
+         ("would not import", "named refusal: the result would not import"),
          ("tools disagree", "named refusal: the tools disagree on the place"),
          ("ambiguous", "named refusal: ambiguous"),
          ("fuzz", "named refusal: fuzz"),
