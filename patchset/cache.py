@@ -10,10 +10,13 @@ owner-only modes of ``mkstemp``/``mkdtemp``.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -77,7 +80,6 @@ class Cache:
         return final
 
     def put_bytes(self, data: bytes, *parts: str) -> Path:
-        import tempfile
 
         final = self.path(*parts)
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -102,8 +104,6 @@ class Cache:
                 return final
             final.parent.mkdir(parents=True, exist_ok=True)
             _clear_parts(final)
-            import shutil
-            import tempfile
 
             tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}.part-"))
             try:
@@ -128,7 +128,6 @@ class Cache:
         path = self.path("locks", "use", f"{project}-{version}")
         if str(path) not in _HELD:
             with contextlib.suppress(OSError, ImportError):  # no lock (read-only cache, no fcntl): no prune safety
-                import fcntl
 
                 path.parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666 & ~umask())
@@ -141,7 +140,6 @@ class Cache:
     @contextlib.contextmanager
     def claim(self, project: str, version: str) -> Iterator[bool]:
         """Whether nobody uses ``project`` ``version`` now; while True, nobody starts to (see :meth:`in_use`)."""
-        import fcntl
 
         path = self.path("locks", "use", f"{project}-{version}")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -188,7 +186,6 @@ def release_uses() -> None:
 
 def _clear_parts(final: Path) -> None:
     """Remove what an interrupted fill of ``final`` left behind; the caller holds ``final``'s lock."""
-    import shutil
 
     for part in final.parent.glob(f".{final.name}.part-*"):
         if part.is_dir() and not part.is_symlink():

@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from patchset.core import bytecode
 from patchset.core.digest import sha256
 from patchset.errors import PatchsetError
 from patchset.sources.local import JOURNAL_NAME
@@ -297,7 +298,6 @@ def commit(journal: Journal) -> None:
 
 def _seal_record(journal: Journal) -> None:
     """The staged record gains the bytecode this commit leaves; the journal names the sealed record."""
-    from patchset.core import bytecode
 
     staged = journal.dir / "record.json"
     record = json.loads(staged.read_bytes())

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -86,7 +87,6 @@ def ordered_map(fn: Callable[[_T], _R], items: Sequence[_T], processes: int) -> 
 
 
 def _fork(fn: Callable[[_T], _R], items: Sequence[_T], share: list[int]) -> tuple[int, int]:
-    import pickle  # only when work is forked
 
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -106,7 +106,6 @@ def _fork(fn: Callable[[_T], _R], items: Sequence[_T], share: list[int]) -> tupl
 
 def _collect(pid: int, fd: int) -> dict | None:
     """The child's results, or None when it did not finish them all (the parent runs them again)."""
-    import pickle
 
     with os.fdopen(fd, "rb") as pipe:
         data = pipe.read()

@@ -27,6 +27,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
@@ -57,7 +60,6 @@ def _without_trailing_zeros(numbers: list[int]) -> tuple[int, ...]:
 
 
 def _version(text: str) -> Version:
-    from packaging.version import InvalidVersion, Version
 
     try:
         return Version(text)
@@ -174,7 +176,6 @@ class _Piece:
     @property
     def specifier(self) -> SpecifierSet:
         """packaging's SpecifierSet for this specifier."""
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
         try:
             return SpecifierSet(self.text)
@@ -223,7 +224,6 @@ def public(version: str) -> str:
     that is no version comes back as it is."""
     if _PLAIN.fullmatch(version):
         return ".".join(str(int(x)) for x in version.split("."))  # packaging's form: 00.29 is 0.29
-    from packaging.version import InvalidVersion, Version
 
     try:
         return str(Version(Version(version).public))
@@ -237,7 +237,6 @@ def same_release(found: str, wanted: str) -> bool:
     a, b = _plain(found), _plain(wanted)
     if a is not None and b is not None:
         return a == b
-    from packaging.version import InvalidVersion, Version
 
     try:
         return Version(Version(found).public) == Version(Version(wanted).public)
@@ -248,7 +247,6 @@ def same_release(found: str, wanted: str) -> bool:
 def in_range(version: str | Version, releases: SpecifierSet) -> bool:
     """Does ``releases`` include ``version``, by packaging? ``0.31.0rc1`` is in ``>=0.28`` and ``0.30.0rc1``
     is not in ``<0.30``."""
-    from packaging.version import Version
 
     v = version if isinstance(version, Version) else Version(version)
     return releases.contains(v, prereleases=True)

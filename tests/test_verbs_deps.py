@@ -203,9 +203,9 @@ def test_the_check_summary_draws_this_repositorys_series_over_all_targets():
     from patchset.verbs.deps import merge
 
     manifest = load_manifest(Path(__file__).resolve().parent.parent / "patches.yaml")
-    report = check(manifest)
+    report = check(manifest, graph=True)
     graph = merge(manifest, report.targets)
-    assert graph.vllm == "0.28.0, 0.29.0, 0.30.0" and graph.edges == []
+    assert report.graph == graph and graph.vllm == "0.28.0, 0.29.0, 0.30.0" and graph.edges == []
     # mtp-eagle's after: is there for its tests; no hunk needs it on 0.28.0 or 0.29.0 (0.30.0 has all three)
     assert [(s.patch, s.after) for s in graph.stale] == [("offload-mtp-eagle-serve", "offload-finished-watermark")]
     assert set(graph.statuses.values()) == {"applies"}  # each patch at its worst status

@@ -16,14 +16,18 @@ import importlib
 import io
 import json
 import os
+import platform
 import re
 import sys
+import tempfile
+import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from patchset import __version__
 from patchset.cli import progress
 from patchset.cli.registry import VERBS as _REGISTRY
+from patchset.cli.registry import help_texts
 from patchset.errors import EXIT_INTERNAL, PatchsetError, UsageError
 from patchset.report.common import error_doc
 
@@ -44,7 +48,6 @@ class _Parser(argparse.ArgumentParser):
     def format_help(self) -> str:
         verb = self.prog.split()[-1]
         if self.description is None and verb in _REGISTRY:  # a verb's help text is filled in when shown
-            from patchset.cli.registry import help_texts
 
             self.description, self.epilog = help_texts(verb)
         return super().format_help()
@@ -59,7 +62,6 @@ class _Version(argparse.Action):
 
 
 def version_line() -> str:
-    import platform
 
     return (f"patchset {__version__} (Python {platform.python_version()} {platform.python_implementation()}, "
             f"{platform.system()} {platform.release()} {platform.machine()})")
@@ -176,8 +178,6 @@ def _interrupted(prog: str, as_json: bool) -> int:
 
 
 def _internal(prog: str, e: BaseException, as_json: bool) -> int:
-    import tempfile
-    import traceback
 
     what = f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__
     try:

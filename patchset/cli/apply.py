@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from patchset.cli.options import add_manifest, add_vllm, manifest_from
 from patchset.cli.registry import subparser
 from patchset.core.series import PatchStatus
 from patchset.core.trees import compiled
+from patchset.sources.tree import TargetTree
 from patchset.verbs.apply import apply_series, recover_tree
 
 
@@ -62,9 +64,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _shown(tree: str, path: str) -> str:
     """A path as the user can open it: relative to the DIR they gave (which may be the vllm package itself)."""
-    from pathlib import Path
-
-    from patchset.sources.tree import TargetTree
 
     where = Path(path) if Path(path).is_absolute() else TargetTree(tree).local(path)
     if where is None:

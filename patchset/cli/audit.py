@@ -7,6 +7,10 @@ from pathlib import Path
 from patchset.cli.options import add_source, add_summary, image_reference, progress_printer, write_summary
 from patchset.cli.registry import subparser
 from patchset.core.manifest import DEFAULT_MANIFEST
+from patchset.core.manifest_export import manifest_at, split_revision
+from patchset.errors import PatchsetError
+from patchset.report import auditreport as render
+from patchset.verbs.audit import audit
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -25,10 +29,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from patchset.core.manifest_export import manifest_at, split_revision
-    from patchset.errors import PatchsetError
-    from patchset.report import auditreport as render
-    from patchset.verbs.audit import audit
 
     progress = progress_printer(args, "auditing {} ...")
     path, rev = split_revision(args.manifest)

@@ -2,11 +2,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from patchset.cli import progress as reporter
 from patchset.cli.options import add_manifest, add_vllm, image_reference, image_tag, manifest_from
 from patchset.cli.registry import subparser
 from patchset.core.series import PatchStatus
+from patchset.report.build import render_json
 from patchset.report.common import plural
+from patchset.verbs.build import build_image, default_base, default_tag, sbom_file_for
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -29,19 +33,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from patchset.verbs.build import build_image
 
     manifest = manifest_from(args)
     sbom = None
     if args.sbom is not None:
-        from pathlib import Path
-
-        from patchset.verbs.build import default_base, default_tag, sbom_file_for
 
         tag = args.tag or default_tag(args.base or default_base(manifest, args.vllm))
         sbom = Path(args.sbom) if args.sbom else sbom_file_for(tag)
-
-    from patchset.cli import progress as reporter
 
     def progress(text: str) -> None:
         """Warnings always; on a terminal the steps as the live display's stage (the builder's own output
@@ -61,7 +59,6 @@ def run(args: argparse.Namespace) -> int:
     report = build_image(manifest, args.vllm, base=args.base, tag=args.tag, progress=progress, sbom=sbom,
                          python_only=args.python_only)
     if args.format == "json":
-        from patchset.report.build import render_json
 
         sys.stdout.write(render_json(report))
         return 0

@@ -9,6 +9,7 @@ from patchset.cli.options import add_dry_run
 from patchset.cli.registry import subparser
 from patchset.errors import EXIT_OK
 from patchset.report import cache as render
+from patchset.verbs import cache as verb
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -28,7 +29,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from patchset.verbs import cache as verb
 
     if args.action == "info":
         sys.stdout.write(render.INFO[args.format](verb.cache_info()))

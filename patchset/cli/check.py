@@ -30,8 +30,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     manifest = manifest_from(args)
+    markdown = args.format == "markdown" or bool(args.summary)  # the Markdown report shows the dependencies
     report = check(manifest, args.vllm, args.source, on_release=progress_printer(args, "checking vLLM {} ..."),
-                   files=args.format == "markdown" or bool(args.summary))  # only its dependency graph reads the files
+                   files=markdown, graph=markdown)
     sys.stdout.write(render.RENDERERS[args.format](report))
     write_summary(args, lambda: render.render_markdown(report))
     # Annotations go to stderr whatever the format: the runner reads both streams, and stdout

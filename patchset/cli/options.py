@@ -6,6 +6,7 @@ import argparse
 import re
 from collections.abc import Callable
 
+from patchset.cli import progress as reporter
 from patchset.core.manifest import DEFAULT_MANIFEST, Manifest
 from patchset.core.manifest_load import load_manifest
 from patchset.versions import is_release
@@ -65,11 +66,9 @@ def write_summary(args: argparse.Namespace, markdown: Callable[[], str]) -> None
             f.write(markdown() + "\n")
 
 
-def add_workdir(p: argparse.ArgumentParser, what: str) -> None:
-    """``--workdir`` of port and refresh: where the conflict workspaces live."""
-    from patchset.verbs.port import DEFAULT_WORKDIR  # the verb owns the layout of its workspaces
-
-    p.add_argument("--workdir", metavar="DIR", help=f"{what} (default: {DEFAULT_WORKDIR} beside the manifest)")
+def add_workdir(p: argparse.ArgumentParser, what: str, default: str) -> None:
+    """``--workdir`` of port and refresh: where the conflict workspaces live (``default``: the verb's own)."""
+    p.add_argument("--workdir", metavar="DIR", help=f"{what} (default: {default} beside the manifest)")
 
 
 def add_dry_run(p: argparse.ArgumentParser, what: str = "show what would change; write nothing") -> None:
@@ -79,7 +78,6 @@ def add_dry_run(p: argparse.ArgumentParser, what: str = "show what would change;
 def progress_printer(args: argparse.Namespace, template: str, *, plain: bool = False) -> Callable[[str], None]:
     """A progress callback: ``template`` with the item as a stage of this run (cli/progress.py): on a
     terminal, and with ``plain`` also one line in a pipe or a log."""
-    from patchset.cli import progress as reporter
 
     def progress(item: str) -> None:
         reporter.current.stage(template.format(item), plain=plain)

@@ -15,7 +15,7 @@ from patchset.cli.options import (
 )
 from patchset.cli.registry import subparser
 from patchset.report import port as render
-from patchset.verbs.port import port
+from patchset.verbs.port import DEFAULT_WORKDIR, port
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -25,7 +25,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="the release the patches were made for (default: the newest target each covers)")
     p.add_argument("--patch", action="append", default=[], metavar="ID",
                    help="port only this patch (repeatable; the others still shape the tree)")
-    add_workdir(p, "where conflicts go")
+    add_workdir(p, "where conflicts go", DEFAULT_WORKDIR)
     add_dry_run(p)
     add_manifest(p)
     add_format(p, choices=("table", "json", "markdown"))

@@ -14,6 +14,7 @@ import sys
 import time
 from typing import Any
 
+from patchset.report.common import styled
 from patchset.sources import download
 
 EVERY = 0.5  # seconds between updates of a plain download line
@@ -96,8 +97,6 @@ class Reporter:
                 TextColumn,
                 TimeElapsedColumn,
             )
-
-            from patchset.report.common import styled
 
             console = Console(file=sys.stderr, color_system="auto" if styled() else None, highlight=False)
             self._live = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), DownloadColumn(),

@@ -6,6 +6,7 @@ import sys
 from patchset.cli.options import add_dry_run, add_format, add_manifest, add_source, add_workdir, manifest_from, release
 from patchset.cli.registry import subparser
 from patchset.report import port as render
+from patchset.verbs.port import DEFAULT_WORKDIR
 from patchset.verbs.refresh import refresh
 
 
@@ -13,7 +14,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = subparser(sub, "refresh")
     p.add_argument("id", metavar="ID", help="the patch")
     p.add_argument("--vllm", required=True, metavar="V", type=release, help="the release the patch is for")
-    add_workdir(p, "where port left the workspace")
+    add_workdir(p, "where port left the workspace", DEFAULT_WORKDIR)
     add_dry_run(p)
     add_manifest(p)
     add_format(p, choices=("table", "json"))

@@ -11,6 +11,8 @@ list in step with these parsers.
 from __future__ import annotations
 
 import argparse
+import shutil
+import textwrap
 from dataclasses import dataclass
 
 EXIT_CODES = ("exit codes: 0 everything asked for holds; 1 a finding (a hunk fails, a fix is missing or not "
@@ -129,8 +131,6 @@ def subparser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentPa
 def help_texts(name: str) -> tuple[str, str]:
     """The description and epilog of ``name``'s help (summary, paragraph, exit codes, example), fitted to the
     terminal. Made only when help is shown: a run that just parses its arguments never pays for textwrap."""
-    import shutil
-    import textwrap
 
     verb = VERBS[name]
     width = max(40, min(shutil.get_terminal_size().columns, 100) - 2)

@@ -6,9 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from patchset.cli import progress as reporter
 from patchset.cli.options import add_manifest, add_summary, add_vllm, image_reference, manifest_from, write_summary
 from patchset.cli.registry import subparser
 from patchset.errors import UsageError
+from patchset.report import testreport
+from patchset.verbs import test as verb
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -69,14 +72,11 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def progress(line: str) -> None:
     """Each step (pristine tree, venv or image, each run and suite): a stage of this run (cli/progress.py)."""
-    from patchset.cli import progress as reporter
 
     reporter.current.stage(line)
 
 
 def run(args: argparse.Namespace) -> int:
-    from patchset.report import testreport
-    from patchset.verbs import test as verb
 
     manifest = manifest_from(args)
     check_outputs(args)

@@ -57,6 +57,7 @@ were bitten by their leniency.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -725,7 +726,6 @@ def _nearest(buf: _Buffer, old: list[bytes], expected: int, floor: int) -> tuple
             best, best_at = key, p
     if best_at is None:
         return None, ()
-    import difflib  # only for a hunk that failed
 
     actual = [_text(b) for b in keys[best_at:best_at + k]]
     differ = tuple(ln.rstrip("\n") for ln in difflib.unified_diff(

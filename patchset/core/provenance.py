@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 
 from patchset import __version__
@@ -70,7 +71,6 @@ def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "rep
 
 def source_date_epoch() -> int | None:
     """SOURCE_DATE_EPOCH when set (reproducible builds): the time to record instead of now."""
-    import os
 
     value = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     return int(value) if value.isdigit() else None

@@ -28,6 +28,8 @@ import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from pyflakes import checker, messages
+
 Read = Callable[[str], "bytes | None"]
 
 
@@ -41,7 +43,6 @@ class Problem:
 
 def undefined_names(content: bytes, path: str = "<merged>") -> list[tuple[str, int]]:
     """(name, line) for each use of a name nothing defines, as pyflakes reports it; [] if it does not parse."""
-    from pyflakes import checker, messages
 
     try:
         tree = ast.parse(content, path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from patchset.report.common import dump_json, render, table
 from patchset.verbs.cache import KINDS, CacheInfo, PruneResult
 
@@ -21,7 +23,6 @@ def info_doc(info: CacheInfo) -> dict:
 
 
 def info_table(info: CacheInfo) -> str:
-    import time
 
     used = info.releases()
     rows = [(r or "-", k, str(n), size_text(b),

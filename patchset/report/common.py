@@ -5,12 +5,16 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import sys
+import textwrap
+import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from patchset.errors import PatchsetError
+from patchset.runners.junit import escape_illegal as x
 
 if TYPE_CHECKING:  # rich is imported for tables only: --format json never pays for it
     from rich.console import Console
@@ -45,9 +49,6 @@ def junit(cases: Iterable[Case], name: str = "patchset") -> str:
     cases, medians of 20): this writer 2.1 ms, junitparser 5.0.3 113 ms (its per-case statistics update),
     for the same XML and no less code; junitparser does not escape illegal characters either.
     """
-    import xml.etree.ElementTree as ET
-
-    from patchset.runners.junit import escape_illegal as x
 
     cases = [Case(x(c.suite), x(c.name), c.failure and x(c.failure), c.skipped and x(c.skipped), x(c.detail))
              for c in cases]
@@ -120,7 +121,6 @@ def render(*items: object, tty: bool | None = None, width: int | None = None) ->
     from rich.console import Console
 
     if width is None:
-        import shutil  # only here: a run that writes JSON or plain text never loads it (nor zlib, bz2, lzma)
 
         width = shutil.get_terminal_size((160, 24)).columns
     styles = styled()
@@ -155,7 +155,6 @@ def _fits(t: Table, width: int) -> bool:
 def _stacked(t: Table, width: int) -> str:
     """A table too wide for the terminal: a row is its cells but the last on one line, whole, and the
     detail wrapped below it between words, indented (a word longer than the line stays whole)."""
-    import textwrap
 
     columns = [[str(c) for c in col._cells] for col in t.columns]
     lines = [str(t.title)] if t.title else []

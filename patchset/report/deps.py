@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 
-from patchset.core.manifest_load import load_manifest
 from patchset.core.series import PatchStatus
-from patchset.errors import PatchsetError
 from patchset.report.common import dump_json, render, table
 from patchset.verbs.check import CheckReport
-from patchset.verbs.deps import DepsReport, Edge, Stale, merge
+from patchset.verbs.deps import DepsReport, Edge, Stale
 
 # Colours by status on the release, light enough to read the ids on.
 FILL = {PatchStatus.APPLIES: "#d4edda", PatchStatus.UPSTREAM: "#cce5ff", PatchStatus.NOT_TARGETED: "#eeeeee",
@@ -104,13 +102,10 @@ def render_dot(report: DepsReport) -> str:
 
 def check_graph(report: CheckReport) -> str:
     """The series' shape for a check summary: a Mermaid graph when any patch needs or names another."""
-    if not report.targets:
-        return ""
-    try:
-        graph = merge(load_manifest(report.manifest), report.targets)
-    except PatchsetError as e:  # the report still stands without its picture
-        return f"- the series' dependency graph is not shown: {e}\n"
-    if not graph.edges and not graph.declared:
+    if report.graph_error:
+        return f"- the series' dependency graph is not shown: {report.graph_error}\n"
+    graph = report.graph
+    if graph is None or (not graph.edges and not graph.declared):
         return ""
     return (f"#### The series' dependencies (vLLM {graph.vllm}; arrows point to the patch that needs "
             f"the other)\n\n" + render_mermaid(graph))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from patchset.report.common import Case, dump_json, junit, markdown_table, render, table
+from patchset.report.common import Case, dump_json, github_annotation, junit, markdown_table, render, table
 from patchset.runners import NodeResult, Outcome
 from patchset.runners.pytestrun import ConfigRun
 from patchset.verbs import baseline as bl
@@ -275,7 +275,6 @@ RENDERERS = {"table": render_table, "json": render_json, "markdown": render_mark
 
 
 def github_annotations(report: ProofReport) -> list[str]:
-    from patchset.report.common import github_annotation
 
     out = []
     for p in report.patches:

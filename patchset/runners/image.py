@@ -33,6 +33,7 @@ import threading
 import time
 from pathlib import Path
 
+from patchset.cache import Cache
 from patchset.errors import PatchsetError
 from patchset.images import containers, shipped
 from patchset.images.engine import (
@@ -205,7 +206,6 @@ def pytest_for(python: str, progress: Progress = no_progress) -> Path:
     Pure-Python wheels resolved for the image's Python version are mounted read-only instead of
     changing the image; containers have no network, so pip runs here, with pip's own index.
     """
-    from patchset.cache import Cache
 
     cache = Cache()
     folder = cache.path("image-test-tools", f"py{python}")

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ from patchset.runners.junit import read_junit
 from patchset.runners.offline import cpu_env, write_hf_home
 from patchset.runners.output import RunOutput
 from patchset.runners.overlay import make_overlay
-from patchset.sources import download
+from patchset.sources import download, index
 
 #: Bump when what goes into a venv changes, so cached venvs built the old way are not reused.
 VENV_FORMAT = 1
@@ -119,7 +120,6 @@ class VenvBuilder:
         self.progress = progress
 
     def venv_for(self, project: str, version: str) -> PythonEnv:
-        from patchset.sources import index
 
         pytag = self._python_tag()
         python = (int(pytag[2]), int(pytag[3:]))  # "cp311": the venv's Python picks the wheel, not patchset's
@@ -301,7 +301,6 @@ def run_streaming(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: fl
         deadline = t0 + timeout if timeout else None
         timer = None
         if timeout:
-            import threading
 
             timer = threading.Timer(timeout, _kill_group, args=(proc,))
             timer.daemon = True

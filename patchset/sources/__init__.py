@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
+from patchset.cache import Cache
 from patchset.errors import SourceError
 
 
@@ -57,9 +58,11 @@ def canonical_name(project: str) -> str:
 
 
 def open_source(spec: str, version: str, *, project: str = "vllm", tag: str = "v{version}", cache=None) -> Source:
-    """The pristine tree of ``version`` named by a --source spec."""
-    from patchset.cache import Cache
+    """The pristine tree of ``version`` named by a --source spec.
 
+    Each kind's module is imported when that kind is opened: a git tag's needs GitPython, whose import
+    would otherwise be most of a warm check's time (docs/performance.md).
+    """
     cache = cache or Cache()
     kind, _, arg = spec.partition(":")
     if kind in ("pypi", "sdist") and not arg:

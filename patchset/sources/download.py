@@ -11,7 +11,6 @@ import hashlib
 import os
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -129,6 +128,8 @@ def _name(url: str) -> str:
 def _stream(url: str) -> Iterator[tuple[bytes, int, int]]:
     """(chunk, bytes so far, total or 0) of ``url``; file: URLs are read directly."""
     if url.startswith("file:"):
+        import urllib.request  # file: URLs only (a local mirror, the tests); see docs/performance.md
+
         with urllib.request.urlopen(url) as resp:
             total, done = int(resp.headers.get("Content-Length") or 0), 0
             while chunk := resp.read(CHUNK):

@@ -26,6 +26,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
+from packaging import tags
+from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
 from patchset.errors import SourceError
 from patchset.sources import canonical_name, http, pip, urls
 
@@ -52,7 +56,6 @@ class IndexFile:
 @cache
 def project_files(project: str, base: str | None = None) -> tuple[IndexFile, ...]:
     """The release files the index lists for ``project``; their URLs carry no credentials."""
-    from packaging.utils import canonicalize_name
 
     pip.start_pip_queries(index=base is None)  # they run while requests is imported
     import requests  # only when the index is asked: the cache answers most runs
@@ -109,8 +112,6 @@ def project_page(data: bytes, url: str) -> tuple[IndexFile, ...]:
 
 
 def sdist(project: str, version: str) -> IndexFile:
-    from packaging.utils import canonicalize_name, parse_sdist_filename
-    from packaging.version import Version
 
     for f in project_files(project):
         if f.filename.endswith(".tar.gz"):
@@ -136,8 +137,6 @@ def choose_wheel(files: Iterable[IndexFile], project: str, version: str, tags: S
     beats ``py3-none-any``. Among wheels of equal rank the highest build tag wins (pip's rule).
     Refused, listing what the index has for the release, when no wheel fits.
     """
-    from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
-    from packaging.version import InvalidVersion, Version
 
     want, name = Version(version), canonicalize_name(project)
     rank: dict[Tag, int] = {}
@@ -177,7 +176,6 @@ def supported_tags(python: tuple[int, int] | None = None) -> list[Tag]:
     ``py3-none-any`` (``packaging.tags``). Elsewhere (vLLM publishes Linux wheels only), the tags
     a ``manylinux_2_28_x86_64`` machine accepts: what a vLLM image holds, read from any host.
     """
-    from packaging import tags
 
     if python is None and sys.platform.startswith("linux"):
         return list(tags.sys_tags())

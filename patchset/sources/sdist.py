@@ -23,6 +23,8 @@ none, and trusts ``listing`` (to answer "not in the sdist") only once it is whol
 from __future__ import annotations
 
 import json
+import tarfile
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -174,7 +176,6 @@ def stream_members(chunks: Iterator[bytes], wanted: set[str],
     Paths are relative to the archive's top folder, as :func:`safe_members` renames them; a member
     that :func:`safe_members` would refuse refuses the whole archive here too, before anything is kept.
     """
-    import tarfile
 
     kept: dict[str, bytes] = {}
     listing: list[str] = []
@@ -204,8 +205,6 @@ def stream_members(chunks: Iterator[bytes], wanted: set[str],
 
 
 def _unpack(blob: Path, dest: Path, name: str) -> None:
-    import tarfile
-    import zlib
 
     try:
         with tarfile.open(blob, "r:gz") as tar:

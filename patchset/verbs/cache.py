@@ -17,12 +17,15 @@ is skipped). An entry is renamed aside first, then deleted: a reader sees it who
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
 
 from patchset.cache import Cache
 from patchset.errors import UsageError
@@ -198,7 +201,6 @@ def _lock_parts(cache: Cache, e: Entry) -> tuple[str, ...]:
 
 
 def _version_key(version: str) -> tuple:
-    from packaging.version import InvalidVersion, Version
 
     try:
         return (0, Version(version))
@@ -232,7 +234,6 @@ def _entries(top: Path) -> list[Path]:
 
 def _releases_by_sha(index: Path) -> dict[str, str]:
     """sha256 of a release's file → ``"PROJECT VERSION"``, from the index entries."""
-    import json
 
     out: dict[str, str] = {}
     with contextlib.suppress(OSError):

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from patchset import parallel
 from patchset.core.manifest import Manifest
 from patchset.core.series import Loads, ReleaseResult, evaluate_release, load_patches, paths_to_read
+from patchset.errors import PatchsetError
 from patchset.sources import Source, open_source
 from patchset.sources.local import DirSource
+from patchset.verbs.deps import DepsReport, merge
 
 __all__ = ["CheckReport", "check", "evaluate_release", "releases_to_check"]
 
@@ -20,6 +22,8 @@ class CheckReport:
 
     manifest: str
     targets: list[ReleaseResult]
+    graph: DepsReport | None = None  # which patch needs which, when asked for (the Markdown report shows it)
+    graph_error: str | None = None  # why that graph could not be made
 
     @property
     def ok(self) -> bool:
@@ -33,13 +37,15 @@ def releases_to_check(manifest: Manifest, asked: Sequence[str]) -> list[str]:
 
 
 def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi",
-          on_release: Callable[[str], None] | None = None, *, files: bool = True) -> CheckReport:
+          on_release: Callable[[str], None] | None = None, *, files: bool = True,
+          graph: bool = False) -> CheckReport:
     """Every release's result, in order; releases are evaluated side by side where it pays (parallel.py).
 
     ``files=False`` drops each release's touched files (``ReleaseResult.pristine`` and ``.files``) as
     soon as it is evaluated, for reports that only show verdicts: only the Markdown report's dependency
     graph reads them. A forked child then sends back 51-106 KB instead of 2.2-2.8 MB (pickled) for a
     release of the fork-shaped 37-patch series, and a serial run reuses one release's memory for the next.
+    ``graph``: also say which patch needs which (``CheckReport.graph``), from those files.
     """
     trees = []
     for version in releases_to_check(manifest, versions):
@@ -60,7 +66,13 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
     for (_, tree), result in zip(trees, results, strict=True):
         # what a dir: tree could not prove about itself, and e.g. a .patch no patch names (validate refuses it)
         result.warnings[:0] = [*getattr(tree, "warnings", []), *manifest.warnings]
-    return CheckReport(str(manifest.path), results)
+    report = CheckReport(str(manifest.path), results)
+    if graph and results:
+        try:
+            report.graph = merge(manifest, results)
+        except PatchsetError as e:  # the report still stands without its picture
+            report.graph_error = str(e)
+    return report
 
 
 def _stream_cold(manifest: Manifest, trees: list[tuple[str, Source]], loads: Loads) -> None:

@@ -19,6 +19,7 @@ import email.policy
 import email.utils
 import gzip
 import io
+import json
 import re
 import shutil
 import tempfile
@@ -28,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import git
 from packaging.version import InvalidVersion, Version
 
 from patchset.core.manifest import DEFAULT_MANIFEST, PATCH_SUFFIXES
@@ -329,7 +331,6 @@ def _header(parsed: email.message.Message, name: str) -> str:
 
 def read_git(spec: str) -> list[Entry]:
     """``git:PATH@REV``: REV a commit or a range ``A..B``, from a local clone, oldest first."""
-    import git  # GitPython: the only way this project runs git
 
     path, sep, rev = spec[4:].rpartition("@")
     if not sep or not path or not rev:
@@ -569,7 +570,6 @@ def _install(stage: Path, into: Path, files: list[str]) -> list[str]:
 
 def q(text: str) -> str:
     """A YAML double-quoted scalar (JSON's string syntax is a subset of it)."""
-    import json
 
     return json.dumps(text, ensure_ascii=False)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from patchset import __version__
 from patchset.core.manifest import DEFAULT_MANIFEST
 from patchset.errors import PatchsetError
 
@@ -94,7 +95,6 @@ def workflow_text(action: str, versions: Sequence[str]) -> str:
 def scaffold(into: str | Path, versions: Sequence[str], *, action: str | None = None, manifest: bool = True,
              dry_run: bool = False) -> InitResult:
     """Write the starter files under ``into`` (the fork's repository), or none when any exists."""
-    from patchset import __version__
 
     if manifest and not versions:
         raise InitError("no target release", hint="name the pinned vLLM release(s): --vllm 0.29.0")

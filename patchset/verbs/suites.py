@@ -28,6 +28,7 @@ from pathlib import Path
 
 from patchset.cache import Cache
 from patchset.core.manifest import Suite
+from patchset.images import engine as docker_engine
 from patchset.runners import ERROR, FAILED, NodeResult, Outcome, Progress, RunConfig, Runner, RunOutcome
 from patchset.runners.pytestrun import (
     PYTEST_CONFIG_FILES,
@@ -162,7 +163,6 @@ def runner_identity(runner: Runner) -> str:
         return f"venv {env.python} {env.site_packages}"  # a cached venv's path names the wheel's sha256
     image = getattr(runner, "image", None)
     if image is not None:
-        from patchset.images import engine as docker_engine
 
         labels = image.attrs.get("Config", {}).get("Labels") or {}
         digest = labels.get(BASE_DIGEST_LABEL) or docker_engine.image_digest(image)

@@ -44,7 +44,7 @@ from packaging.utils import canonicalize_name
 
 from patchset.cache import Cache
 from patchset.core.manifest import Manifest, Patch
-from patchset.core.series import PatchStatus
+from patchset.core.series import PatchStatus, evaluate_release
 from patchset.errors import Finding, PatchsetError
 from patchset.runners import (
     Outcome,
@@ -53,6 +53,7 @@ from patchset.runners import (
     Runner,
     RunOutcome,
 )
+from patchset.runners.image import ImageRunner
 from patchset.runners.pytestrun import (
     ConfigRun,
     covers,
@@ -64,6 +65,8 @@ from patchset.runners.pytestrun import (
     select,
     slug,
 )
+from patchset.runners.venv import VenvRunner
+from patchset.sources import open_source
 from patchset.verbs.proof import PatchVerdict, ProofOptions, ProofReport, SuiteResult, Verdict
 from patchset.verbs.suites import SuiteJob, run_suite
 
@@ -159,10 +162,8 @@ def _negative_verdict(passed: list[str], without_fix: ConfigRun) -> tuple[Verdic
 def make_runner(image: str | None = None, gpus: str | None = None) -> Runner:
     """The image runner for ``image`` (Docker, ``gpus`` as ``docker --gpus``), else the venv runner (CPU)."""
     if image:
-        from patchset.runners.image import ImageRunner  # Docker's client: imported only for the image runner
 
         return ImageRunner(image, gpus=gpus)
-    from patchset.runners.venv import VenvRunner
 
     return VenvRunner()
 
@@ -172,7 +173,6 @@ def prove_release(manifest: Manifest, vllm: str, *, source: str = "pypi", image:
                   options: ProofOptions | None = None) -> ProofReport:
     """:func:`prove` on the release ``vllm`` names, with the runner and the pristine source (``pypi``,
     ``dir:PATH``) named; in ``workdir`` (kept), else in a temporary folder removed afterwards."""
-    from patchset.sources import open_source
 
     options = options or ProofOptions()
     version = manifest.target(vllm).version
@@ -203,7 +203,6 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
           cache: Cache | None = None) -> ProofReport:
     """Run each selected patch's tests with and without it, and the suites, on ``version``."""
     if evaluate is None:
-        from patchset.core.series import evaluate_release
 
         evaluate = evaluate_release
     options = options or ProofOptions()
