@@ -51,6 +51,15 @@ def test_a_contract_break_is_a_finding(tmp_path, monkeypatch):
     def broken(data: bytes) -> None:
         raise KeyError("id")
 
-    monkeypatch.setitem(targets.TARGETS, "patch", targets.Target("patch", broken, "broken"))
+    monkeypatch.setitem(targets.TARGETS, "patch", targets.Target("patch", broken, "broken", ()))
     monkeypatch.setattr(run, "CORPUS", FUZZ / "corpus")
     assert run.replay(["patch"]) > 0
+
+
+def test_a_refusal_that_names_nothing_is_a_finding():
+    from patchset.errors import PatchsetError
+
+    with pytest.raises(targets.Finding), targets.expect("fuzz.patch"):
+        raise PatchsetError("something is wrong")
+    with targets.expect("fuzz.patch"):  # named in the message: kept
+        raise PatchsetError("fuzz.patch: something is wrong")
