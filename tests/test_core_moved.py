@@ -37,3 +37,30 @@ def test_where_defined_and_an_update_is_searched_from_then_on():
     idx.update("pkg/b.py", b"class helper:\n    pass\n")
     assert idx.where_defined("helper") == ["pkg/a.py", "pkg/b.py"]
     assert idx.find_block([b"class helper:\n", b"    pass\n"]) == [moved.Place("pkg/b.py", 1, True)]
+
+
+def _hunk(before: list[bytes], old: list[bytes], new: list[bytes], after: list[bytes]) -> tuple[str, tuple[bytes, ...]]:
+    kinds = " " * len(before) + "-" * len(old) + "+" * len(new) + " " * len(after)
+    return kinds, tuple(before + old + new + after)
+
+
+def test_a_hunk_stays_in_its_file_while_the_file_holds_its_lines_its_result_or_most_of_its_context():
+    lines = OLD.splitlines(keepends=True)
+    kinds, keys = _hunk(lines[10:13], [lines[13]], [b"value_13 = fixed()\n"], lines[14:17])
+    assert moved.stayed(kinds, keys, b"x = 1\n" + OLD) == 1.0  # at an offset
+    assert moved.stayed(kinds, keys, OLD.replace(lines[13], b"value_13 = fixed()\n")) == 1.0  # applied already
+    own_way = OLD.replace(lines[13], b"value_13 = fixed()\nextra = True\n")  # upstream's fix, a line more
+    assert moved.stayed(kinds, keys, own_way) == 1.0
+    beside = OLD.replace(lines[11], b"value_11 = changed()\n")
+    assert moved.stayed(kinds, keys, beside) == 5 / 6
+    assert moved.stayed(kinds, keys, b"".join(lines[:10] + lines[30:])) == 0.0  # the block left the file
+    assert moved.stayed(kinds, keys, None) == 0.0
+
+
+def test_lines_that_stand_exactly_in_several_files_are_ambiguous_with_every_candidate():
+    block = OLD.splitlines(keepends=True)[10:16]
+    idx = moved.PyIndex({"pkg/a.py": OLD, "pkg/b.py": b"y = 2\n" + OLD, "pkg/renamed.py": OLD + b"z = 3\n"})
+    found = moved.follow(idx, "pkg/gone.py", block, OLD + b"z = 3\n", True)
+    assert found is not None and not found.sure
+    assert [str(p) for p in found.candidates] == ["pkg/renamed.py:11", "pkg/a.py:11", "pkg/b.py:12"]
+    assert "3 places" in found.evidence and "(ambiguous)" in found.evidence

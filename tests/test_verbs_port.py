@@ -15,6 +15,7 @@ from patchset.cli import main
 from patchset.core.manifest_load import load_manifest
 from patchset.core.patchfile import read_patch
 from patchset.verbs.check import check
+from patchset.verbs.next import next_release
 from patchset.verbs.port import header_of, port
 
 
@@ -436,3 +437,99 @@ def test_a_conflict_names_where_the_lines_nearly_stand_now(tmp_path):
     (c,) = p.conflicts
     assert c.file == "vllm/a.py" and "hunk 1's lines may have moved: moved_to: vllm/b.py:4" in c.message
     assert "moved_to: vllm/b.py:4" in (Path(p.workspace or "") / "README.md").read_text()
+
+
+def _twin(i: int, how: str = "") -> str:
+    return {"": f"line_{i} = {i}\n", "fixed": f"line_{i} = -{i}\n", "up": f"line_{i} = {i}  # upstream\n"}[how]
+
+
+TWIN = "".join(_twin(i) for i in range(1, 31))
+
+
+def _fixes(*lines: int) -> str:
+    text = TWIN
+    for i in lines:
+        text = text.replace(_twin(i), _twin(i, "fixed"))
+    return text
+
+
+def _twins_project(root: Path, new_p0: str, others: tuple[str, ...] = ("p1",),
+                   fixes: tuple[int, ...] = (15,)) -> tuple[Path, str]:
+    """Modules vllm/p0.py and ``others`` with identical lines on 0.8.0; each patch edits its own module
+    (the lines ``fixes``); 0.9.0 leaves the others alone and has ``new_p0`` for vllm/p0.py."""
+    trees = {"0.8.0": dict.fromkeys(("p0", *others), TWIN), "0.9.0": {"p0": new_p0, **dict.fromkeys(others, TWIN)}}
+    for version, files in trees.items():
+        for name, text in {"__init__": f'__version__ = "{version}"\n', **files}.items():
+            f = root / "trees" / version / "vllm" / f"{name}.py"
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(text)
+    project = root / "project"
+    entries = ""
+    for pid in ("p0", *others):
+        write_patch(project, f"recipes/{pid}/vllm-0.8.patch", udiff(f"vllm/{pid}.py", TWIN, _fixes(*fixes)))
+        entries += f"  - id: {pid}\n    patch: recipes/{pid}/vllm-0.8.patch\n"
+    manifest = write_manifest(project, 'schema: 1\ntargets:\n  "0.8.0": {}\npatches:\n' + entries)
+    return manifest, f"dir:{root / 'trees'}/{{version}}"
+
+
+def test_a_hunk_already_in_its_own_file_is_not_moved_into_a_twin_module(tmp_path):
+    # p0's first hunk is upstream in 0.9.0's p0.py, its second is not: p1.py holds the first hunk's old
+    # lines too, but they did not move there.
+    manifest, src = _twins_project(tmp_path, _fixes(5), fixes=(5, 25))
+    r = port(load_manifest(manifest), "0.9.0", source=src)
+    by = {p.id: p for p in r.patches}
+    assert (by["p0"].result, by["p0"].files, by["p0"].message) == ("ported", ("vllm/p0.py",), "")
+    text = (manifest.parent / by["p0"].patch).read_text()
+    assert "+line_25 = -25\n" in text and "line_5 = -5" not in text and "p1.py" not in text
+    assert (by["p1"].result, by["p1"].files) == ("carried", ("vllm/p1.py",))
+
+
+def test_a_fix_upstream_wrote_its_own_way_conflicts_in_its_own_file_not_in_a_twin(tmp_path):
+    # 0.9.0 has p0's change with a line of its own in the middle: the hunk's context stays in p0.py.
+    upstream = TWIN.replace(_twin(15), _twin(15, "fixed") + "fixed_p0 = True\n")
+    manifest, src = _twins_project(tmp_path, upstream)
+    r = port(load_manifest(manifest), "0.9.0", source=src)
+    by = {p.id: p for p in r.patches}
+    assert by["p0"].result == "conflict"
+    assert [(c.file, c.line, c.message) for c in by["p0"].conflicts] == [("vllm/p0.py", 15, "conflict")]
+    assert (by["p1"].result, by["p1"].files) == ("carried", ("vllm/p1.py",))
+    nr = next_release(load_manifest(manifest), "0.9.0", source=src, released=["0.9.0"])
+    (change,) = next(p for p in nr.patches if p.id == "p0").upstream_change
+    assert change.file == "vllm/p0.py" and not change.moved and "moved_to" not in change.summary
+
+
+def test_lines_standing_in_their_own_file_at_an_offset_win_over_a_twin_module(tmp_path):
+    # 0.9.0 shifted p0.py by four lines and edited beside the second hunk (a 3-way merge): p1.py holds the
+    # first hunk's lines at their old place, but p0.py holds them too, at an offset.
+    shifted = "new = 0\n" * 4 + TWIN.replace(_twin(22), _twin(22, "up"))
+    manifest, src = _twins_project(tmp_path, shifted, fixes=(5, 25))
+    r = port(load_manifest(manifest), "0.9.0", source=src)
+    by = {p.id: p for p in r.patches}
+    assert (by["p0"].result, by["p0"].files, by["p0"].message) == ("ported", ("vllm/p0.py",), "")
+    text = (manifest.parent / by["p0"].patch).read_text()
+    assert "@@ -6,7 +6,7 @@" in text and "+line_5 = -5\n" in text and "+line_25 = -25\n" in text
+    assert (by["p1"].result, by["p1"].files) == ("carried", ("vllm/p1.py",))
+
+
+def test_lines_gone_from_their_file_that_stand_in_several_modules_are_a_conflict_naming_each(tmp_path):
+    # p0.py lost the lines; p1.py and p2.py both hold them exactly: no one place to merge into.
+    manifest, src = _twins_project(tmp_path, "KEEP = 1\n", others=("p1", "p2"))
+    r = port(load_manifest(manifest), "0.9.0", source=src)
+    by = {p.id: p for p in r.patches}
+    assert by["p0"].result == "conflict" and by["p0"].patch is None
+    (c,) = by["p0"].conflicts
+    assert "vllm/p1.py:12" in c.message and "vllm/p2.py:12" in c.message and "ambiguous" in c.message
+    assert {by["p1"].result, by["p2"].result} == {"carried"}
+    assert not (manifest.parent / "recipes/p0/vllm-0.9.0.patch").exists()
+
+
+def test_a_gone_file_whose_lines_stand_in_its_rename_and_elsewhere_is_a_conflict_naming_both(tmp_path):
+    a_old = "import os\n\n\n" + FUNC_F + "\n\nKEEP = 1\n"
+    manifest, src = _moved_project(tmp_path, a_old)  # b.py: a.py renamed
+    (tmp_path / "trees/0.29.0/vllm/a.py").unlink()
+    (tmp_path / "trees/0.29.0/vllm/c.py").write_text("import sys\n\n\n" + FUNC_F)
+    r = port(load_manifest(manifest), "0.29.0", source=src)
+    (p,) = r.patches
+    assert p.result == "conflict" and p.patch is None
+    (c,) = p.conflicts
+    assert "vllm/b.py:4" in c.message and "vllm/c.py:4" in c.message and "ambiguous" in c.message

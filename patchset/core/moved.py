@@ -28,6 +28,8 @@ from patchset.core.patchfile import split_lines
 RENAME_SIMILARITY = 0.5  # git diff -M's default
 SAMPLE = 80  # lines of a gone file looked up to tell where it went
 PART_SIMILARITY = 0.1  # a file that holds this share of a gone file's lines is one of its parts (a split)
+STAYED = 0.5  # a file holding this share of a hunk's context lines together still has the hunk's place
+SLACK = 10  # lines upstream may have added between a hunk's context lines that stayed
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,8 @@ class Moved:
 
     place: Place
     evidence: str
-    sure: bool  # the old lines stand exactly there and nowhere else that counts: a port may merge there
+    sure: bool  # the old lines stand exactly there and nowhere else: a port may merge there
+    candidates: tuple[Place, ...] = ()  # every exact place, when there are several (ambiguous: no merge)
 
     def __str__(self) -> str:
         return f"moved_to: {self.place} ({self.evidence})"
@@ -216,15 +219,15 @@ def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None
     elif file_gone:
         why = f"{path} is gone and no file holds most of its lines"
     exact = [pl for pl in index.find_block(block, prefer) if pl.file != path or not file_gone]
-    # One exact place, or one in the file that most of the old file went to: as sure as git's -M.
-    in_home = [pl for pl in exact if prefer and pl.file == prefer[0]]
-    pick = exact[0] if len(exact) == 1 else in_home[0] if len(in_home) == 1 else None
-    if pick is not None:
-        said = f"the hunk's {len(block)} old lines stand exactly at {pick}"
-        return Moved(pick, f"{why}; {said}" if why else said, True)
+    # One exact place only. Several (vLLM copies code between models; a renamed file may leave a copy
+    # beside it): no guess, even for the file most of the old one went to. The caller refuses and names them.
+    if len(exact) == 1:
+        said = f"the hunk's {len(block)} old lines stand exactly at {exact[0]}"
+        return Moved(exact[0], f"{why}; {said}" if why else said, True)
     if exact:
         return Moved(exact[0], (why + "; " if why else "") + f"the hunk's old lines stand at {len(exact)} places: "
-                     + ", ".join(map(str, exact[:4])) + " (ambiguous)", False)
+                     + ", ".join(map(str, exact[:4])) + (", …" if len(exact) > 4 else "") + " (ambiguous)",
+                     False, tuple(exact))
     near = index.nearest(block, prefer)
     if near is None:
         return Moved(Place(prefer[0], 0, False), why, False) if prefer else None
@@ -247,3 +250,40 @@ def core(kinds: str, keys: tuple[bytes, ...]) -> tuple[list[bytes], list[bytes]]
     old = [k for kind, k in zip(kinds[lo:hi], keys[lo:hi], strict=True) if kind != "+"]
     new = [k for kind, k in zip(kinds[lo:hi], keys[lo:hi], strict=True) if kind != "-"]
     return old, new
+
+
+def stayed(kinds: str, keys: tuple[bytes, ...], content: bytes | None) -> float:
+    """How much of a hunk's place its own file (in the new release) still holds: 1.0 when its old lines
+    stand there exactly (it applies, maybe at an offset) or its new lines do (it is applied already),
+    else the largest share of its context lines that stand together there (0.0: the file is gone).
+
+    Upstream often edits a patched function in place: beside the hunk (a context line differs), or takes
+    the fix its own way (a line more in the middle). The hunk's place is then still in its file and a
+    3-way merge there says the rest; looking for its old lines elsewhere would find a copy of them in
+    another module (vLLM copies code between models) and port the patch into the wrong file.
+    """
+    if content is None:
+        return 0.0
+    lines = split_lines(content)
+    old, new = core(kinds, keys)
+    if _holds(lines, old) or _holds(lines, new):
+        return 1.0
+    ref = [k for kind, k in zip(kinds, keys, strict=True) if kind == " " and _meaningful(k)]
+    if not ref:  # no context that says where it was (a -U0 hunk): the lines it changes
+        ref = [k for k in old + new if _meaningful(k)]
+    if not ref:
+        return 0.0
+    wanted = {ln: i for i, ln in enumerate(ref)}
+    hits = [(n, wanted[x]) for n, x in enumerate(lines) if x in wanted]
+    span = len(old) + len(new) + SLACK
+    best, lo = 0, 0
+    for hi in range(len(hits)):  # sliding window of ``span`` lines: distinct context lines in it
+        while hits[hi][0] - hits[lo][0] > span:
+            lo += 1
+        best = max(best, len({i for _, i in hits[lo:hi + 1]}))
+    return best / len(set(ref))
+
+
+def _holds(lines: list[bytes], block: list[bytes]) -> bool:
+    k = len(block)
+    return bool(k) and any(lines[i:i + k] == block for i in range(len(lines) - k + 1) if lines[i] == block[0])

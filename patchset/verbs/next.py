@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 from patchset.core import engine, moved, semantic, series
 from patchset.core.manifest import Manifest, Patch, PatchChoice
 from patchset.core.moved import PyIndex
-from patchset.core.patchfile import Hunk, split_lines
+from patchset.core.patchfile import Hunk
 from patchset.core.words import Word
 from patchset.errors import ManifestError, SourceError
 from patchset.sources import Source, index
@@ -244,15 +244,10 @@ def upstream_changes(p: Patch, old: str, new: str, broken: Sequence[engine.HunkR
 
 
 def gone_from(hunk: Hunk, content: bytes | None) -> bool:
-    """Whether the hunk's old lines are not in ``content`` (a file of the new release) any more."""
-    if content is None:
-        return True
-    block = hunk.old_keys
-    if not block:
-        return False
-    lines = split_lines(content)
-    k = len(block)
-    return not any(lines[i:i + k] == block for i in range(len(lines) - k + 1) if lines[i] == block[0])
+    """Whether the hunk's place is gone from ``content`` (its file in the new release): the file is gone,
+    or it holds neither the hunk's old lines, nor its new ones, nor most of its context (moved.stayed).
+    Only then are its lines looked for in other files."""
+    return moved.stayed(hunk.kinds, hunk.keys, content) < moved.STAYED
 
 
 def with_moved(change: UpstreamChange, found: moved.Moved | None) -> UpstreamChange:

@@ -44,7 +44,7 @@ from patchset.core.series import python_syntax_errors, upstream_evidence
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.sources import Source, python_files
-from patchset.verbs.next import gone_from, window_change
+from patchset.verbs.next import window_change
 from patchset.verbs.trees import Trees, newest_covered_target
 from patchset.versions import Release
 
@@ -307,7 +307,7 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     pf = covered(p.load(u, manifest.base), walk.sources[u])
     base = walk.bases[u][p.id]
     leads: dict[str, list[str]] = {}
-    pf, away = _left_their_file(walk, pf, base, leads)
+    pf, away, unsure = _left_their_file(walk, pf, base, leads)
     theirs_out = engine.apply_patch(base, pf, max_fuzz=p.fuzz)
     if not theirs_out.ok:
         return PortedPatch(p.id, PortStatus.CONFLICT, u, message=f"it does not apply to vllm {u} itself "
@@ -339,6 +339,12 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
             continue
         merged[dest] = spliced
         moves.append(f"hunk {h.number} moved from {path} to {dest}:{where.place.line} ({where.evidence})")
+    for path, h, where in unsure:  # the workspace shows its file and each candidate as V has them
+        conflicts.append(Conflict(path, 0, f"hunk {h.number}'s lines are gone from {path} and {where.evidence}; "
+                                  "merge it by hand where it belongs"))
+        for x in [path, *(pl.file for pl in where.candidates[:4])]:
+            walk.adopt(x)
+            merged.setdefault(x, walk.ours.get(x))
     # Every file that merged cleanly is checked, even when another file conflicts: the workspace
     # README then says which of the clean ones would not compile or import either.
     clean = {k: v for k, v in merged.items() if k not in {c.file for c in conflicts}}
@@ -367,12 +373,18 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
                        message="; ".join(moves))
 
 
+Away = list[tuple[str, Hunk, moved.Moved]]
+
+
 def _left_their_file(walk: Walk, pf: PatchFile, base: dict[str, bytes | None],
-                     leads: dict[str, list[str]]) -> tuple[PatchFile, list[tuple[str, Hunk, moved.Moved]]]:
+                     leads: dict[str, list[str]]) -> tuple[PatchFile, Away, Away]:
     """The patch without the hunks whose lines left their file for another one in V (a function moved
-    between modules), and those hunks with the one place their old lines stand now. A hunk whose lines
-    only nearly stand in another file stays, and ``leads`` gets that place for its conflict's message."""
-    away: list[tuple[str, Hunk, moved.Moved]] = []
+    between modules), those hunks with the one place their old lines stand now, and those whose old lines
+    stand exactly in several places (ambiguous: each a conflict). A hunk whose lines only nearly stand in
+    another file, or whose file still holds some of its context, stays, and ``leads`` gets that place for
+    its conflict's message."""
+    away: Away = []
+    unsure: Away = []
     files = []
     for f in pf.files:
         ours = walk.ours.get(f.path)
@@ -381,9 +393,15 @@ def _left_their_file(walk: Walk, pf: PatchFile, base: dict[str, bytes | None],
             continue
         keep = []
         for h in f.hunks:
+            stayed = moved.stayed(h.kinds, h.keys, ours) if h.old_keys else 1.0
             found = moved.follow(walk.index(), f.path, moved.core(h.kinds, h.keys)[0], base.get(f.path), False) \
-                if h.old_keys and gone_from(h, ours) else None
-            if found is not None and found.sure and found.place.file != f.path:
+                if stayed < moved.STAYED else None
+            if found is not None and found.candidates:  # several places: refuse rather than guess
+                unsure.append((f.path, h, found))
+                continue
+            # Some of its context still stands in its own file: the lines may have been edited there
+            # rather than moved, so another file holding them is a lead for the conflict, not a place to merge.
+            if found is not None and found.sure and not stayed and found.place.file != f.path:
                 away.append((f.path, h, found))
                 continue
             if found is not None and found.place.file != f.path:
@@ -391,9 +409,9 @@ def _left_their_file(walk: Walk, pf: PatchFile, base: dict[str, bytes | None],
             keep.append(h)
         if keep:
             files.append(replace(f, hunks=tuple(keep)))
-    if not away:
-        return pf, []
-    return PatchFile(pf.path, pf.sha256, pf.header, tuple(files)), away
+    if not away and not unsure:
+        return pf, [], []
+    return PatchFile(pf.path, pf.sha256, pf.header, tuple(files)), away, unsure
 
 
 def _follow_file(walk: Walk, pf: PatchFile, path: str, old: bytes, merged: dict[str, bytes | None],
