@@ -47,34 +47,30 @@ SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-def line(i: int, how: str = "", pid: str = "") -> str:
-    name = f"{pid}_line_{i}"
-    return {"": f"{name} = {i}\n", "fixed": f"{name} = -{i}\n", "up": f"{name} = {i}  # upstream\n"}[how]
+def line(i: int, how: str = "") -> str:
+    return {"": f"line_{i} = {i}\n", "fixed": f"line_{i} = -{i}\n", "up": f"line_{i} = {i}  # upstream\n"}[how]
 
 
-def base(pid: str) -> str:
-    """A patch's module: its own names, so that no other module holds its lines (nothing looks moved)."""
-    return "".join(line(i, "", pid) for i in range(1, 31))
+BASE = "".join(line(i) for i in range(1, 31))
 
 
 def module(kind: str, pid: str) -> str:
     """One release's copy of a patch's module; the patch turns line 15 into its fix."""
-    text = base(pid)
     if kind == "shifted":
-        return "new = 0\n" * 4 + text
+        return "new = 0\n" * 4 + BASE
     if kind == "fixed":
-        return text.replace(line(15, "", pid), line(15, "fixed", pid) + f"fixed_{pid} = True\n")
+        return BASE.replace(line(15), line(15, "fixed") + f"fixed_{pid} = True\n")
     if kind == "beside":
-        return text.replace(line(12, "", pid), line(12, "up", pid))
+        return BASE.replace(line(12), line(12, "up"))
     if kind == "under":
-        return text.replace(line(15, "", pid), line(15, "up", pid))
-    return text
+        return BASE.replace(line(15), line(15, "up"))
+    return BASE
 
 
-def patched(kind: str, pid: str) -> tuple[str, str]:
+def patched(kind: str) -> tuple[str, str]:
     """A patch file's (before, after) made on a release of this kind (one that still needs the fix)."""
-    before = module("shifted" if kind == "shifted" else "same", pid)
-    return before, before.replace(line(15, "", pid), line(15, "fixed", pid))
+    before = module("shifted" if kind == "shifted" else "same", "")
+    return before, before.replace(line(15), line(15, "fixed"))
 
 
 @st.composite
@@ -122,7 +118,7 @@ def build(root: Path, s: dict) -> tuple[Path, str]:
             f = project / rel
             f.parent.mkdir(parents=True, exist_ok=True)
             f.write_text(f"Description: {p['id']}\nLast-Update: 2026-01-01\n---\n"
-                         + udiff(f"vllm/{p['id']}.py", *patched(kind, p["id"])))
+                         + udiff(f"vllm/{p['id']}.py", *patched(kind)))
             spec.append((rng, rel))
         patch = f"patch: {spec[0][1]}" if len(spec) == 1 and not spec[0][0] else \
             "patch:\n" + "".join(f'      "{r}": {rel}\n' for r, rel in spec).rstrip("\n")
