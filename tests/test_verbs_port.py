@@ -521,6 +521,9 @@ def test_lines_gone_from_their_file_that_stand_in_several_modules_are_a_conflict
     assert "vllm/p1.py:12" in c.message and "vllm/p2.py:12" in c.message and "ambiguous" in c.message
     assert {by["p1"].result, by["p2"].result} == {"carried"}
     assert not (manifest.parent / "recipes/p0/vllm-0.9.0.patch").exists()
+    workspace = Path(by["p0"].workspace or "")
+    assert "vllm/p2.py:12" in (workspace / "README.md").read_text()
+    assert {x.name for x in (workspace / "vllm").iterdir()} >= {"p0.py", "p1.py", "p2.py"}
 
 
 def test_a_gone_file_whose_lines_stand_in_its_rename_and_elsewhere_is_a_conflict_naming_both(tmp_path):
