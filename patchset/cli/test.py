@@ -38,6 +38,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "(the new result replaces it)")
     p.add_argument("--timeout", type=seconds, default=3600, metavar="SECONDS",
                    help="limit for each pytest run (default: 3600)")
+    p.add_argument("--jobs", type=jobs, default=None, metavar="N",
+                   help="configurations run side by side, each forked from a warm interpreter that imported "
+                        "torch and the test dependencies once (venv runner; default: what the cores and the "
+                        "memory allow); 1: one process per configuration, one after another")
     p.add_argument("--workdir", metavar="DIR",
                    help="keep the test tree, overlays, JUnit files and pytest logs in DIR (default: a "
                         "temporary folder, removed afterwards)")
@@ -52,6 +56,12 @@ def seconds(value: str) -> float:
     if not limit > 0 or limit == float("inf"):
         raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds greater than 0")
     return limit
+
+
+def jobs(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of runs, 1 or more")
+    return int(value)
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -81,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     manifest = manifest_from(args)
     check_outputs(args)
     options = verb.ProofOptions(patch_ids=tuple(args.patch), suites=not args.no_suites, timeout=args.timeout,
-                                rebaseline=args.rebaseline, progress=progress)
+                                rebaseline=args.rebaseline, progress=progress, jobs=args.jobs)
     report = verb.prove_release(manifest, args.vllm, source=args.source, image=args.image, gpus=args.gpus,
                                 workdir=Path(args.workdir) if args.workdir is not None else None, options=options)
     if args.junit:

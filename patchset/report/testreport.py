@@ -78,8 +78,10 @@ def _baseline_note(s: SuiteResult) -> str:
 def _footer(report: ProofReport) -> str:
     verdict = "OK" if report.ok else "NOT OK"
     secs = ", ".join(f"{k} {v:.0f} s" for k, v in report.seconds.items())
+    runs = f"{report.jobs} side by side" if report.jobs > 1 else "one at a time"
+    peak = f", largest run's peak memory {report.peak_rss_mb:.0f} MB" if report.peak_rss_mb else ""
     return (f"vLLM {report.vllm}: {verdict} ({report.runner} runner: {report.environment})"
-            + (f"\ntime: {secs}" if secs else ""))
+            + (f"\ntime: {secs} (configurations {runs}{peak})" if secs else ""))
 
 
 def render_table(report: ProofReport) -> str:

@@ -155,7 +155,7 @@ def select(outcome: RunOutcome, selectors: Sequence[str], not_found: dict[str, s
             elif outcome.exit_code in (0, 1, 5):
                 why = "not collected: no test matches this node id"
             else:
-                why = f"pytest exited with code {outcome.exit_code}: {_last_output_line(outcome.output)}"
+                why = f"pytest exited with code {outcome.exit_code}: {_crash_line(outcome.output)}"
             hits = [NodeResult(s, Outcome.ERROR, why)]
         for r in hits:
             out.setdefault(r.nodeid, r)

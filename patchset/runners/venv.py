@@ -44,12 +44,14 @@ from patchset.runners import (
     junit_env,
     no_progress,
     pytest_args,
+    warm,
 )
 from patchset.runners.junit import read_junit
 from patchset.runners.offline import cpu_env, write_hf_home
 from patchset.runners.output import RunOutput
 from patchset.runners.overlay import make_overlay
 from patchset.sources import download, index
+from patchset.runners.warm import ServerGone, WarmServer
 
 #: Bump when what goes into a venv changes, so cached venvs built the old way are not reused.
 VENV_FORMAT = 1
@@ -253,10 +255,18 @@ class VenvRunner:
     needs_accelerator_reason = "the venv runner has no accelerator (CPU only)"
 
     def __init__(self, env: PythonEnv | None = None, *, builder: VenvBuilder | None = None,
-                 cpu: bool = True) -> None:
+                 cpu: bool = True, jobs: int = 1) -> None:
         self.env = env
         self.builder = builder
         self.cpu = cpu
+        #: Runs side by side; above 1, each run is a child forked from a warm interpreter (runners/warm.py).
+        self.jobs = jobs
+        self.warnings: list[str] = []
+        self.peak_rss_kb = 0  # the largest run's peak memory (warm runs report it)
+        self._server: WarmServer | None = None
+        self._server_failed = False
+        self._server_lock = threading.Lock()
+        self._scratch: Path | None = None
 
     def prepare(self, project: str, version: str, progress: Progress = no_progress) -> str:
         if self.env is None:
@@ -272,18 +282,90 @@ class VenvRunner:
         installed = self.env.site_packages / config.package
         overlay = make_overlay(installed, work / "overlay", config.package_files())
         junit = work / "junit.xml"
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
-        env.update(self.env.env)
-        env.update(cpu_env(write_hf_home(work / "hf")) if self.cpu else junit_env(skip_global_cleanup=False))
+        server = self._warm_server(config.package) if self.jobs > 1 else None
+        # A warm child shares its server's HF_HOME: the hub library reads it when it is imported, in the server.
+        hf_home = self._scratch / "hf" if server is not None and self._scratch else work / "hf"
+        env = self._base_env(hf_home)
         env["PYTHONPATH"] = os.pathsep.join([str(overlay), str(PLUGIN_DIR)])
-        env["PYTHONDONTWRITEBYTECODE"] = "1"  # never write into the shared venv
-        cmd = [str(self.env.python), "-m", "pytest",
-               *pytest_args(config.selectors, junit=str(junit), rootdir=str(config.tree))]
+        args = pytest_args(config.selectors, junit=str(junit), rootdir=str(config.tree))
+        cmd = [str(self.env.python), "-m", "pytest", *args]
+        if server is not None:
+            try:
+                return self._run_warm(server, config, env, args, cmd, overlay, junit)
+            except ServerGone as e:
+                self._note(f"the warm interpreter failed ({e}); {config.label} and the runs after it "
+                           "run the serial way")
+                env = self._base_env(work / "hf")
+                env["PYTHONPATH"] = os.pathsep.join([str(overlay), str(PLUGIN_DIR)])
         code, output, duration = run_streaming(cmd, cwd=config.tree, env=env, timeout=config.timeout,
                                                log=work / "pytest.log", progress=config.progress,
                                                label=config.label)
+        import resource
+
+        # the largest child this process has waited for: the runs (and, once, the venv's build)
+        self.peak_rss_kb = max(self.peak_rss_kb, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
         results, problem = read_junit(junit)
         return RunOutcome(results, code, duration, cmd, output, junit, problem)
+
+    def _base_env(self, hf_home: Path) -> dict[str, str]:
+        assert self.env is not None
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+        env.update(self.env.env)
+        env.update(cpu_env(write_hf_home(hf_home)) if self.cpu else junit_env(skip_global_cleanup=False))
+        env["PYTHONDONTWRITEBYTECODE"] = "1"  # never write into the shared venv
+        return env
+
+    def _run_warm(self, server: WarmServer, config: RunConfig, env: dict[str, str], args: list[str],
+                  cmd: list[str], overlay: Path, junit: Path) -> RunOutcome:
+        log = config.workdir / "pytest.log"
+        ran = server.run(args, cwd=config.tree, env=env, path=[str(overlay), str(PLUGIN_DIR)], log=log,
+                         timeout=config.timeout)
+        self.peak_rss_kb = max(self.peak_rss_kb, ran.maxrss_kb)
+        with open(log, encoding="utf-8", errors="replace") as written, open(os.devnull, "w") as nowhere:
+            out = RunOutput(nowhere, config.progress, config.label)  # the child wrote the log: its tail is read back
+            for line in written:
+                out.line(line)
+        code = ran.exit_code
+        if ran.timed_out and code < 0:  # as run_streaming says a timeout
+            note = f"\n[patchset: killed after {config.timeout:.0f} s]\n"
+            out.note(note)
+            with open(log, "a", encoding="utf-8") as sink_end:
+                sink_end.write(note)
+            code = -1
+        results, problem = read_junit(junit)
+        return RunOutcome(results, code, ran.seconds, cmd, out.tail, junit, problem)
+
+    def _warm_server(self, package: str) -> WarmServer | None:
+        """The warm interpreter, started on the first run; None (and a warning, once) where it cannot fork."""
+        with self._server_lock:
+            if self._server is not None or self._server_failed:
+                return self._server
+            assert self.env is not None
+            self._scratch = Path(tempfile.mkdtemp(prefix="patchset-warm-"))
+            server = WarmServer(self.env.python, package, self._base_env(self._scratch / "hf"), self._scratch,
+                                warm.WARM_MODULES)
+            why = server.start()
+            if why is None:
+                self._server = server
+            else:
+                self._server_failed = True
+                self._note(f"configurations run one process each, one after another: forking a warm "
+                           f"interpreter is not safe here ({why})")
+            return self._server
+
+    def _note(self, warning: str) -> None:
+        if warning not in self.warnings:
+            self.warnings.append(warning)
+
+    def close(self) -> None:
+        """Stop the warm interpreter, if one was started."""
+        with self._server_lock:
+            if self._server is not None:
+                self._server.close()
+                self._server = None
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
+                self._scratch = None
 
 
 def run_streaming(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float | None, log: Path,

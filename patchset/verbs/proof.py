@@ -79,6 +79,8 @@ class ProofReport:
     suites: list[SuiteResult]
     warnings: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    peak_rss_mb: float = 0.0  # the largest single run's peak memory, where the runner measures it
+    jobs: int = 1  # configurations run side by side
 
     @property
     def ok(self) -> bool:
@@ -94,3 +96,6 @@ class ProofOptions:
     timeout: float | None = None  # the limit for each pytest run, in seconds
     rebaseline: bool = False  # run the suites on the pristine release again instead of using the cache
     progress: Progress = no_progress
+    #: Configurations run side by side (the venv runner: each a child of a warm interpreter). None: what
+    #: the cores and the memory allow (runners.warm.default_jobs); 1: one process per configuration, in turn.
+    jobs: int | None = None

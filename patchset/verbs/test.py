@@ -35,10 +35,11 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from packaging.utils import canonicalize_name
 
@@ -71,6 +72,7 @@ from patchset.verbs.proof import PatchVerdict, ProofOptions, ProofReport, SuiteR
 from patchset.verbs.suites import SuiteJob, run_suite
 
 SERIES = "series"
+_T = TypeVar("_T")
 
 
 Evaluate = Callable[..., Any]  # patchset.core.series.evaluate_release
@@ -168,6 +170,23 @@ def make_runner(image: str | None = None, gpus: str | None = None) -> Runner:
     return VenvRunner()
 
 
+def configurations(manifest: Manifest, testable: list[Patch], suites: bool) -> int:
+    """How many pytest runs a proof makes at least: the series, one per negative control, one per suite."""
+    return 1 + len(testable) + (len(manifest.suites) if suites else 0)
+
+
+def side_by_side(runner: Runner, asked: int | None, runs: int) -> int:
+    """Configurations to run at once: ``asked`` (--jobs), else what the cores and memory allow. Only a
+    runner with ``jobs`` runs them so (the venv runner); elsewhere one process per configuration."""
+    if not hasattr(runner, "jobs"):
+        return 1
+    if asked is None:
+        from patchset.runners.warm import default_jobs
+
+        asked = default_jobs(runs)
+    return max(1, asked)
+
+
 def prove_release(manifest: Manifest, vllm: str, *, source: str = "pypi", image: str | None = None,
                   gpus: str | None = None, workdir: Path | None = None,
                   options: ProofOptions | None = None) -> ProofReport:
@@ -230,10 +249,27 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
                        seconds={"prepare": round(time.monotonic() - t0, 1)})
 
     testable = [p for p in selected if status[p.id].status == PatchStatus.APPLIES and p.tests]
-    verdicts, _ = session.prove(testable, [])
-    suite_results: list[SuiteResult] = []
-    if options.suites and manifest.suites:
-        suite_results = _suites(session, cache)
+    jobs = side_by_side(runner, options.jobs, configurations(manifest, testable, options.suites))
+    if hasattr(runner, "jobs"):
+        runner.jobs = jobs
+    pool = ThreadPoolExecutor(jobs, thread_name_prefix="patchset-run") if jobs > 1 else None
+    session = replace(session, pool=pool)
+    with_suites = options.suites and bool(manifest.suites)
+    try:
+        if pool is None:  # one configuration after another, in this thread: the proofs, then the suites
+            verdicts, _ = session.prove(testable, [])
+            suite_results = [s.result() for s in _suites(session, cache)] if with_suites else []
+        else:  # all handed to the pool first, then read in the same order
+            started = session.start(testable)
+            suites = _suites(session, cache) if with_suites else []
+            verdicts = session.finish(testable, started)
+            suite_results = [s.result() for s in suites]
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+        close = getattr(runner, "close", None)
+        if close is not None:
+            close()
     out: list[PatchVerdict] = []
     for p in selected:
         st = status[p.id].status
@@ -244,7 +280,10 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
         else:
             out.append(decide(p.id, p.tests, None, None))
     session.seconds["total"] = round(time.monotonic() - t0, 1)
-    return ProofReport(version, runner.name, environment, out, suite_results, list(full.warnings), session.seconds)
+    warnings = [*full.warnings, *getattr(runner, "warnings", [])]
+    peak = getattr(runner, "peak_rss_kb", 0) / 1024
+    return ProofReport(version, runner.name, environment, out, suite_results, warnings, session.seconds,
+                       round(peak, 1), jobs)
 
 
 @dataclass
@@ -276,6 +315,7 @@ class _Session:
     workdir: Path
     options: ProofOptions
     seconds: dict[str, float]  # by configuration label, filled in as they run
+    pool: ThreadPoolExecutor | None = None  # runs side by side; None: one after another, in this thread
 
     @property
     def progress(self) -> Progress:
@@ -292,16 +332,38 @@ class _Session:
             return {}, []
         series = self.run(SERIES, {p: self.full.files[p] for p in self.package_paths}, wanted)
         suites = [SuiteResult(path, series.view(SERIES, (), (path,))) for path in suite_paths]
+        return self.decide_all(testable, series, {p.id: _Later(self.negative_control, p) for p in testable}), suites
+
+    def start(self, testable: list[Patch]) -> tuple[Future[_Ran], dict[str, Future[ConfigRun | str]]] | None:
+        """Every configuration of the proofs handed to the pool at once (it runs as many side by side as it
+        has threads): the series, then each negative control. None when no patch has tests to run."""
+        assert self.pool is not None
+        if not testable:
+            return None
+        wanted = [t for p in testable for t in p.tests]
+        series = self.pool.submit(self.run, SERIES, {p: self.full.files[p] for p in self.package_paths}, wanted)
+        return series, {p.id: self.pool.submit(self.negative_control, p) for p in testable}
+
+    def finish(self, testable: list[Patch], started: tuple[Future[_Ran], dict[str, Future[ConfigRun | str]]] | None
+               ) -> dict[str, PatchVerdict]:
+        """The verdicts of what :meth:`start` ran, decided in the manifest's order as the serial path does."""
+        if started is None:
+            return {}
+        series, controls = started
+        return self.decide_all(testable, series.result(), controls)
+
+    def decide_all(self, testable: list[Patch], series: _Ran,
+                   controls: Mapping[str, _Later | Future[ConfigRun | str]]) -> dict[str, PatchVerdict]:
         verdicts: dict[str, PatchVerdict] = {}
         why_no_gpu = getattr(self.runner, "needs_accelerator_reason", None)
         for p in testable:
             with_fix = series.view(SERIES, (), p.tests)
-            v = decide(p.id, p.tests, with_fix, self.negative_control(p))
+            v = decide(p.id, p.tests, with_fix, controls[p.id].result())
             if v.verdict == Verdict.NEEDS_GPU and why_no_gpu:
                 v.reason += f" ({why_no_gpu})"
             verdicts[p.id] = v
             self.progress(f"{p.id}: {v.verdict} ({v.reason})")
-        return verdicts, suites
+        return verdicts
 
     def run(self, label: str, files: dict[str, bytes | None], selectors: Sequence[str]) -> _Ran:
         config = RunConfig(label, import_name(self.manifest.pypi), files, self.tree, minimal_selectors(selectors),
@@ -331,13 +393,36 @@ class _Session:
         return self.run(label, files, p.tests).view(label, excluded, p.tests)
 
 
-def _suites(session: _Session, cache: Cache | None) -> list[SuiteResult]:
-    """The manifest's suites, each in a run of its own, judged against the pristine release (verbs.suites)."""
+def _suites(session: _Session, cache: Cache | None) -> list[Future[SuiteResult] | _Done[SuiteResult]]:
+    """The manifest's suites, each in a run of its own, judged against the pristine release (verbs.suites).
+    With a pool, each suite is a task of it (started now); without, each is run here, in turn."""
     s, paths = session, session.package_paths
     job = SuiteJob(s.runner, s.manifest.pypi, s.version, import_name(s.manifest.pypi),
                    {p: s.full.files[p] for p in paths}, {p: s.full.pristine.get(p) for p in paths},
                    s.tree, pristine_tests_root(s.source), s.workdir, s.timeout, s.progress,
                    {p.id: p.tests for p in s.manifest.patches}, cache or Cache(), s.options.rebaseline, s.seconds)
-    return [run_suite(job, suite) for suite in s.manifest.suites]
+    if s.pool is None:
+        return [_Done(run_suite(job, suite)) for suite in s.manifest.suites]
+    return [s.pool.submit(run_suite, job, suite) for suite in s.manifest.suites]
+
+
+class _Done(Generic[_T]):
+    """A result already there, read like a Future's."""
+
+    def __init__(self, value: _T) -> None:
+        self.value = value
+
+    def result(self) -> _T:
+        return self.value
+
+
+class _Later:
+    """A negative control run when its verdict is decided (the serial path's order), read like a Future."""
+
+    def __init__(self, fn: Callable[[Patch], ConfigRun | str], patch: Patch) -> None:
+        self.fn, self.patch = fn, patch
+
+    def result(self) -> ConfigRun | str:
+        return self.fn(self.patch)
 
 

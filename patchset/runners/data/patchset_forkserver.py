@@ -1,0 +1,155 @@
+"""A warm interpreter for the venv runner: imports the heavy third-party modules once, forks one pytest per run.
+
+Started by ``patchset.runners.warm`` with the venv's own Python, never imported by patchset itself.
+Usage: ``python patchset_forkserver.py PACKAGE MODULE...``. It imports each MODULE (torch, pytest,
+the test dependencies: never PACKAGE, the code under test), then says on stdout, in one JSON line,
+what it imported and whether forking is safe. After that it reads one JSON request a line on stdin::
+
+    {"id": 1, "argv": [...pytest arguments...], "cwd": DIR, "env": {...}, "path": [DIR...], "log": FILE}
+
+forks a child for each and answers ``{"id": 1, "pid": PID}`` at once and
+``{"id": 1, "exit": CODE, "maxrss_kb": KB, "seconds": S}`` when the child is gone (CODE as
+``subprocess`` gives it: negative for a signal). The child starts a session of its own (its process
+group is its pid: whoever times it out kills that group), sends its output to FILE, takes ``env`` as
+its whole environment, puts ``path`` first on ``sys.path`` (as PYTHONPATH would), then runs pytest as
+``python -m pytest`` does. PACKAGE is imported there, from the child's own path, for the first time.
+
+Forking is unsafe, and said so instead of ``ready``, when an import started a thread (a forked child
+gets only the forking thread, and any lock another thread held stays held), initialised CUDA, or
+imported PACKAGE. End of input: the remaining children are killed and the server leaves.
+"""
+
+import contextlib
+import json
+import os
+import select
+import signal
+import sys
+import threading
+import time
+
+
+def _reply(out, message):
+    try:
+        out.write(json.dumps(message) + "\n")
+        out.flush()
+    except (BrokenPipeError, ValueError):  # patchset is gone: the children are killed at end of input
+        pass
+
+
+def _unsafe(package):
+    if package in sys.modules or any(m.startswith(package + ".") for m in sys.modules):
+        return f"a warm import imported {package}, the code under test"
+    if threading.active_count() > 1:
+        names = ", ".join(t.name for t in threading.enumerate() if t is not threading.main_thread())
+        return f"a warm import started {threading.active_count() - 1} thread(s) ({names})"
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(getattr(torch, "cuda", None), "is_initialized", lambda: False)():
+        return "a warm import initialised CUDA"
+    return None
+
+
+def _child(request, base_path, keep_fds):
+    """The forked child: one pytest run, as ``python -m pytest`` in a fresh process would make it."""
+    code = 3
+    try:
+        os.setsid()
+        for fd in keep_fds:
+            os.close(fd)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL if sig != signal.SIGINT else signal.default_int_handler)
+        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        os.close(null)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.path[:] = [request["cwd"], *request["path"], *base_path]
+        import runpy
+
+        sys.argv = ["pytest", *request["argv"]]  # runpy puts the module's file first, as -m does
+        try:
+            runpy.run_module("pytest", run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        import atexit
+
+        atexit._run_exitfuncs()  # what an interpreter runs when it leaves (multiprocessing's joins, vLLM's own)
+    except BaseException:  # noqa: BLE001 -- whatever happens, the child must leave here, never return
+        try:
+            import traceback
+
+            traceback.print_exc()
+            sys.stderr.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+    finally:
+        os._exit(code if isinstance(code, int) and 0 <= code < 256 else 3)
+
+
+def main():
+    package, modules = sys.argv[1], sys.argv[2:]
+    out = os.fdopen(os.dup(1), "w")  # answers; stray prints of warm imports go to stderr
+    os.dup2(2, 1)
+    if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+        sys.path.pop(0)  # this script's folder is not a path of the runs
+    base_path = list(sys.path)
+    imported, failed = [], []
+    started = time.monotonic()
+    for name in modules:
+        try:
+            __import__(name)
+            imported.append(name)
+        except BaseException as e:  # noqa: BLE001 -- a module that cannot be imported is left to the runs
+            failed.append(f"{name}: {type(e).__name__}: {e}")
+    unsafe = _unsafe(package)
+    _reply(out, {"ready": unsafe is None, "unsafe": unsafe, "imported": imported, "failed": failed,
+                 "seconds": round(time.monotonic() - started, 2)})
+    if unsafe:
+        return 0
+    stdin = sys.stdin.fileno()
+    running = {}  # pid -> (request id, start time)
+    buffered = b""
+    eof = False
+    while not eof or running:
+        if not eof:
+            ready, _, _ = select.select([stdin], [], [], 0.05 if running else None)
+            if ready:
+                chunk = os.read(stdin, 65536)
+                eof = not chunk
+                buffered += chunk
+                while b"\n" in buffered:
+                    line, buffered = buffered.split(b"\n", 1)
+                    request = json.loads(line)
+                    pid = os.fork()
+                    if pid == 0:
+                        _child(request, base_path, (out.fileno(),))  # stdin (fd 0) is replaced there
+                    running[pid] = (request["id"], time.monotonic())
+                    _reply(out, {"id": request["id"], "pid": pid})
+            if eof:
+                for pid in running:  # nobody is waiting for these any more
+                    with contextlib.suppress(OSError):
+                        os.killpg(pid, signal.SIGKILL)
+        else:
+            time.sleep(0.05)
+        while running:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            if pid not in running:
+                continue
+            rid, t0 = running.pop(pid)
+            _reply(out, {"id": rid, "exit": os.waitstatus_to_exitcode(status), "maxrss_kb": usage.ru_maxrss,
+                         "seconds": round(time.monotonic() - t0, 3)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

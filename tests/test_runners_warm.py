@@ -1,0 +1,179 @@
+"""The warm interpreter: configurations forked from it, side by side, say what one process each says.
+
+A tiny real project (test_verbs_test's shape): six patches, each on a module of its own, each with
+a test it adds, so one proof meets every way a run ends: proven, not-discriminating, failing, and
+negative controls that crash (SIGSEGV), are killed (SIGKILL) and hang past the timeout.
+"""
+
+from __future__ import annotations
+
+import compileall
+import json
+import os
+import shutil
+import signal
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from helpers import udiff, write_patch
+
+from patchset.cache import Cache
+from patchset.core.manifest_load import load_manifest
+from patchset.report import testreport
+from patchset.runners import warm
+from patchset.runners.venv import PythonEnv, VenvRunner
+from patchset.sources.local import DirSource
+from patchset.verbs import proof
+from patchset.verbs import test as vt
+
+MODULE = "def value():\n    return 1\n"
+TIMEOUT = 20  # the hanging control waits this long, twice; a loaded 2-core machine needs the margin
+
+#: patch id -> (the module as the fix leaves it, the test the patch adds)
+PATCHES = {
+    "proven": ("def value():\n    return 2\n", "assert value() == 2"),
+    "useless": ("def value():\n    return 2\n", "assert value() in (1, 2)"),
+    "failing": ("def value():\n    return 3\n", "assert value() == 2"),
+    "crashes": ("def value():\n    return 2\n",
+                "if value() != 2:\n        os.kill(os.getpid(), signal.SIGSEGV)"),
+    "killed": ("def value():\n    return 2\n",
+               "if value() != 2:\n        os.kill(os.getpid(), signal.SIGKILL)"),
+    "hangs": ("def value():\n    return 2\n",
+              "while value() != 2:\n        time.sleep(0.2)"),
+}
+
+
+def project(root: Path) -> tuple[Path, Path, Path]:
+    """(pristine source tree, site-packages, manifest) of the six-patch toy series."""
+    src, site = root / "src", root / "site"
+    (src / "toypkg").mkdir(parents=True)
+    (src / "toypkg" / "__init__.py").write_text("")
+    for pid in PATCHES:
+        (src / "toypkg" / f"{pid}.py").write_text(MODULE)
+    (src / "tests").mkdir()
+    (src / "tests" / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+    (src / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    shutil.copytree(src / "toypkg", site / "toypkg")
+    compileall.compile_dir(site, quiet=1)
+    entries = []
+    for pid, (fixed, body) in PATCHES.items():
+        test = (f"import os\nimport signal\nimport time\n\nfrom toypkg.{pid} import value\n\n\n"
+                f"def test_{pid}():\n    {body}\n")
+        text = udiff(f"toypkg/{pid}.py", MODULE, fixed) + udiff(f"tests/test_{pid}.py", "", test).replace(
+            f"--- a/tests/test_{pid}.py", "--- /dev/null")
+        write_patch(root, f"recipes/{pid}.patch", text)
+        entries.append(f"  - id: {pid}\n    patch: recipes/{pid}.patch\n"
+                       f"    tests: [\"tests/test_{pid}.py::test_{pid}\"]\n")
+    manifest = root / "patches.yaml"
+    manifest.write_text('schema: 1\nupstream: {pypi: toypkg}\ntargets:\n  "1.0": {}\n'
+                        'suites: ["tests/test_nothing.py"]\npatches:\n' + "".join(entries))
+    return src, site, manifest
+
+
+def prove(root: Path, jobs: int, name: str) -> proof.ProofReport:
+    src, site, manifest = root / "src", root / "site", root / "patches.yaml"
+    runner = VenvRunner(PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False)
+    work = root / name
+    work.mkdir()
+    options = proof.ProofOptions(timeout=TIMEOUT, jobs=jobs)
+    return vt.prove(load_manifest(manifest), "1.0", runner, DirSource(src), workdir=work, options=options,
+                    cache=Cache(root / f"cache-{name}"))
+
+
+EXPECTED = {"proven": "proven", "useless": "not-discriminating", "failing": "failing", "crashes": "inconclusive",
+            "killed": "inconclusive", "hangs": "inconclusive"}
+
+
+def _doc(report: proof.ProofReport) -> object:
+    """The JSON document less its timings (they differ from run to run; nothing else may)."""
+    def strip(x: object) -> object:
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k not in ("duration", "seconds")}
+        if isinstance(x, list):
+            return [strip(v) for v in x]
+        return x
+
+    return strip(json.loads(testreport.render_json(report)))
+
+
+@pytest.mark.slow
+def test_side_by_side_forked_runs_give_the_serial_paths_verdicts_and_json(tmp_path):
+    project(tmp_path)
+    serial = prove(tmp_path, 1, "serial")
+    fast = prove(tmp_path, 3, "fast")
+    assert {p.id: str(p.verdict) for p in serial.patches} == EXPECTED
+    assert _doc(fast) == _doc(serial)
+    assert (serial.jobs, fast.jobs, fast.warnings, serial.warnings) == (1, 3, [], [])
+    by_id = {p.id: p for p in fast.patches}
+    assert by_id["crashes"].without_fix.exit_code == -signal.SIGSEGV
+    assert "Fatal Python error: Segmentation fault" in by_id["crashes"].reason
+    assert by_id["killed"].without_fix.exit_code == -signal.SIGKILL and "killed by signal 9" in by_id["killed"].reason
+    assert by_id["hangs"].without_fix.exit_code == -1 and f"timed out after {TIMEOUT} s" in by_id["hangs"].reason
+    assert fast.peak_rss_mb > 0
+
+
+def test_each_configuration_imports_the_package_from_its_own_overlay(tmp_path):
+    src, site, _ = project(tmp_path)
+    report = prove(tmp_path, 2, "fast")  # `proven` is only proven if the two configurations differ
+    assert str(next(p for p in report.patches if p.id == "proven").verdict) == "proven"
+    # and the warm interpreter never imported it: a package it had imported would be refused (below)
+
+
+@pytest.mark.parametrize(("module", "why"), [
+    ("toypkg", "a warm import imported toypkg, the code under test"),
+    ("starts_a_thread", "a warm import started 1 thread(s)"),
+])
+def test_where_forking_is_not_safe_the_serial_path_runs_with_a_warning(tmp_path, monkeypatch, module, why):
+    src, site, _ = project(tmp_path)
+    (site / "starts_a_thread.py").write_text("import threading, time\n"
+                                             "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
+    monkeypatch.setattr(warm, "WARM_MODULES", ("pytest", module))
+    # the server finds the module in the site the runs' overlays link (the runs set PYTHONPATH themselves)
+    report = prove_only(tmp_path, ["proven", "useless"], jobs=2, env={"PYTHONPATH": str(site)})
+    assert {p.id: str(p.verdict) for p in report.patches} == {"proven": "proven", "useless": "not-discriminating"}
+    assert len(report.warnings) == 1 and why in report.warnings[0] and "one after another" in report.warnings[0]
+
+
+def test_a_warm_interpreter_that_dies_leaves_the_runs_to_the_serial_path(tmp_path, monkeypatch):
+    project(tmp_path)
+    started = []
+    original = warm.WarmServer.start
+
+    def start_then_die(self):
+        why = original(self)
+        started.append(self.proc)
+        os.killpg(self.proc.pid, signal.SIGKILL)  # the server (and any child) gone before the first run
+        self.proc.wait()
+        return why
+
+    monkeypatch.setattr(warm.WarmServer, "start", start_then_die)
+    report = prove_only(tmp_path, ["proven", "useless"], jobs=2)
+    assert started and {p.id: str(p.verdict) for p in report.patches} == {"proven": "proven",
+                                                                        "useless": "not-discriminating"}
+    assert any("the warm interpreter failed" in w for w in report.warnings)
+
+
+def prove_only(root: Path, ids: list[str], jobs: int, env: dict[str, str] | None = None) -> proof.ProofReport:
+    runner = VenvRunner(PythonEnv(Path(sys.executable), root / "site", "this interpreter", env or {}), cpu=False)
+    work = root / f"only-{jobs}"
+    work.mkdir()
+    options = proof.ProofOptions(patch_ids=tuple(ids), suites=False, timeout=TIMEOUT, jobs=jobs)
+    return vt.prove(load_manifest(root / "patches.yaml"), "1.0", runner, DirSource(root / "src"), workdir=work,
+                    options=options, cache=Cache(root / "cache"))
+
+
+def test_jobs_by_default_fit_the_cores_and_the_memory(monkeypatch):
+    monkeypatch.setattr(warm, "_mem_available", lambda: 5 << 30)
+    monkeypatch.setattr("patchset.parallel.usable_cores", lambda: 8)
+    assert warm.default_jobs(6, per_run_bytes=2 << 30) == 2  # memory for two
+    assert warm.default_jobs(1, per_run_bytes=2 << 30) == 1
+    monkeypatch.setattr(warm, "_mem_available", lambda: 64 << 30)
+    assert warm.default_jobs(6, per_run_bytes=2 << 30) == 6
+    monkeypatch.setattr("patchset.parallel.usable_cores", lambda: 2)
+    assert warm.default_jobs(6, per_run_bytes=2 << 30) == 2
+
+
+def test_the_server_script_is_shipped_beside_the_plugin():
+    assert warm.SERVER.is_file() and textwrap.dedent(warm.SERVER.read_text()).startswith('"""A warm interpreter')
