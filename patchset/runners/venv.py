@@ -282,7 +282,7 @@ class VenvRunner:
         installed = self.env.site_packages / config.package
         overlay = make_overlay(installed, work / "overlay", config.package_files())
         junit = work / "junit.xml"
-        server = self._warm_server(config.package) if self.jobs > 1 else None
+        server = self._warm_server(config, overlay) if self.jobs > 1 else None
         # A warm child shares its server's HF_HOME: the hub library reads it when it is imported, in the server.
         hf_home = self._scratch / "hf" if server is not None and self._scratch else work / "hf"
         env = self._base_env(hf_home)
@@ -335,16 +335,35 @@ class VenvRunner:
         results, problem = read_junit(junit)
         return RunOutcome(results, code, ran.seconds, cmd, out.tail, junit, problem)
 
-    def _warm_server(self, package: str) -> WarmServer | None:
-        """The warm interpreter, started on the first run; None (and a warning, once) where it cannot fork."""
+    def _warm_server(self, config: RunConfig, overlay: Path) -> WarmServer | None:
+        """The warm interpreter, started on the first run; None (and a warning, once) where it cannot fork.
+
+        What it imports: :data:`warm.WARM_MODULES`, and every module importing the package and the test
+        tree's conftest imports besides them. That list is found once per venv (by a child of the server
+        that imports the package from this first run's overlay) and kept in the cache.
+        """
         with self._server_lock:
             if self._server is not None or self._server_failed:
                 return self._server
             assert self.env is not None
             self._scratch = Path(tempfile.mkdtemp(prefix="patchset-warm-"))
-            server = WarmServer(self.env.python, package, self._base_env(self._scratch / "hf"), self._scratch,
-                                warm.WARM_MODULES)
+            import hashlib
+
+            key = hashlib.sha256(f"{self.env.site_packages.resolve()}\0{config.package}".encode()).hexdigest()[:24]
+            kept = Cache().path("warm", f"{key}.json")
+            try:
+                probed = tuple(json.loads(kept.read_text()))
+                probe = None
+            except (OSError, ValueError):
+                probed = ()
+                conftest = ["tests.conftest"] if (config.tree / "tests" / "conftest.py").is_file() else []
+                probe = {"cwd": str(config.tree), "path": [str(overlay), str(PLUGIN_DIR)], "also": conftest}
+            server = WarmServer(self.env.python, config.package, self._base_env(self._scratch / "hf"),
+                                self._scratch, (*warm.WARM_MODULES, *probed), probe)
             why = server.start()
+            if why is None and probe is not None and server.hello.get("probed"):
+                with contextlib.suppress(OSError):
+                    Cache().put_bytes(json.dumps(server.hello["probed"]).encode(), "warm", f"{key}.json")
             if why is None:
                 self._server = server
             else:

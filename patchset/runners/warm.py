@@ -61,8 +61,11 @@ class WarmServer:
     """One server process for one venv and one environment; thread-safe ``run``."""
 
     def __init__(self, python: Path, package: str, env: dict[str, str], cwd: Path,
-                 modules: tuple[str, ...] = WARM_MODULES) -> None:
+                 modules: tuple[str, ...] = WARM_MODULES, probe: dict | None = None) -> None:
+        """``probe``: find what else to import first ({"cwd", "path", "also"}: a run's folder and path, and
+        modules of the test tree to import with the package), in a child that imports the package itself."""
         self.python, self.package, self.env, self.cwd, self.modules = python, package, env, cwd, modules
+        self.probe = probe
         self.proc: subprocess.Popen | None = None
         self.hello: dict = {}
         self._lock = threading.Lock()
@@ -73,7 +76,9 @@ class WarmServer:
 
     def start(self) -> str | None:
         """Start the server and wait for its warm imports; None when it is ready, else why it cannot fork."""
-        self.proc = subprocess.Popen([str(self.python), str(SERVER), self.package, *self.modules], cwd=self.cwd,
+        probe = [f"--probe={json.dumps(self.probe)}"] if self.probe else []
+        self.proc = subprocess.Popen([str(self.python), str(SERVER), self.package, *probe, *self.modules],
+                                     cwd=self.cwd,
                                      env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         assert self.proc.stdout is not None

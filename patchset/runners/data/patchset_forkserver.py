@@ -94,8 +94,53 @@ def _child(request, base_path, keep_fds):
         os._exit(code if isinstance(code, int) and 0 <= code < 256 else 3)
 
 
+def _probe(package, spec, base_path):
+    """What importing PACKAGE and the test tree's conftest imports besides them, found in a forked child
+    (this process imports neither): the modules, in the order they were imported."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        names = []
+        try:
+            os.close(read_end)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            os.chdir(spec["cwd"])
+            os.environ.update(spec.get("env", {}))
+            sys.path[:] = [spec["cwd"], *spec["path"], *base_path]
+            before = set(sys.modules)
+            for name in [package, *spec.get("also", [])]:
+                with contextlib.suppress(BaseException):  # what did get imported is still worth warming
+                    __import__(name)
+            local = tuple(os.path.realpath(p) + os.sep for p in [spec["cwd"], *spec["path"]])
+            skip = {package, "tests", "__main__", *spec.get("also", [])}
+            for name, module in list(sys.modules.items()):
+                if name in before or name.split(".")[0] in skip:
+                    continue
+                where = getattr(module, "__file__", None)
+                if where and os.path.realpath(where).startswith(local):
+                    continue  # the test tree's and the overlay's own modules are the runs' to import
+                names.append(name)
+            with os.fdopen(write_end, "w") as pipe:
+                pipe.write(json.dumps(names))
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    try:
+        return json.loads(data)
+    except ValueError:
+        return []
+
+
 def main():
     package, modules = sys.argv[1], sys.argv[2:]
+    probe = None
+    if modules and modules[0].startswith("--probe="):
+        probe, modules = json.loads(modules[0][len("--probe="):]), modules[1:]
     out = os.fdopen(os.dup(1), "w")  # answers; stray prints of warm imports go to stderr
     os.dup2(2, 1)
     if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
@@ -103,7 +148,8 @@ def main():
     base_path = list(sys.path)
     imported, failed = [], []
     started = time.monotonic()
-    for name in modules:
+    probed = _probe(package, probe, base_path) if probe else []
+    for name in [*modules, *probed]:
         try:
             __import__(name)
             imported.append(name)
@@ -111,7 +157,7 @@ def main():
             failed.append(f"{name}: {type(e).__name__}: {e}")
     unsafe = _unsafe(package)
     _reply(out, {"ready": unsafe is None, "unsafe": unsafe, "imported": imported, "failed": failed,
-                 "seconds": round(time.monotonic() - started, 2)})
+                 "probed": probed, "seconds": round(time.monotonic() - started, 2)})
     if unsafe:
         return 0
     stdin = sys.stdin.fileno()
