@@ -9,9 +9,11 @@ kernel's count of bytes every read() returned (``rchar``, page cache included) f
 its children, taken once per side outside the timed runs; peak memory is patchset's maximum RSS (of
 the process itself: forked children evaluating releases have their own), also taken outside them.
 
-    .venv/bin/python bench/run.py [--repeat 5] [--quick] [--cold]
+    .venv/bin/python bench/run.py [--repeat 5] [--quick] [--cold] [--proof]
 
-``--cold`` adds the cold workload of ``bench/cold.py`` (empty caches, over the network).
+``--cold`` adds the cold workload of ``bench/cold.py`` (empty caches, over the network), the cold
+default-source check among it; ``--proof`` the ``patchset test`` workload of ``bench/proof.py``
+(``make bench BENCH_ARGS=--proof``); ``--proof-only`` prints just that and the cold check.
 """
 
 from __future__ import annotations
@@ -176,7 +178,19 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="leave out the 500 x 10 workload")
     ap.add_argument("--cold", action="store_true", help="also the cold workload (bench/cold.py; network)")
+    ap.add_argument("--proof", action="store_true",
+                    help="also `patchset test` on the CPU venv, --jobs 1 against the default (bench/proof.py; "
+                         "minutes: builds the venv the first time)")
+    ap.add_argument("--proof-only", action="store_true", help="only the proof workload and the cold check")
     args = ap.parse_args()
+    if args.proof_only:
+        import cold
+        import proof
+
+        print("\n".join(proof.proof_rows()))
+        print()
+        print("\n".join(cold.sdist_rows(3)))
+        return 0
     # Bytecode compiled, as an installed package's is (PYTHONDONTWRITEBYTECODE would leave every run compiling).
     compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "patchset"), quiet=1)
     cache = Cache()
@@ -200,6 +214,11 @@ def main() -> int:
 
         print()
         print("\n".join(cold.cold_rows(max(3, args.repeat // 2))))
+    if args.proof:
+        import proof
+
+        print()
+        print("\n".join(proof.proof_rows()))
     return 0
 
 
