@@ -50,8 +50,8 @@ from patchset.runners.junit import read_junit
 from patchset.runners.offline import cpu_env, write_hf_home
 from patchset.runners.output import RunOutput
 from patchset.runners.overlay import make_overlay
-from patchset.sources import download, index
 from patchset.runners.warm import ServerGone, WarmServer
+from patchset.sources import download, index
 
 #: Bump when what goes into a venv changes, so cached venvs built the old way are not reused.
 VENV_FORMAT = 1

@@ -41,6 +41,7 @@ KINDS = {
     "baselines": "pristine suite results",
     "derived": "parsed manifests and patch files",
     "image-test-tools": "pytest for images",
+    "warm": "what each venv's warm interpreter imports (patchset test)",
 }
 #: Folders of the cache that are never entries.
 NOT_ENTRIES = {"locks"}
