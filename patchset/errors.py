@@ -11,6 +11,8 @@ EXIT_OK = 0
 EXIT_FINDING = 1  # what was asked does not hold: a hunk fails, a fix is missing, not proven
 EXIT_BAD_INPUT = 2  # manifest, patch file, arguments, environment
 EXIT_INTERNAL = 3  # a bug in patchset: one line on stderr, the traceback in a file
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a tool stopped by Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: stdout's reader left (`| head`)
 
 
 class PatchsetError(Exception):

@@ -334,7 +334,8 @@ def _hunk_disagreement(ours: engine.PatchOutcome, gnu: Verdict) -> tuple[str, st
         if h.applied and theirs != h.offset:
             return "BAD: hunk placed elsewhere than GNU patch", what
         if not h.applied and theirs is not None:
-            named = h.status in (engine.ALREADY, engine.FUZZ) or any(n in h.message for n in NAMED)
+            named = h.status in (engine.HunkStatus.ALREADY, engine.HunkStatus.FUZZ) or \
+                any(n in h.message for n in NAMED)
             return None if named else ("BAD: hunk refused, no named reason, where GNU patch places it", what)
     return None
 
@@ -358,7 +359,7 @@ def _applies(case: Case, ours: engine.PatchOutcome, gnu: Verdict, git: Verdict, 
     offsets = {h.number: h.offset for h in ours.hunks if h.number}
     if gnu.hunks and any(gnu.hunks.get(k) not in (None, v) for k, v in offsets.items()):
         return "BAD: offsets differ from GNU patch", f"ours {offsets}, GNU {gnu.hunks}"
-    moved = any(h.status == engine.OFFSET for h in ours.hunks)
+    moved = any(h.status == engine.HunkStatus.OFFSET for h in ours.hunks)
     return ("agree: applies with offset" if moved else "agree: applies exactly"), ""
 
 
@@ -368,11 +369,11 @@ def _refused(ours: engine.PatchOutcome, gnu: Verdict, git: Verdict, gnu_ok: bool
     text = " ".join(h.message for h in ours.hunks) + " " + ours.message
     if "ambiguous" in text:
         reason = "ambiguity refused"
-    elif engine.ALREADY in statuses:
+    elif engine.HunkStatus.ALREADY in statuses:
         reason = "partial refused (some hunks already applied)"
     elif "line endings are ignored" in text or "mixed line endings" in text:
         reason = "line endings refused"
-    elif engine.FUZZ in statuses:
+    elif engine.HunkStatus.FUZZ in statuses:
         reason = "fuzz refused"
     elif "must land at the" in text:
         reason = "anchoring refused"

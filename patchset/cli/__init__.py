@@ -28,15 +28,12 @@ from patchset import __version__
 from patchset.cli import progress
 from patchset.cli.registry import VERBS as _REGISTRY
 from patchset.cli.registry import help_texts
-from patchset.errors import EXIT_INTERNAL, PatchsetError, UsageError
+from patchset.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, PatchsetError, UsageError
 from patchset.report.common import error_doc
 
 # Each verb module has add_parser(subparsers) and run(args) -> exit code; names and help live in .registry.
 VERBS = tuple(_REGISTRY)
 
-EXIT_OK = 0
-EXIT_FAILED = 1  # what was asked does not hold
-EXIT_ERROR = 2  # bad input: manifest, patch file, arguments, environment
 
 
 class _Parser(argparse.ArgumentParser):
@@ -157,8 +154,6 @@ def _refuse(prog: str, e: PatchsetError, as_json: bool) -> int:
     return e.exit_code
 
 
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a tool stopped by Ctrl-C
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 
 
 def _reader_gone() -> int:

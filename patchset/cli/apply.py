@@ -8,6 +8,7 @@ from patchset.cli.options import add_manifest, add_vllm, manifest_from
 from patchset.cli.registry import subparser
 from patchset.core.series import PatchStatus
 from patchset.core.trees import compiled
+from patchset.errors import EXIT_BAD_INPUT, EXIT_OK
 from patchset.sources.tree import TargetTree
 from patchset.verbs.apply import apply_series, recover_tree
 
@@ -28,10 +29,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     if args.recover:
         print(f"{args.dir}: {recover_tree(args.dir)}")
-        return 0
+        return EXIT_OK
     if not args.vllm:
         print("patchset apply: error: --vllm is required (the release the tree holds)", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     manifest = manifest_from(args)
     report = apply_series(manifest, args.vllm, args.dir, compile_bytecode=not args.no_compile,
                           allow_version_mismatch=args.allow_version_mismatch)
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{report.tree}: {report.recovered}")
     if report.already:
         print(f"{report.tree}: {report.message}")
-        return 0
+        return EXIT_OK
     assert report.result is not None
     for p in report.result.patches:
         applied = p.status == PatchStatus.APPLIES
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     for w in report.result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"{report.tree}: {report.message}; provenance in {_shown(args.dir, report.record)}")
-    return 0
+    return EXIT_OK
 
 
 def _shown(tree: str, path: str) -> str:

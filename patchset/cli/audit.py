@@ -8,7 +8,7 @@ from patchset.cli.options import add_source, add_summary, image_reference, progr
 from patchset.cli.registry import subparser
 from patchset.core.manifest import DEFAULT_MANIFEST
 from patchset.core.manifest_export import manifest_at, split_revision
-from patchset.errors import PatchsetError
+from patchset.errors import EXIT_FINDING, EXIT_OK, PatchsetError
 from patchset.report import auditreport as render
 from patchset.verbs.audit import audit
 
@@ -43,4 +43,4 @@ def run(args: argparse.Namespace) -> int:
     write_summary(args, lambda: render.render_markdown(report))
     for line in render.github_annotations(report):
         print(line, file=sys.stderr)
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_FINDING

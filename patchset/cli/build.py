@@ -8,6 +8,7 @@ from patchset.cli import progress as reporter
 from patchset.cli.options import add_manifest, add_vllm, image_reference, image_tag, manifest_from
 from patchset.cli.registry import subparser
 from patchset.core.series import PatchStatus
+from patchset.errors import EXIT_OK
 from patchset.report.build import render_json
 from patchset.report.common import plural
 from patchset.verbs.build import build_image, default_base, default_tag, sbom_file_for
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
 
         sys.stdout.write(render_json(report))
-        return 0
+        return EXIT_OK
     carried = [p.id for p in report.result.patches
                if p.status == PatchStatus.APPLIES and p.id not in report.not_carried]
     upstream = [p.id for p in report.result.patches if p.status == PatchStatus.UPSTREAM]
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  not in an image (left out): {', '.join(left)}")
     if report.sbom:
         print(f"  SBOM: {report.sbom['path']} in the image, and {report.sbom['file']}")
-    return 0
+    return EXIT_OK
 
 
 def _size(n: float) -> str:

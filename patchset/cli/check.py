@@ -14,6 +14,7 @@ from patchset.cli.options import (
     write_summary,
 )
 from patchset.cli.registry import subparser
+from patchset.errors import EXIT_FINDING, EXIT_OK
 from patchset.report import check as render
 from patchset.verbs.check import check
 
@@ -39,4 +40,4 @@ def run(args: argparse.Namespace) -> int:
     # must stay one clean document (JSON, JUnit XML or Markdown for the step summary).
     for line in render.github_annotations(report):
         print(line, file=sys.stderr)
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_FINDING

@@ -7,6 +7,7 @@ import sys
 
 from patchset.cli.options import add_format, add_manifest, add_source, manifest_from, release
 from patchset.cli.registry import subparser
+from patchset.errors import EXIT_FINDING, EXIT_OK
 from patchset.report import deps as render
 from patchset.verbs.deps import deps
 
@@ -24,4 +25,4 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     report = deps(manifest_from(args), args.vllm, args.source)
     sys.stdout.write(render.RENDERERS[args.format](report))
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_FINDING

@@ -7,6 +7,7 @@ import sys
 
 from patchset.cli.options import add_dry_run, add_source
 from patchset.cli.registry import subparser
+from patchset.errors import EXIT_FINDING, EXIT_OK
 from patchset.report import importer as render
 from patchset.verbs.importer import LAYOUTS, import_series
 
@@ -36,5 +37,5 @@ def run(args: argparse.Namespace) -> int:
     result = import_series(args.sources, args.into, args.target, args.layout, dry_run=args.dry_run,
                            force=args.force, source=args.source, ci=args.ci)
     sys.stdout.write(render.RENDERERS[args.format](result))
-    return 0 if result.ok else 1
+    return EXIT_OK if result.ok else EXIT_FINDING
 

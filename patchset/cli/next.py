@@ -14,6 +14,7 @@ from patchset.cli.options import (
     write_summary,
 )
 from patchset.cli.registry import subparser
+from patchset.errors import EXIT_FINDING, EXIT_OK
 from patchset.report import port as render
 from patchset.verbs.next import next_release
 
@@ -36,4 +37,4 @@ def run(args: argparse.Namespace) -> int:
     report = next_release(manifest, args.vllm, pre=args.pre, source=args.source, on_release=progress)
     sys.stdout.write(render.NEXT[args.format](report))
     write_summary(args, lambda: render.next_markdown(report))
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_FINDING

@@ -14,6 +14,7 @@ from patchset.cli.options import (
     release,
 )
 from patchset.cli.registry import subparser
+from patchset.errors import EXIT_FINDING, EXIT_OK
 from patchset.report import port as render
 from patchset.verbs.port import DEFAULT_WORKDIR, port
 
@@ -46,4 +47,4 @@ def run(args: argparse.Namespace) -> int:
     report = port(manifest, args.to, from_release=args.from_release, only=args.patch, workdir=args.workdir,
                   dry_run=args.dry_run, source=args.source, on_patch=progress, on_plan=plan)
     sys.stdout.write(render.PORT[args.format](report))
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_FINDING

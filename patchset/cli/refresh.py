@@ -5,6 +5,7 @@ import sys
 
 from patchset.cli.options import add_dry_run, add_format, add_manifest, add_source, add_workdir, manifest_from, release
 from patchset.cli.registry import subparser
+from patchset.errors import EXIT_OK
 from patchset.report import port as render
 from patchset.verbs.port import DEFAULT_WORKDIR
 from patchset.verbs.refresh import refresh
@@ -26,4 +27,4 @@ def run(args: argparse.Namespace) -> int:
     manifest = manifest_from(args)
     report = refresh(manifest, args.id, args.vllm, workdir=args.workdir, source=args.source, dry_run=args.dry_run)
     sys.stdout.write(render.REFRESH[args.format](report))
-    return 0
+    return EXIT_OK

@@ -7,6 +7,7 @@ import sys
 
 from patchset.cli.registry import subparser
 from patchset.core.schema import schema_text
+from patchset.errors import EXIT_OK
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -16,4 +17,4 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     sys.stdout.write(schema_text())
-    return 0
+    return EXIT_OK

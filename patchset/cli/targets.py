@@ -7,6 +7,7 @@ import json
 
 from patchset.cli.options import add_manifest, manifest_from
 from patchset.cli.registry import subparser
+from patchset.errors import EXIT_OK
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -34,4 +35,4 @@ def run(args: argparse.Namespace) -> int:
     else:
         for r in rows:
             print(f"{r['vllm']:10} {r['image'] or '-':40} {', '.join(r['patches']) or '(nothing carried)'}")
-    return 0
+    return EXIT_OK

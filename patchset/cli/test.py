@@ -9,7 +9,7 @@ from pathlib import Path
 from patchset.cli import progress as reporter
 from patchset.cli.options import add_manifest, add_summary, add_vllm, image_reference, manifest_from, write_summary
 from patchset.cli.registry import subparser
-from patchset.errors import UsageError
+from patchset.errors import EXIT_FINDING, EXIT_OK, UsageError
 from patchset.report import testreport
 from patchset.verbs import test as verb
 
@@ -100,4 +100,4 @@ def run(args: argparse.Namespace) -> int:
     write_summary(args, lambda: testreport.render_markdown(report))
     for line in testreport.github_annotations(report):
         print(line, file=sys.stderr)
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_FINDING

@@ -5,11 +5,9 @@ import sys
 
 from patchset.cli.options import add_manifest
 from patchset.cli.registry import subparser
+from patchset.errors import EXIT_BAD_INPUT, EXIT_OK
 from patchset.report import validate as render
 from patchset.verbs.validate import validate
-
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
 
 
 def add_parser(sub) -> argparse.ArgumentParser:

@@ -86,9 +86,6 @@ class OutcomeStatus(Word):
     FAILED = "failed"
 
 
-# the short names callers (tests/differential.py, the verbs) compare against
-EXACT, OFFSET, FUZZ = HunkStatus.EXACT, HunkStatus.OFFSET, HunkStatus.FUZZ
-ALREADY, FAILED, NOT_IN_TREE = HunkStatus.ALREADY, HunkStatus.FAILED, HunkStatus.NOT_IN_TREE
 
 MAX_FUZZ_PROBE = 2  # as far as GNU patch goes by default; further is not worth reporting
 
@@ -112,7 +109,7 @@ class HunkResult:
     @property
     def fails(self) -> bool:
         """Not applied, and not because its result is there already or its file is not in this kind of tree."""
-        return not self.applied and self.status not in (ALREADY, NOT_IN_TREE)
+        return not self.applied and self.status not in (HunkStatus.ALREADY, HunkStatus.NOT_IN_TREE)
 
 
 @dataclass(frozen=True)
@@ -154,17 +151,17 @@ def apply_patch(tree: Mapping[str, bytes | None], patch: PatchFile, *, max_fuzz:
 
 
 def _summarise(results: list[HunkResult], changed: dict[str, bytes | None], modes: dict[str, int]) -> PatchOutcome:
-    bad = [h for h in results if not h.applied and h.status != ALREADY]
+    bad = [h for h in results if not h.applied and h.status != HunkStatus.ALREADY]
     if bad:
         msg = "; ".join(f"hunk {h.number} ({h.file}): {h.status}" + (f" - {h.message}" if h.message else "")
                         for h in bad)
         return PatchOutcome(OutcomeStatus.FAILED, tuple(results), {}, msg)
     content = [h for h in results if not _is_mode(h)]
-    if content and all(h.status == ALREADY for h in content):
+    if content and all(h.status == HunkStatus.ALREADY for h in content):
         note = "; its mode changes cannot be checked in memory" if len(content) < len(results) else ""
         return PatchOutcome(OutcomeStatus.ALREADY, tuple(results), {}, "every hunk is already in the tree" + note)
-    if any(h.status == ALREADY for h in results):
-        already = [str(h.number) for h in results if h.status == ALREADY]
+    if any(h.status == HunkStatus.ALREADY for h in results):
+        already = [str(h.number) for h in results if h.status == HunkStatus.ALREADY]
         return PatchOutcome(OutcomeStatus.FAILED, tuple(results), {},
                             f"partly applied already (hunks {', '.join(already)}): the tree is neither "
                             "pristine nor patched")
@@ -177,8 +174,8 @@ def _is_mode(h: HunkResult) -> bool:
 
 def _file_result(path: str, status: HunkStatus, message: str, hunks: tuple[Hunk, ...] = ()) -> list[HunkResult]:
     """One result per hunk (or one hunk-0 result) carrying a file-level verdict."""
-    applied = status not in (FAILED, ALREADY)
-    line = 1 if applied or status == ALREADY else None
+    applied = status not in (HunkStatus.FAILED, HunkStatus.ALREADY)
+    line = 1 if applied or status == HunkStatus.ALREADY else None
     return [HunkResult(path, h.number, status, applied, line=line, message=message) for h in hunks] \
         or [HunkResult(path, 0, status, applied, line=line, message=message)]
 
@@ -196,8 +193,8 @@ def _apply_file(fp: FilePatch, read: Callable[[str], bytes | None],
             return _onto_existing(fp, target, source, max_fuzz), {}
     if source is None:
         if fp.new_path is None:  # deleted already (series.py refuses a path another layout would find)
-            return _file_result(fp.old_path, ALREADY, "the file is gone already", fp.hunks), {}
-        return _file_result(fp.old_path, FAILED, "the patch changes this file but it is not in the tree",
+            return _file_result(fp.old_path, HunkStatus.ALREADY, "the file is gone already", fp.hunks), {}
+        return _file_result(fp.old_path, HunkStatus.FAILED, "the patch changes this file but it is not in the tree",
                             fp.hunks), {}
     results, after = _edit(source, fp, max_fuzz)
     results += _file_level(fp)
@@ -205,7 +202,7 @@ def _apply_file(fp: FilePatch, read: Callable[[str], bytes | None],
         return results, {}
     if fp.new_path is None:
         if after:
-            return results + [HunkResult(fp.old_path, fp.hunks[-1].number if fp.hunks else 0, FAILED, False,
+            return results + [HunkResult(fp.old_path, fp.hunks[-1].number if fp.hunks else 0, HunkStatus.FAILED, False,
                                          message="the patch deletes this file but lines remain")], {}
         return results, {fp.old_path: None}
     writes: dict[str, bytes | None] = {fp.new_path: after}
@@ -220,14 +217,15 @@ def _file_level(fp: FilePatch) -> list[HunkResult]:
     path = fp.path
     change = fp.mode_change
     if change:
-        out.append(HunkResult(path, 0, EXACT, True, line=None, message=f"mode {change[0]:06o} -> {change[1]:06o}"))
+        out.append(HunkResult(path, 0, HunkStatus.EXACT, True, line=None,
+                              message=f"mode {change[0]:06o} -> {change[1]:06o}"))
     if not fp.hunks:
         if fp.is_rename:
-            out.append(HunkResult(path, 0, EXACT, True, line=None, message=f"renamed from {fp.old_path}"))
+            out.append(HunkResult(path, 0, HunkStatus.EXACT, True, line=None, message=f"renamed from {fp.old_path}"))
         elif fp.is_copy:
-            out.append(HunkResult(path, 0, EXACT, True, line=None, message=f"copied from {fp.old_path}"))
+            out.append(HunkResult(path, 0, HunkStatus.EXACT, True, line=None, message=f"copied from {fp.old_path}"))
         elif fp.new_path is None:
-            out.append(HunkResult(path, 0, EXACT, True, line=None, message="deletes the (empty) file"))
+            out.append(HunkResult(path, 0, HunkStatus.EXACT, True, line=None, message="deletes the (empty) file"))
     return out
 
 
@@ -236,12 +234,13 @@ def _create(fp: FilePatch, existing: bytes | None) -> tuple[list[HunkResult], di
     target = b"".join(key for h in fp.hunks for key in h.new_keys)
     mode = f" (mode {fp.new_mode:06o})" if fp.new_mode else ""
     if existing is None:
-        results = [HunkResult(path, h.number, EXACT, True, line=1) for h in fp.hunks]
-        return results or [HunkResult(path, 0, EXACT, True, line=1, message=f"creates an empty file{mode}")], \
+        results = [HunkResult(path, h.number, HunkStatus.EXACT, True, line=1) for h in fp.hunks]
+        return results or [HunkResult(path, 0, HunkStatus.EXACT, True, line=1,
+                                      message=f"creates an empty file{mode}")], \
             {path: target}
     if existing == target:
-        return _file_result(path, ALREADY, "", fp.hunks), {}
-    return _file_result(path, FAILED, "the patch creates this file but it already exists", fp.hunks), {}
+        return _file_result(path, HunkStatus.ALREADY, "", fp.hunks), {}
+    return _file_result(path, HunkStatus.FAILED, "the patch creates this file but it already exists", fp.hunks), {}
 
 
 def _onto_existing(fp: FilePatch, target: bytes, source: bytes | None, max_fuzz: int) -> list[HunkResult]:
@@ -249,14 +248,15 @@ def _onto_existing(fp: FilePatch, target: bytes, source: bytes | None, max_fuzz:
     assert fp.new_path is not None
     verb = "renames" if fp.is_rename else "copies"
     if fp.is_rename and source is not None:
-        return _file_result(fp.new_path, FAILED, f"the patch {verb} {fp.old_path} onto a file that exists",
+        return _file_result(fp.new_path, HunkStatus.FAILED, f"the patch {verb} {fp.old_path} onto a file that exists",
                             fp.hunks)
     results, _ = _edit(target, fp, max_fuzz)
-    if fp.hunks and all(r.status == ALREADY for r in results):
+    if fp.hunks and all(r.status == HunkStatus.ALREADY for r in results):
         return results
     if not fp.hunks and (source is None or source == target):
-        return _file_result(fp.new_path, ALREADY, f"{verb} {fp.old_path}: done already")
-    return _file_result(fp.new_path, FAILED, f"the patch {verb} {fp.old_path} to {fp.new_path}, which exists "
+        return _file_result(fp.new_path, HunkStatus.ALREADY, f"{verb} {fp.old_path}: done already")
+    return _file_result(fp.new_path, HunkStatus.FAILED,
+                        f"the patch {verb} {fp.old_path} to {fp.new_path}, which exists "
                         "and differs", fp.hunks)
 
 
@@ -309,9 +309,9 @@ class _Cursor:
     def after(self, hunk: Hunk, res: HunkResult, new_floor: int) -> _Cursor:
         growth = len(hunk.new_keys) - len(hunk.old_keys)
         shift = self.shift + growth if res.applied else self.shift
-        if not (res.applied or res.status == ALREADY):
+        if not (res.applied or res.status == HunkStatus.ALREADY):
             return _Cursor(shift, self.last_offset, self.floor)
-        return _Cursor(shift, res.offset + (growth if res.status == ALREADY else 0), new_floor)
+        return _Cursor(shift, res.offset + (growth if res.status == HunkStatus.ALREADY else 0), new_floor)
 
 
 _NOWHERE: list[int] = []  # the places of a line the buffer does not hold (shared: never changed)
@@ -391,7 +391,7 @@ class _Placement:
                           offset=at - self.shift - self.header_pos, patch_line=self.hunk.line, **kw)
 
     def failure(self, message: str, at: int | None = None, **kw) -> tuple[HunkResult, int]:
-        return self.result(FAILED, self.expected if at is None else at, applied=False, message=message,
+        return self.result(HunkStatus.FAILED, self.expected if at is None else at, applied=False, message=message,
                            **kw), self.floor
 
     def run(self) -> tuple[HunkResult, int]:
@@ -530,8 +530,9 @@ class _Placement:
         self.buf.replace(pick, count, merged)
         start = pick - head
         if fuzz:
-            return self.result(FUZZ, start, fuzz=fuzz, message=f"placed with fuzz {fuzz}"), pick + len(merged)
-        status = EXACT if start - self.shift == self.header_pos else OFFSET
+            placed = self.result(HunkStatus.FUZZ, start, fuzz=fuzz, message=f"placed with fuzz {fuzz}")
+            return placed, pick + len(merged)
+        status = HunkStatus.EXACT if start - self.shift == self.header_pos else HunkStatus.OFFSET
         return self.result(status, start), pick + len(merged)
 
     def merged(self, pick: int, head: int, tail: int) -> tuple[int, list[bytes]]:
@@ -568,7 +569,7 @@ class _Placement:
                 return self.failure(f"the context around the removed lines is joined at line {pick - self.shift + 1} "
                                     f"but the lines it removes still stand at line {left + 1}: neither applied "
                                     "nor applicable")
-        return self.result(ALREADY, pick, applied=False), pick + len(self.new)
+        return self.result(HunkStatus.ALREADY, pick, applied=False), pick + len(self.new)
 
     def fuzzy(self) -> tuple[HunkResult, int] | None:
         """GNU patch's fuzz: ignore up to N outer context lines (asymmetric context stays anchored)."""
@@ -590,7 +591,7 @@ class _Placement:
             if fuzz <= self.max_fuzz:
                 return self.apply(pick, head, tail, fuzz)
             at = pick - head
-            return self.result(FUZZ, at, fuzz=fuzz, applied=False,
+            return self.result(HunkStatus.FUZZ, at, fuzz=fuzz, applied=False,
                                message=f"matches only with fuzz {fuzz} at line {at - self.shift + 1} (GNU patch "
                                "would place it there); refused: allow fuzz for this patch in the manifest only "
                                "if you checked that place"), self.floor

@@ -21,7 +21,7 @@ import re
 from patchset import __version__
 from patchset.core.digest import sha256
 from patchset.core.manifest import Manifest
-from patchset.core.series import APPLIES, NOT_IN_TREE, ReleaseResult
+from patchset.core.series import PatchStatus, ReleaseResult
 from patchset.core.trees import compiled
 from patchset.errors import PatchsetError
 from patchset.sources.local import PROVENANCE_NAME
@@ -45,9 +45,9 @@ def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "rep
     patches = []
     for p in result.patches:
         entry: dict[str, object] = {"id": p.id, "status": p.status}
-        if p.status == APPLIES:
+        if p.status == PatchStatus.APPLIES:
             entry.update({"sha256": p.sha256, "patch": p.patch_file, "files": list(p.files)})
-        elif p.status == NOT_IN_TREE:
+        elif p.status == PatchStatus.NOT_IN_TREE:
             entry.update({"sha256": p.sha256, "patch": p.patch_file})
         elif p.evidence:
             entry["evidence"] = p.evidence
@@ -137,7 +137,7 @@ def carried_ids(record: dict) -> dict[str, str]:
     """patch id -> sha256 of the patch file, for the patches the record says were applied whole: one whose
     compiled code was left out (overlaying files cannot carry it) is not carried."""
     return {p["id"]: p.get("sha256", "") for p in record.get("patches", [])
-            if p.get("status") == APPLIES and not left_out_compiled(p)}
+            if p.get("status") == PatchStatus.APPLIES and not left_out_compiled(p)}
 
 
 def left_out_compiled(entry: dict) -> list[str]:

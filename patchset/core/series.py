@@ -44,13 +44,11 @@ class PatchStatus(Word):
     NOT_IN_TREE = "not-in-tree"  # every file it touches is beside the package, in a tree that holds none
 
 
-# the short names the verbs (test, build, audit, deps, provenance) import
-APPLIES, UPSTREAM, NOT_TARGETED = PatchStatus.APPLIES, PatchStatus.UPSTREAM, PatchStatus.NOT_TARGETED
-FAILED, BLOCKED, PARTLY_UPSTREAM = PatchStatus.FAILED, PatchStatus.BLOCKED, PatchStatus.PARTLY_UPSTREAM
-EXCLUDED, NOT_IN_TREE = PatchStatus.EXCLUDED, PatchStatus.NOT_IN_TREE
 # not-in-tree is no finding: this tree cannot say, and the check against an upstream tree does
-GOOD = (APPLIES, UPSTREAM, NOT_TARGETED, EXCLUDED, NOT_IN_TREE)
-NOT_APPLYING = (FAILED, BLOCKED, PARTLY_UPSTREAM)  # what blocks the patches that come after it
+GOOD = (PatchStatus.APPLIES, PatchStatus.UPSTREAM, PatchStatus.NOT_TARGETED, PatchStatus.EXCLUDED,
+        PatchStatus.NOT_IN_TREE)
+# what blocks the patches that come after it
+NOT_APPLYING = (PatchStatus.FAILED, PatchStatus.BLOCKED, PatchStatus.PARTLY_UPSTREAM)
 
 
 @dataclass
@@ -187,21 +185,21 @@ def _evaluate_one(walk: _Walk, p: Patch, pf: PatchFile | None, load_error: Patch
         if targeted:
             walk.warnings.append(f"{p.id} is upstream in {version} ({evidence}) but releases {str(p.releases)!r} "
                             f"still includes it: narrow the range to retire the patch there")
-        return PatchResult(p.id, UPSTREAM, evidence=evidence)
+        return PatchResult(p.id, PatchStatus.UPSTREAM, evidence=evidence)
     if p.id in walk.exclude:
-        return PatchResult(p.id, EXCLUDED, message="left out on purpose")
+        return PatchResult(p.id, PatchStatus.EXCLUDED, message="left out on purpose")
     if not targeted:
         why = f"outside releases {str(p.releases)!r}"
         if p.present:
             why += "; " + "; ".join(probe.describe(pristine.get(probe.file)) for probe in p.present)
-        return PatchResult(p.id, NOT_TARGETED, evidence=why)
+        return PatchResult(p.id, PatchStatus.NOT_TARGETED, evidence=why)
     if load_error is not None:
-        return PatchResult(p.id, FAILED, message=str(load_error))
+        return PatchResult(p.id, PatchStatus.FAILED, message=str(load_error))
     assert pf is not None
-    base = PatchResult(p.id, FAILED, patch_file=pf.path, sha256=pf.sha256)
+    base = PatchResult(p.id, PatchStatus.FAILED, patch_file=pf.path, sha256=pf.sha256)
     broken = [d for d in p.after if d in walk.by_id and walk.by_id[d].status in NOT_APPLYING]
     if broken:
-        base.status = BLOCKED
+        base.status = PatchStatus.BLOCKED
         base.message = "comes after " + ", ".join(f"{d} ({walk.by_id[d].status})" for d in broken)
         return base
     return _apply_one(walk, p, pf, base)
@@ -215,7 +213,7 @@ def _apply_one(walk: _Walk, p: Patch, pf: PatchFile, base: PatchResult) -> Patch
     base.tree = _kind(source) if beside else ""
     outside = _not_in_tree(beside, source)
     if not covered:
-        base.status = NOT_IN_TREE
+        base.status = PatchStatus.NOT_IN_TREE
         base.hunks = outside
         base.message = (f"nothing of it is in this {_kind(source)} ({', '.join(base.skipped)}): check it against "
                         "an upstream tree (--source pypi or git:PATH)")
@@ -228,7 +226,7 @@ def _apply_one(walk: _Walk, p: Patch, pf: PatchFile, base: PatchResult) -> Patch
     base.hunks = _in_patch_order(_with_patch_lines(outcome.hunks, sub), outside, pf)
     untouched = not any(tree.get(x) != pristine.get(x) for x in sub.touched)
     if outcome.status == engine.OutcomeStatus.ALREADY and untouched:
-        base.status = UPSTREAM
+        base.status = PatchStatus.UPSTREAM
         base.evidence = "reverse-apply: every hunk is already in the pristine tree (weak evidence: add a present probe)"
         walk.warnings.append(f"{p.id}: every hunk is already in {walk.version}; if the fix is upstream there, "
                         "narrow releases to retire the patch")
@@ -240,7 +238,7 @@ def _apply_one(walk: _Walk, p: Patch, pf: PatchFile, base: PatchResult) -> Patch
         if content is None:
             walk.modes.pop(path, None)
     walk.modes.update(outcome.modes)
-    base.status = APPLIES
+    base.status = PatchStatus.APPLIES
     base.files = tuple(sorted(set(outcome.files) | set(outcome.modes)))
     for probe in p.present:
         if source.covers(probe.file) and not probe.holds(tree.get(probe.file)):
@@ -271,9 +269,10 @@ def _missing_files(walk: _Walk, p: Patch, pf: PatchFile, covered: list, missing:
     present = [f for f in covered if id(f) not in missing]
     sub = PatchFile(pf.path, pf.sha256, pf.header, tuple(present))
     outcome = engine.apply_patch(walk.tree, sub, max_fuzz=p.fuzz) if present else None
-    gone = [engine.HunkResult(f.path, h.number, engine.FAILED, False, message=missing[id(f)], patch_line=h.line)
+    gone = [engine.HunkResult(f.path, h.number, engine.HunkStatus.FAILED, False, message=missing[id(f)],
+                              patch_line=h.line)
             for f in covered if id(f) in missing for h in f.hunks]
-    gone += [engine.HunkResult(f.path, 0, engine.FAILED, False, message=missing[id(f)], patch_line=f.line)
+    gone += [engine.HunkResult(f.path, 0, engine.HunkStatus.FAILED, False, message=missing[id(f)], patch_line=f.line)
              for f in covered if id(f) in missing and not f.hunks]
     placed = _with_patch_lines(outcome.hunks, sub) if outcome else ()
     base.hunks = _in_patch_order(placed, tuple(gone) + outside, pf)
@@ -285,10 +284,10 @@ def _missing_files(walk: _Walk, p: Patch, pf: PatchFile, covered: list, missing:
 
 def _not_applying(base: PatchResult, outcome: engine.PatchOutcome, version: str, untouched: bool) -> PatchResult:
     """failed, or partly-upstream when some hunks are already in the pristine release."""
-    already = [h.number for h in outcome.hunks if h.status == engine.ALREADY]
+    already = [h.number for h in outcome.hunks if h.status == engine.HunkStatus.ALREADY]
     if already and untouched:
-        rest = [h for h in outcome.hunks if h.status != engine.ALREADY]
-        base.status = PARTLY_UPSTREAM
+        rest = [h for h in outcome.hunks if h.status != engine.HunkStatus.ALREADY]
+        base.status = PatchStatus.PARTLY_UPSTREAM
         failing = [h.number for h in rest if h.fails]
         what = f"{_hunks(failing)} failing" if failing else "the other hunks would apply"
         base.message = f"{_hunks(already)} already in vLLM {version}, {what}: port the patch (drop what is upstream)"
@@ -322,8 +321,9 @@ def _not_in_tree(files: list[FilePatch], source: Source) -> tuple[engine.HunkRes
     out = []
     for f in files:
         why = f"this {kind} holds only the package: {f.path} lies beside it"
-        out += [engine.HunkResult(f.path, h.number, engine.NOT_IN_TREE, False, message=why, patch_line=h.line)
-                for h in f.hunks] or [engine.HunkResult(f.path, 0, engine.NOT_IN_TREE, False, message=why,
+        out += [engine.HunkResult(f.path, h.number, engine.HunkStatus.NOT_IN_TREE, False, message=why,
+                                  patch_line=h.line)
+                for h in f.hunks] or [engine.HunkResult(f.path, 0, engine.HunkStatus.NOT_IN_TREE, False, message=why,
                                                         patch_line=f.line)]
     return tuple(out)
 

@@ -35,9 +35,7 @@ from patchset.core import provenance
 from patchset.core.manifest import Manifest
 from patchset.core.sbom import SBOM_PATH
 from patchset.core.series import (
-    APPLIES,
-    NOT_IN_TREE,
-    UPSTREAM,
+    PatchStatus,
     ReleaseResult,
     evaluate_release,
     failure_summary,
@@ -159,7 +157,7 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     deleted = sorted(p for p, c in changed.items() if c is None)
     mtime = build_time()
     context = build_context(install, changed, modes, provenance.dumps(record), dockerfile_for(manifest), mtime)
-    say(f"series: {sum(p.status == APPLIES for p in result.patches)} patches apply; "
+    say(f"series: {sum(p.status == PatchStatus.APPLIES for p in result.patches)} patches apply; "
         f"{len(written)} files to write, {len(deleted)} to delete; context {len(context)} bytes\n")
 
     buildargs = {
@@ -268,7 +266,7 @@ def compiled_changes(result: ReleaseResult) -> dict[str, list[str]]:
     """patch id -> the compiled-code files it changes, for each patch the series would apply (or could not hold)."""
     out = {}
     for p in result.patches:
-        if p.status in (APPLIES, NOT_IN_TREE):
+        if p.status in (PatchStatus.APPLIES, PatchStatus.NOT_IN_TREE):
             files = compiled({h.file for h in p.hunks} | set(p.files) | set(p.skipped))
             if files:
                 out[p.id] = files
@@ -303,10 +301,10 @@ def image_labels(manifest: Manifest, version: str, base: str, base_digest: str,
     for p in result.patches:
         if p.id in (not_carried or {}):  # its compiled code is not in the image: never claim it
             labels[f"{LABEL_NS}.left-out.{p.id}"] = ", ".join((not_carried or {})[p.id])
-        elif p.status == APPLIES and p.sha256:
+        elif p.status == PatchStatus.APPLIES and p.sha256:
             labels[f"{LABEL_NS}.patch.{p.id}"] = p.sha256
-        elif p.status == UPSTREAM:
-            labels[f"{LABEL_NS}.upstream.{p.id}"] = p.evidence or str(UPSTREAM)
+        elif p.status == PatchStatus.UPSTREAM:
+            labels[f"{LABEL_NS}.upstream.{p.id}"] = p.evidence or str(PatchStatus.UPSTREAM)
     return labels
 
 

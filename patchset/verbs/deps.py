@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from patchset.core import engine
 from patchset.core.manifest import Manifest
 from patchset.core.patchfile import FilePatch, Hunk, PatchFile
-from patchset.core.series import APPLIES, PatchStatus, ReleaseResult, evaluate_release
+from patchset.core.series import PatchStatus, ReleaseResult, evaluate_release
 from patchset.errors import PatchsetError
 from patchset.sources import open_source
 
@@ -86,11 +86,12 @@ def compare(manifest: Manifest, result: ReleaseResult, edges: list[Edge]) -> Dep
     undeclared = [e for e in edges if e.needs not in said.get(e.patch, set())]
     stale = []
     for b, a in declared:
-        if statuses.get(a) == APPLIES and statuses.get(b) == APPLIES and a not in found.get(b, set()):
+        both = statuses.get(a) == PatchStatus.APPLIES and statuses.get(b) == PatchStatus.APPLIES
+        if both and a not in found.get(b, set()):
             stale.append(Stale(b, a, f"{b} applies without {a} on {result.vllm}: no hunk of {b} touches "
                                      f"a line {a} adds or removes"))
     linked = {e.patch for e in edges} | {e.needs for e in edges}
-    free = [i for i in order if statuses.get(i) == APPLIES and i not in linked]
+    free = [i for i in order if statuses.get(i) == PatchStatus.APPLIES and i not in linked]
     return DepsReport(result.vllm, order, statuses, edges, declared, undeclared, stale, free)
 
 
@@ -118,7 +119,7 @@ def merge(manifest: Manifest, results: list[ReleaseResult]) -> DepsReport:
     said = closure({p.id: list(p.after) for p in manifest.patches})
     merged.undeclared = [e for e in merged.edges if e.needs not in said.get(e.patch, set())]
     linked = {e.patch for e in merged.edges} | {e.needs for e in merged.edges}
-    merged.free = [i for i in merged.order if statuses[i] == APPLIES and i not in linked]
+    merged.free = [i for i in merged.order if statuses[i] == PatchStatus.APPLIES and i not in linked]
     return merged
 
 
@@ -182,7 +183,7 @@ def infer_edges(manifest: Manifest, result: ReleaseResult) -> list[Edge]:
     """Every (B needs A) pair among the patches that apply on this release, in series order."""
     # Whatever changed the tree in the series is replayed, so every later patch sees what it saw there.
     applied = [(p, r) for p, r in zip(manifest.patches, result.patches, strict=True)
-               if r.status == APPLIES or r.files]
+               if r.status == PatchStatus.APPLIES or r.files]
     tree: dict[str, bytes | None] = dict(result.pristine)
     owned: dict[str, _Owned] = {}
     touched: dict[str, set[str]] = {}  # patch id -> the files it changed

@@ -200,20 +200,21 @@ def import_problems(result: series.ReleaseResult, version: str, trees: Trees) ->
 
 def _classify(manifest: Manifest, p: Patch, r: series.PatchResult, version: str, trees: Trees) -> NextPatch:
     u = newest_covered_target(manifest, p)
-    already = tuple(h.number for h in r.hunks if h.status == engine.ALREADY)
-    if r.status == series.UPSTREAM:
+    already = tuple(h.number for h in r.hunks if h.status == engine.HunkStatus.ALREADY)
+    if r.status == series.PatchStatus.UPSTREAM:
         return NextPatch(p.id, NextStatus.UPSTREAM, u, r)
-    if r.status == series.BLOCKED:
+    if r.status == series.PatchStatus.BLOCKED:
         return NextPatch(p.id, NextStatus.BLOCKED, u, r)
-    if r.status == series.NOT_TARGETED:  # covers no target and has no file for V: nothing to carry
+    if r.status == series.PatchStatus.NOT_TARGETED:  # covers no target and has no file for V: nothing to carry
         return NextPatch(p.id, NextStatus.NOT_TARGETED, u, r)
-    if r.status == series.NOT_IN_TREE:
+    if r.status == series.PatchStatus.NOT_IN_TREE:
         return NextPatch(p.id, NextStatus.NOT_IN_TREE, u, r)
-    placed = all(h.status in (engine.EXACT, engine.OFFSET, engine.NOT_IN_TREE) for h in r.hunks)
-    if r.status == series.APPLIES and placed:
+    placing = (engine.HunkStatus.EXACT, engine.HunkStatus.OFFSET, engine.HunkStatus.NOT_IN_TREE)
+    placed = all(h.status in placing for h in r.hunks)
+    if r.status == series.PatchStatus.APPLIES and placed:
         return NextPatch(p.id, NextStatus.CARRIES, u, r)
     status = NextStatus.PARTLY if already else NextStatus.NEEDS_PORT
-    broken = [h for h in r.hunks if h.status in (engine.FAILED, engine.FUZZ)]
+    broken = [h for h in r.hunks if h.status in (engine.HunkStatus.FAILED, engine.HunkStatus.FUZZ)]
     changes = upstream_changes(p, u, version, broken, trees.get, manifest, trees.index) if u and broken else []
     return NextPatch(p.id, status, u, r, already, changes)
 

@@ -291,7 +291,7 @@ def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     pf = covered(_load(p, own.path, manifest), target)
     outcome = engine.apply_patch(walk.ours, pf, max_fuzz=0)
     rel = os.path.relpath(own.path, manifest.base)
-    placed = outcome.ok and all(h.status in (engine.EXACT, engine.OFFSET) for h in outcome.hunks)
+    placed = outcome.ok and all(h.status in (engine.HunkStatus.EXACT, engine.HunkStatus.OFFSET) for h in outcome.hunks)
     if placed and not compile_errors(outcome.files) and not import_errors(walk, outcome.files, {}):
         walk.ours.update(outcome.files)
         return PortedPatch(p.id, PortStatus.CARRIED, u, patch=rel, files=tuple(sorted(outcome.files)))
@@ -536,7 +536,7 @@ def verify(text: str, p: Patch, before: dict[str, bytes | None], after: dict[str
     pf = parse_patch(text.encode("utf-8", errors="surrogateescape"), name="(regenerated)", strip=p.strip,
                      root=p.root)
     outcome = engine.apply_patch(before, pf)
-    if not outcome.ok or any(h.status != engine.EXACT for h in outcome.hunks) \
+    if not outcome.ok or any(h.status != engine.HunkStatus.EXACT for h in outcome.hunks) \
             or any(outcome.files.get(k) != v for k, v in after.items()):
         raise PatchsetError(f"patch {p.id}: the regenerated patch does not reproduce the merged files "
                             f"({outcome.message or 'content differs'}): this is a bug in patchset")

@@ -145,7 +145,7 @@ def _exact_offsets(ask: _Ask) -> RefreshReport:
     if not outcome.ok:
         raise PatchsetError(f"does not apply to vLLM {version} ({outcome.message})", file=rel, patch=p.id,
                             hint=f"port it: patchset port --to {version} --patch {p.id}")
-    if all(h.status == engine.EXACT for h in outcome.hunks):
+    if all(h.status == engine.HunkStatus.EXACT for h in outcome.hunks):
         return RefreshReport(p.id, version, RefreshMode.EXACT, rel, "every hunk is exact already: nothing to do")
     old = choice.path.read_text(encoding="utf-8", errors="surrogateescape")
     body = merge.render_diff({k: walk.ours.get(k) for k in outcome.files}, outcome.files, strip=p.strip,
