@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from patchset.core.series import (
 )
 from patchset.core.trees import compiled
 from patchset.errors import Finding
+from patchset.files import atomic_write
 from patchset.images.builder import BuildError, remove_stages, run_build, untag
 from patchset.images.context import build_context, build_time, dockerfile_for, sbom_context
 from patchset.images.engine import (
@@ -213,19 +213,12 @@ def add_sbom(client: Client, manifest: Manifest, base: Image, install: VllmInsta
     except BaseException:
         untag(client, report.tag, say)  # the tag names the image asked for, with its SBOM, or nothing
         raise
-    _write_atomically(file, document)
+    atomic_write(file, document)
     built = client.images.get(image_id)
     report.image_id, report.labels[SBOM_LABEL] = local_id(built), SBOM_PATH
     report.layers = _added_layers(base, built)
     report.sbom = {"path": SBOM_PATH, "file": str(file), "sha256": provenance.sha256(document)}
     say(f"SBOM: {SBOM_PATH} in the image, and {file}\n")
-
-
-def _write_atomically(file: Path, data: bytes) -> None:
-    file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, file)
 
 
 def _series_on_base(client: Client, image: Image, base: str, manifest: Manifest,

@@ -357,7 +357,7 @@ def plan(entries: list[Entry], tree: Source, layout: str, notes: list[str]) -> l
     for e in entries:
         if e.disabled:
             continue
-        pid = _unique(_slug(e.name), taken)
+        pid = _unique(_id_from_name(e.name), taken)
         content, text = _content(e)
         strip, root, pf = _layout(e, content, tree, layout, created)
         made = {f.new_path for f in pf.files if f.old_path is None and f.new_path}
@@ -370,7 +370,7 @@ def plan(entries: list[Entry], tree: Source, layout: str, notes: list[str]) -> l
     return out
 
 
-def _slug(name: str) -> str:
+def _id_from_name(name: str) -> str:
     base = PATCH_NAME.sub("", name).lower()
     base = re.sub(r"[^a-z0-9._-]+", "-", base).strip("-._")
     trimmed = re.sub(r"^\d{1,4}[-_.]+", "", base)
@@ -426,7 +426,7 @@ def _dep3(text: str, fields: list[tuple[str, str]], e: Entry) -> bytes:
     lines = [ln.rstrip() for ln in text.strip().splitlines()]
     while lines and not lines[0]:
         lines.pop(0)
-    first = lines[0] if lines else _slug(e.name)
+    first = lines[0] if lines else _id_from_name(e.name)
     body = [" " + ln if ln else " ." for ln in lines[1:]]
     pr, commit = _refs(text, e)
     origin = f"upstream, commit:{commit}" if commit else f"backport, vllm-project/vllm#{pr}" if pr else ""

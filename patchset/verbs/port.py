@@ -43,6 +43,7 @@ from patchset.core.patchfile import Hunk, PatchFile, parse_patch, read_patch, sp
 from patchset.core.series import python_syntax_errors, upstream_evidence
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
+from patchset.files import atomic_write
 from patchset.sources import Source, python_files
 from patchset.verbs.next import window_change
 from patchset.verbs.trees import Trees, newest_covered_target
@@ -647,22 +648,6 @@ def check_manifest(path: Path, text: str) -> None:
         load_manifest(tmp)
     finally:
         os.unlink(tmp)
-
-
-def atomic_write(dest: Path, data: bytes) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        if dest.exists():
-            os.chmod(tmp, dest.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_workspace(folder: Path, r: PortedPatch, walk: Walk, to: str) -> list[str]:

@@ -22,6 +22,7 @@ from patchset.core.manifest import Manifest, Patch
 from patchset.core.manifest_edit import ManifestEditor
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
+from patchset.files import atomic_write
 from patchset.verbs import port as porting
 
 
@@ -159,7 +160,7 @@ def _exact_offsets(ask: _Ask) -> RefreshReport:
     if not others:
         report = RefreshReport(p.id, version, RefreshMode.OFFSETS, rel, msg)
         if not ask.dry_run:
-            porting.atomic_write(choice.path, text.encode("utf-8", errors="surrogateescape"))
+            atomic_write(choice.path, text.encode("utf-8", errors="surrogateescape"))
             report.written = [rel]
         return report
     # The file serves other targets too: rewriting it would change what they check (their hunks would move
@@ -186,7 +187,7 @@ def _exact_offsets(ask: _Ask) -> RefreshReport:
 def _write(manifest: Manifest, rel: str, text: str, editor: ManifestEditor) -> list[str]:
     dest = manifest.base / rel
     previous = dest.read_bytes() if dest.exists() else None
-    porting.atomic_write(dest, text.encode("utf-8", errors="surrogateescape"))
+    atomic_write(dest, text.encode("utf-8", errors="surrogateescape"))
     written = [rel]
     try:
         saved = porting.save_manifest(manifest, editor)
@@ -195,6 +196,6 @@ def _write(manifest: Manifest, rel: str, text: str, editor: ManifestEditor) -> l
         if previous is None:
             dest.unlink(missing_ok=True)
         else:
-            porting.atomic_write(dest, previous)
+            atomic_write(dest, previous)
         raise
     return written

@@ -41,8 +41,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from packaging.utils import canonicalize_name
-
 from patchset.cache import Cache
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.series import PatchStatus, evaluate_release
@@ -68,6 +66,7 @@ from patchset.runners.pytestrun import (
 )
 from patchset.runners.venv import VenvRunner
 from patchset.sources import open_source
+from patchset.sources.local import import_name
 from patchset.verbs.proof import PatchVerdict, ProofOptions, ProofReport, SuiteResult, Verdict
 from patchset.verbs.suites import SuiteJob, run_suite
 
@@ -80,9 +79,6 @@ Evaluate = Callable[..., Any]  # patchset.core.series.evaluate_release
 
 # --- the test tree ---------------------------------------------------------------------------------------
 
-
-def import_name(project: str) -> str:
-    return canonicalize_name(project).replace("-", "_")
 
 
 def pristine_tests_root(source) -> Path:
