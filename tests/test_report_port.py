@@ -8,6 +8,7 @@ from pathlib import Path
 import portfixture
 
 from patchset.core.manifest_load import load_manifest
+from patchset.report import next as render_next
 from patchset.report import port as render
 from patchset.verbs.next import next_release
 from patchset.verbs.port import port
@@ -16,14 +17,14 @@ from patchset.verbs.port import port
 def test_next_renderers_show_statuses_and_the_upstream_change(tmp_path: Path):
     m = load_manifest(portfixture.build(tmp_path))
     r = next_release(m, "0.29.0", source=portfixture.source(tmp_path), released=["0.29.0"])
-    text = render.next_table(r)
+    text = render_next.next_table(r)
     assert "partly-upstream" in text and "upstream already has hunk(s) 1" in text
     assert "merge, hunk 1 (vllm/merge.py): upstream changed 1 of these lines" in text
     assert "    +line_12 = 12  # upstream" in text
     assert text.rstrip().endswith("the series needs porting to vLLM 0.29.0: patchset port --to 0.29.0")
-    md = render.next_markdown(r)
+    md = render_next.next_markdown(r)
     assert "| clash | needs-port | 0.28.0 |" in md and "```diff\n--- vllm/clash.py (vllm 0.28.0)" in md
-    assert json.loads(render.next_json(r))["vllm"] == "0.29.0"
+    assert json.loads(render_next.next_json(r))["vllm"] == "0.29.0"
 
 
 def test_port_renderers_count_results_and_end_with_the_proof_command(tmp_path: Path):

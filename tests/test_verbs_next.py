@@ -67,7 +67,7 @@ def test_newer_releases_skip_pre_releases_unless_asked(fixture):
 
 
 def test_nothing_newer_is_not_a_finding(fixture):
-    from patchset.report.port import next_json, next_table
+    from patchset.report.next import next_json, next_table
 
     m, src = fixture
     r = next_release(m, source=src, released=["0.27.1", "0.28.0"])
@@ -160,7 +160,7 @@ def test_on_a_tree_without_the_files_beside_the_package_next_says_not_in_tree(tm
 def test_a_target_or_an_older_release_is_never_titled_newer_than_the_targets(fixture, tmp_path):
     import shutil
 
-    from patchset.report.port import next_json, next_markdown, next_table
+    from patchset.report.next import next_json, next_markdown, next_table
 
     m, src = fixture
     r = next_release(m, "0.28.0", source=src, released=["0.28.0", "0.29.0"])

@@ -359,7 +359,7 @@ def test_port_follows_code_that_upstream_moved_and_refuses_a_clean_merge_that_wo
 def test_next_and_check_report_every_hunk_with_one_file_missing_and_where_its_lines_went(moved_project, tmp_path):
     import movedfixture as mf
 
-    from patchset.report.port import next_json
+    from patchset.report.next import next_json
     from patchset.verbs.next import next_release
 
     seen = next_release(load_manifest(moved_project), "0.11.2", released=["0.11.2"])

@@ -4,7 +4,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from patchset.cli.options import add_source, add_summary, image_reference, progress_printer, write_summary
+from patchset.cli.options import add_format, add_source, add_summary, image_reference, progress_printer, write_summary
 from patchset.cli.registry import subparser
 from patchset.core.manifest import DEFAULT_MANIFEST
 from patchset.core.manifest_export import manifest_at, split_revision
@@ -19,8 +19,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--manifest", default=DEFAULT_MANIFEST, metavar="FILE[@REV]",
                    help=f"the series manifest (default: {DEFAULT_MANIFEST}); FILE@REV reads it and its patch "
                         "files as of a git revision of the repository holding FILE, e.g. patches.yaml@v1.2")
-    p.add_argument("--format", choices=("table", "json", "markdown"), default="table",
-                   help="output format (default: table)")
+    add_format(p, render.RENDERERS)
     add_source(p, default="wheel", what="where the pristine release to compare with comes from")
     p.add_argument("--pull", action="store_true",
                    help="pull every image from its registry first, even when a local copy exists")

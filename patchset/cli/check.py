@@ -23,7 +23,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = subparser(sub, "check")
     add_vllm(p, many=True)
     add_manifest(p)
-    add_format(p)
+    add_format(p, render.RENDERERS)
     add_source(p)
     add_summary(p)
     return p

@@ -17,7 +17,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--vllm", metavar="V", type=release,
                    help="the pinned release to infer on (default: the first target)")
     add_manifest(p)
-    add_format(p, choices=tuple(render.RENDERERS))
+    add_format(p, render.RENDERERS)
     add_source(p, what="where the pristine tree comes from")
     return p
 

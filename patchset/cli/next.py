@@ -15,7 +15,7 @@ from patchset.cli.options import (
 )
 from patchset.cli.registry import subparser
 from patchset.errors import EXIT_FINDING, EXIT_OK
-from patchset.report import port as render
+from patchset.report import next as render
 from patchset.verbs.next import next_release
 
 
@@ -25,7 +25,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="the release to evaluate (default: the newest on the index)")
     p.add_argument("--pre", action="store_true", help="count pre-releases as releases")
     add_manifest(p)
-    add_format(p, choices=("table", "json", "markdown"))
+    add_format(p, render.NEXT)
     add_source(p)
     add_summary(p)
     return p

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from patchset.cli import progress as reporter
 from patchset.core.manifest import DEFAULT_MANIFEST, Manifest
@@ -40,8 +40,9 @@ def add_vllm(p: argparse.ArgumentParser, *, required: bool = False, many: bool =
         p.add_argument("--vllm", required=required, metavar="V", type=release, help="the pinned vLLM release")
 
 
-def add_format(p: argparse.ArgumentParser, choices=("table", "json", "junit", "markdown")) -> None:
-    p.add_argument("--format", choices=choices, default="table", help="output format (default: table)")
+def add_format(p: argparse.ArgumentParser, renderers: Mapping[str, object]) -> None:
+    """``--format``: one choice per renderer of the verb's renderer table (``patchset/report/<verb>.py``)."""
+    p.add_argument("--format", choices=tuple(renderers), default="table", help="output format (default: table)")
 
 
 def add_source(p: argparse.ArgumentParser, *, default: str = "pypi",

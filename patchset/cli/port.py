@@ -29,7 +29,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_workdir(p, "where conflicts go", DEFAULT_WORKDIR)
     add_dry_run(p)
     add_manifest(p)
-    add_format(p, choices=("table", "json", "markdown"))
+    add_format(p, render.PORT)
     add_source(p)
     return p
 

@@ -6,7 +6,7 @@ import sys
 from patchset.cli.options import add_dry_run, add_format, add_manifest, add_source, add_workdir, manifest_from, release
 from patchset.cli.registry import subparser
 from patchset.errors import EXIT_OK
-from patchset.report import port as render
+from patchset.report import refresh as render
 from patchset.verbs.port import DEFAULT_WORKDIR
 from patchset.verbs.refresh import refresh
 
@@ -18,7 +18,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_workdir(p, "where port left the workspace", DEFAULT_WORKDIR)
     add_dry_run(p)
     add_manifest(p)
-    add_format(p, choices=("table", "json"))
+    add_format(p, render.REFRESH)
     add_source(p)
     return p
 

@@ -167,4 +167,4 @@ def github_annotations(report: CheckReport) -> list[str]:
     return out
 
 
-RENDERERS = {"table": render_table, "json": render_json, "markdown": render_markdown, "junit": render_junit}
+RENDERERS = {"table": render_table, "json": render_json, "junit": render_junit, "markdown": render_markdown}

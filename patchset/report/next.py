@@ -1,0 +1,100 @@
+"""How `next` looks: terminal table, JSON, Markdown."""
+
+from __future__ import annotations
+
+from patchset.report.check import hunk_summary, patch_doc
+from patchset.report.common import dump_json, markdown_table, render, table
+from patchset.verbs.next import NextPatch, NextReport, NextStatus, UpstreamChange
+
+NEXT_HEADERS = ("patch", "status", "from", "detail")
+
+
+def next_detail(p: NextPatch) -> str:
+    r = p.result
+    if p.status == NextStatus.UPSTREAM:
+        return r.evidence
+    text = hunk_summary(r.hunks)
+    if p.already:
+        text += f"; upstream already has hunk(s) {', '.join(map(str, p.already))}"
+    if r.message and p.status != NextStatus.CARRIES:
+        text = (text + "; " if text else "") + r.message
+    return text
+
+
+def _next_rows(report: NextReport):
+    for p in report.patches:
+        yield (p.id, p.status, p.from_release or "-", next_detail(p))
+
+
+def _changes_text(report: NextReport) -> list[str]:
+    out = []
+    for p in report.patches:
+        for c in p.upstream_change:
+            out.append(f"\n{p.id}, hunk {c.hunk} ({c.file}): {c.summary}")
+            out += ["    " + x for x in c.diff.rstrip("\n").splitlines()]
+    return out
+
+
+def next_table(report: NextReport) -> str:
+    if report.vllm is None:
+        return "no release on the index is newer than the targets (--pre counts pre-releases)\n"
+    out = [render(table(f"patchset next: vLLM {report.vllm} ({_standing(report)})", NEXT_HEADERS,
+                        _next_rows(report))).rstrip("\n")]
+    out += _changes_text(report)
+    out += [f"warning: {w}" for w in report.warnings]
+    verdict = "every patch carries or is upstream on" if report.ok else "the series needs porting to"
+    out.append(f"{verdict} vLLM {report.vllm}" + ("" if report.ok else f": patchset port --to {report.vllm}"))
+    return "\n".join(out) + "\n"
+
+
+def _standing(report: NextReport) -> str:
+    """Where the release stands: only one newer than every target is "newer than the targets"."""
+    if report.standing == "target":
+        return "a target already: patchset check shows it as the manifest has it"
+    if report.standing == "older":
+        return "older than the newest target"
+    return f"newer than the targets: {', '.join(report.newer) or 'none'}"
+
+
+def upstream_change_doc(c: UpstreamChange) -> dict:
+    out = {"file": c.file, "hunk": c.hunk, "diff": c.diff, "line": c.line, "moved_to": c.moved_to,
+           "summary": c.summary}
+    if c.moved:  # the lines left their file: where they stand in the new release, and the evidence
+        out.update(moved=c.moved, moved_exact=c.moved_exact, moved_evidence=c.moved_evidence)
+    return out
+
+
+def next_patch_doc(p: NextPatch) -> dict:
+    """check's patch object, with the status on the next release and what upstream changed."""
+    out = patch_doc(p.result)
+    out.update(status=p.status, **{"from": p.from_release})
+    if p.already:
+        out["already_upstream"] = list(p.already)
+    out["upstream_change"] = [upstream_change_doc(c) for c in p.upstream_change]
+    return out
+
+
+def next_doc(report: NextReport) -> dict:
+    return {"ok": report.ok, "vllm": report.vllm, "standing": report.standing, "newer": report.newer,
+            "source": report.source,
+            "patches": [next_patch_doc(p) for p in report.patches], "warnings": report.warnings}
+
+
+def next_json(report: NextReport) -> str:
+    return dump_json(next_doc(report))
+
+
+def next_markdown(report: NextReport) -> str:
+    if report.vllm is None:
+        return "### patchset next\n\nNo release on the index is newer than the targets.\n"
+    head = f"### patchset next: vLLM {report.vllm}\n\n{_standing(report).capitalize()}\n\n"
+    body = markdown_table(NEXT_HEADERS, _next_rows(report))
+    extra = []
+    for p in report.patches:
+        for c in p.upstream_change:
+            extra.append(f"<details><summary>{p.id}, hunk {c.hunk} ({c.file}): {c.summary}</summary>\n\n"
+                         f"```diff\n{c.diff}```\n</details>\n")
+    return head + body + ("\n" + "\n".join(extra) if extra else "")
+
+
+NEXT = {"table": next_table, "json": next_json, "markdown": next_markdown}
