@@ -1,8 +1,8 @@
 """Evaluating releases side by side: forked processes, results in order, the same as one at a time.
 
 Releases are independent (each is its own tree, patched in memory), so a series checked on several
-releases can use every core. ``concurrent.futures`` costs 35 ms to import and 28 ms to start a pool
-here (measured, 2 cores), more than a small series takes to check, so this forks by hand: a child
+releases can use every core. ``concurrent.futures`` costs more to import and to start a pool than a
+small series takes to check (docs/performance.md), so this forks by hand: a child
 inherits the loaded manifest, parsed patches and opened trees, runs its share of the items and sends
 its results back pickled through a pipe (parent and child are the same program at the same moment,
 so the pickle never crosses a trust boundary), then leaves with ``os._exit``: no atexit handler,
@@ -26,9 +26,9 @@ from typing import TypeVar
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
-#: Below this many hunk evaluations (hunks x releases) a fork is not worth it. Measured on each side:
-#: this repository's 3-patch series on its 3 targets (132) takes 145 ms forked or not; the fork-shaped
-#: 37-patch series on three releases (2,244) gained up to 12% forked.
+#: Below this many hunk evaluations (hunks x releases) a fork is not worth it: this repository's series
+#: (132) gains nothing forked, the fork-shaped 37-patch series on three releases (2,244) does
+#: (docs/performance.md).
 MIN_WORK = 300
 
 
@@ -45,9 +45,7 @@ def workers(items: int, work: int) -> int:
     # One more process than cores when each still gets two items or more: the shares are fixed in
     # advance and releases differ in cost (one where hunks fail costs more), so an extra share lets the
     # scheduler even them out. With fewer items, a child with one release spends as much on its start
-    # (copy-on-write faults, sending its results) as the extra share saves. Measured on 2 cores
-    # (medians of paired runs): the fork-shaped 37-patch series on 3 releases took 219 ms in 2 processes
-    # and 231 ms in 3; the 500-patch series on 10 releases 1.86 s in 3 and 2.10 s in 2.
+    # (copy-on-write faults, sending its results) as the extra share saves (docs/performance.md).
     return min(items, cores + 1 if items >= 2 * (cores + 1) else cores)
 
 

@@ -66,8 +66,8 @@ def version_line() -> str:
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser. With ``only``, no other verb's module is imported; when ``only`` is a verb, the others
-    are left out (the other 13 cost this repository's check 9 million instructions, callgrind), else they
-    are listed for the top-level help and for the error that names the choices."""
+    are left out (the CLI imports a verb's module only when that verb runs), else they are listed for
+    the top-level help and for the error that names the choices."""
     parser = _Parser(prog="patchset", description="Keep a fork's vLLM backports honest.")
     parser.add_argument("--version", action=_Version, nargs=0, help="print patchset's version, Python and platform")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")

@@ -23,8 +23,6 @@ TAG_REFERENCE = rf"(?P<name>{_NAME})(?::{_TAG})?"
 IMAGE_REFERENCE = rf"(?P<name>{_NAME})(?::{_TAG})?(?:@{_DIGEST})?"
 IMAGE_ID = r"(?:sha256:)?[0-9a-f]{12,64}"
 NAME_MAX = 255
-# The patterns are compiled (re caches them) only by the verbs that take an image: compiling them cost
-# every other verb 6 million instructions (callgrind) at start-up.
 
 
 def add_manifest(p: argparse.ArgumentParser) -> None:

@@ -164,8 +164,7 @@ def did_you_mean(word: str, known: list[str], what: str) -> str:
 @functools.lru_cache(maxsize=1024)
 def display_path(path: Path, base: Path) -> str:
     """``path`` as messages show it: relative to the manifest's folder when inside it. Kept per process:
-    every release of a check loads each patch again, and resolving both paths each time was 15 ms of
-    the 82 ms cProfile gave loading the fork-shaped 37-patch series for three releases."""
+    every release of a check loads each patch again, and resolving both paths each time is slow."""
     try:
         return str(path.resolve().relative_to(base.resolve()))
     except ValueError:

@@ -45,9 +45,9 @@ class Case:
 def junit(cases: Iterable[Case], name: str = "patchset") -> str:
     """JUnit XML that parses whatever the texts hold (a hunk line with a form feed, a test that printed ``\\x1b``).
 
-    Written with ElementTree rather than junitparser on purpose, measured (``bench/junit_writer.py``, 300
-    cases, medians of 20): this writer 2.1 ms, junitparser 5.0.3 113 ms (its per-case statistics update),
-    for the same XML and no less code; junitparser does not escape illegal characters either.
+    Written with ElementTree rather than junitparser on purpose: junitparser writes the same XML with no
+    less code, much slower (its per-case statistics update; ``bench/junit_writer.py``, figures in
+    docs/performance.md), and does not escape illegal characters either.
     """
 
     cases = [Case(x(c.suite), x(c.name), c.failure and x(c.failure), c.skipped and x(c.skipped), x(c.detail))

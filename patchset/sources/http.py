@@ -16,7 +16,7 @@ run is slow; the JSON documents of the verbs stay as they are.
 
 from __future__ import annotations
 
-import _thread  # its lock only: the threading module costs a warm run 1.3 ms to import
+import _thread  # its lock only
 import json
 import os
 import time
@@ -79,8 +79,8 @@ def _adapter_class() -> type:
     import requests.adapters
 
     class BundleOnce(requests.adapters.HTTPAdapter):
-        """Loads a CA bundle file once, not on every new connection (~20 ms each, and a cold run opens
-        one per host and per range read in flight). The same bundle, the same checks."""
+        """Loads a CA bundle file once, not on every new connection (loading one is slow, and a cold run
+        opens one per host and per range read in flight). The same bundle, the same checks."""
 
         def build_connection_pool_key_attributes(self, request: Any, verify: Any, cert: Any = None) -> Any:
             host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
