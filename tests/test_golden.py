@@ -34,7 +34,10 @@ CASES = {
 }
 
 
-IMAGE_VOLATILE = VOLATILE | {"id", "digest", "base_digest", "image", "applied_at", "created", "manifest_sha256"}
+# "tool" names the patchset that wrote the image's record: its version comes from git (setuptools-scm)
+# and so moves with every commit.
+IMAGE_VOLATILE = VOLATILE | {"id", "digest", "base_digest", "image", "applied_at", "created", "manifest_sha256",
+                             "tool"}
 
 
 def stable(doc: object, volatile: set[str]) -> object:
