@@ -80,7 +80,6 @@ class Cache:
         return final
 
     def put_bytes(self, data: bytes, *parts: str) -> Path:
-
         final = self.path(*parts)
         final.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.part-")
@@ -140,7 +139,6 @@ class Cache:
     @contextlib.contextmanager
     def claim(self, project: str, version: str) -> Iterator[bool]:
         """Whether nobody uses ``project`` ``version`` now; while True, nobody starts to (see :meth:`in_use`)."""
-
         path = self.path("locks", "use", f"{project}-{version}")
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666 & ~umask())
@@ -186,7 +184,6 @@ def release_uses() -> None:
 
 def _clear_parts(final: Path) -> None:
     """Remove what an interrupted fill of ``final`` left behind; the caller holds ``final``'s lock."""
-
     for part in final.parent.glob(f".{final.name}.part-*"):
         if part.is_dir() and not part.is_symlink():
             shutil.rmtree(part, ignore_errors=True)

@@ -298,7 +298,6 @@ def commit(journal: Journal) -> None:
 
 def _seal_record(journal: Journal) -> None:
     """The staged record gains the bytecode this commit leaves; the journal names the sealed record."""
-
     staged = journal.dir / "record.json"
     record = json.loads(staged.read_bytes())
     record["bytecode"] = bytecode.settle_tree({e.path: journal.target(e) for e in journal.entries})

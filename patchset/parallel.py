@@ -85,7 +85,6 @@ def ordered_map(fn: Callable[[_T], _R], items: Sequence[_T], processes: int) -> 
 
 
 def _fork(fn: Callable[[_T], _R], items: Sequence[_T], share: list[int]) -> tuple[int, int]:
-
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
@@ -104,7 +103,6 @@ def _fork(fn: Callable[[_T], _R], items: Sequence[_T], share: list[int]) -> tupl
 
 def _collect(pid: int, fd: int) -> dict | None:
     """The child's results, or None when it did not finish them all (the parent runs them again)."""
-
     with os.fdopen(fd, "rb") as pipe:
         data = pipe.read()
     _, status = os.waitpid(pid, 0)

@@ -59,7 +59,6 @@ def _without_trailing_zeros(numbers: list[int]) -> tuple[int, ...]:
 
 
 def _version(text: str) -> Version:
-
     try:
         return Version(text)
     except InvalidVersion as e:
@@ -175,7 +174,6 @@ class _Piece:
     @property
     def specifier(self) -> SpecifierSet:
         """packaging's SpecifierSet for this specifier."""
-
         try:
             return SpecifierSet(self.text)
         except InvalidSpecifier as e:
@@ -246,6 +244,5 @@ def same_release(found: str, wanted: str) -> bool:
 def in_range(version: str | Version, releases: SpecifierSet) -> bool:
     """Does ``releases`` include ``version``, by packaging? ``0.31.0rc1`` is in ``>=0.28`` and ``0.30.0rc1``
     is not in ``<0.30``."""
-
     v = version if isinstance(version, Version) else Version(version)
     return releases.contains(v, prereleases=True)

@@ -59,7 +59,6 @@ class _Version(argparse.Action):
 
 
 def version_line() -> str:
-
     return (f"patchset {__version__} (Python {platform.python_version()} {platform.python_implementation()}, "
             f"{platform.system()} {platform.release()} {platform.machine()})")
 
@@ -173,7 +172,6 @@ def _interrupted(prog: str, as_json: bool) -> int:
 
 
 def _internal(prog: str, e: BaseException, as_json: bool) -> int:
-
     what = f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__
     try:
         fd, path = tempfile.mkstemp(prefix="patchset-traceback-", suffix=".txt")

@@ -28,7 +28,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-
     progress = progress_printer(args, "auditing {} ...")
     path, rev = split_revision(args.manifest)
     if rev is None and not Path(path).is_file():

@@ -29,7 +29,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-
     if args.action == "info":
         sys.stdout.write(render.INFO[args.format](verb.cache_info()))
         return EXIT_OK

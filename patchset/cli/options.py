@@ -77,7 +77,6 @@ def add_dry_run(p: argparse.ArgumentParser, what: str = "show what would change;
 def progress_printer(args: argparse.Namespace, template: str, *, plain: bool = False) -> Callable[[str], None]:
     """A progress callback: ``template`` with the item as a stage of this run (cli/progress.py): on a
     terminal, and with ``plain`` also one line in a pipe or a log."""
-
     def progress(item: str) -> None:
         reporter.current.stage(template.format(item), plain=plain)
 

@@ -131,7 +131,6 @@ def subparser(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentPa
 def help_texts(name: str) -> tuple[str, str]:
     """The description and epilog of ``name``'s help (summary, paragraph, exit codes, example), fitted to the
     terminal. Made only when help is shown: a run that just parses its arguments never pays for textwrap."""
-
     verb = VERBS[name]
     width = max(40, min(shutil.get_terminal_size().columns, 100) - 2)
     about = textwrap.fill(f"{verb.summary[0].upper()}{verb.summary[1:]}. {verb.description}", width)

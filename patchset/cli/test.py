@@ -82,12 +82,10 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def progress(line: str) -> None:
     """Each step (pristine tree, venv or image, each run and suite): a stage of this run (cli/progress.py)."""
-
     reporter.current.stage(line)
 
 
 def run(args: argparse.Namespace) -> int:
-
     manifest = manifest_from(args)
     check_outputs(args)
     options = verb.ProofOptions(patch_ids=tuple(args.patch), suites=not args.no_suites, timeout=args.timeout,

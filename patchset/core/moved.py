@@ -177,7 +177,6 @@ class PyIndex:
         """The modules (paths) that define ``name`` at top level with ``def`` or ``class``.
 
         A regular expression over each file, not an AST: parsing a whole release takes seconds."""
-
         found = re.compile(rb"^(?:async def|def|class) " + re.escape(name.encode()) + rb"\b", re.M)
         return sorted(path for path, data in self.data.items() if name.encode() in data and found.search(data))
 

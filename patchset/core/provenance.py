@@ -71,7 +71,6 @@ def make_record(manifest: Manifest, result: ReleaseResult, *, layout: str = "rep
 
 def source_date_epoch() -> int | None:
     """SOURCE_DATE_EPOCH when set (reproducible builds): the time to record instead of now."""
-
     value = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     return int(value) if value.isdigit() else None
 

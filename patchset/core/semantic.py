@@ -43,7 +43,6 @@ class Problem:
 
 def undefined_names(content: bytes, path: str = "<merged>") -> list[tuple[str, int]]:
     """(name, line) for each use of a name nothing defines, as pyflakes reports it; [] if it does not parse."""
-
     try:
         tree = ast.parse(content, path)
     except (SyntaxError, ValueError):

@@ -23,7 +23,6 @@ def info_doc(info: CacheInfo) -> dict:
 
 
 def info_table(info: CacheInfo) -> str:
-
     used = info.releases()
     rows = [(r or "-", k, str(n), size_text(b),
              time.strftime("%Y-%m-%d %H:%M", time.localtime(used[r])) if r else "-",

@@ -49,7 +49,6 @@ def junit(cases: Iterable[Case], name: str = "patchset") -> str:
     less code, much slower (its per-case statistics update; ``bench/junit_writer.py``, figures in
     docs/performance.md), and does not escape illegal characters either.
     """
-
     cases = [Case(x(c.suite), x(c.name), c.failure and x(c.failure), c.skipped and x(c.skipped), x(c.detail))
              for c in cases]
     root = ET.Element("testsuites", name=x(name))
@@ -121,7 +120,6 @@ def render(*items: object, tty: bool | None = None, width: int | None = None) ->
     from rich.console import Console
 
     if width is None:
-
         width = shutil.get_terminal_size((160, 24)).columns
     styles = styled()
     buf = io.StringIO()
@@ -155,7 +153,6 @@ def _fits(t: Table, width: int) -> bool:
 def _stacked(t: Table, width: int) -> str:
     """A table too wide for the terminal: a row is its cells but the last on one line, whole, and the
     detail wrapped below it between words, indented (a word longer than the line stays whole)."""
-
     columns = [[str(c) for c in col._cells] for col in t.columns]
     lines = [str(t.title)] if t.title else []
     for row in zip(*columns, strict=True):

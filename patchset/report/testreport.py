@@ -277,7 +277,6 @@ RENDERERS = {"table": render_table, "json": render_json, "markdown": render_mark
 
 
 def github_annotations(report: ProofReport) -> list[str]:
-
     out = []
     for p in report.patches:
         if not p.ok:

@@ -206,7 +206,6 @@ def pytest_for(python: str, progress: Progress = no_progress) -> Path:
     Pure-Python wheels resolved for the image's Python version are mounted read-only instead of
     changing the image; containers have no network, so pip runs here, with pip's own index.
     """
-
     cache = Cache()
     folder = cache.path("image-test-tools", f"py{python}")
     done = folder / ".complete"

@@ -122,7 +122,6 @@ class VenvBuilder:
         self.progress = progress
 
     def venv_for(self, project: str, version: str) -> PythonEnv:
-
         pytag = self._python_tag()
         python = (int(pytag[2]), int(pytag[3:]))  # "cp311": the venv's Python picks the wheel, not patchset's
         wheel = index.remembered(self.cache, index.wheel_kind(python), project, version,
@@ -402,7 +401,6 @@ def run_streaming(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: fl
         deadline = t0 + timeout if timeout else None
         timer = None
         if timeout:
-
             timer = threading.Timer(timeout, _kill_group, args=(proc,))
             timer.daemon = True
             timer.start()

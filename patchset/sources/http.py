@@ -45,7 +45,6 @@ _fetched_lock = _thread.allocate_lock()
 
 def ca_bundle() -> str | bool:
     """The CA bundle pip would use, else the system's (True)."""
-
     for var in ("PIP_CERT", "REQUESTS_CA_BUNDLE"):
         if os.environ.get(var):
             return os.environ[var]

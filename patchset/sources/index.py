@@ -56,7 +56,6 @@ class IndexFile:
 @cache
 def project_files(project: str, base: str | None = None) -> tuple[IndexFile, ...]:
     """The release files the index lists for ``project``; their URLs carry no credentials."""
-
     pip.start_pip_queries(index=base is None)  # they run while requests is imported
     import requests  # only when the index is asked: the cache answers most runs
 
@@ -112,7 +111,6 @@ def project_page(data: bytes, url: str) -> tuple[IndexFile, ...]:
 
 
 def sdist(project: str, version: str) -> IndexFile:
-
     for f in project_files(project):
         if f.filename.endswith(".tar.gz"):
             try:
@@ -137,7 +135,6 @@ def choose_wheel(files: Iterable[IndexFile], project: str, version: str, tags: S
     beats ``py3-none-any``. Among wheels of equal rank the highest build tag wins (pip's rule).
     Refused, listing what the index has for the release, when no wheel fits.
     """
-
     want, name = Version(version), canonicalize_name(project)
     rank: dict[Tag, int] = {}
     for i, tag in enumerate(tags):
@@ -176,7 +173,6 @@ def supported_tags(python: tuple[int, int] | None = None) -> list[Tag]:
     ``py3-none-any`` (``packaging.tags``). Elsewhere (vLLM publishes Linux wheels only), the tags
     a ``manylinux_2_28_x86_64`` machine accepts: what a vLLM image holds, read from any host.
     """
-
     if python is None and sys.platform.startswith("linux"):
         return list(tags.sys_tags())
     version = python or (sys.version_info[0], sys.version_info[1])

@@ -205,7 +205,6 @@ def stream_members(chunks: Iterator[bytes], wanted: set[str],
 
 
 def _unpack(blob: Path, dest: Path, name: str) -> None:
-
     try:
         with tarfile.open(blob, "r:gz") as tar:
             keep = safe_members(tar.getmembers(), name)

@@ -202,7 +202,6 @@ def _lock_parts(cache: Cache, e: Entry) -> tuple[str, ...]:
 
 
 def _version_key(version: str) -> tuple:
-
     try:
         return (0, Version(version))
     except InvalidVersion:
@@ -235,7 +234,6 @@ def _entries(top: Path) -> list[Path]:
 
 def _releases_by_sha(index: Path) -> dict[str, str]:
     """sha256 of a release's file → ``"PROJECT VERSION"``, from the index entries."""
-
     out: dict[str, str] = {}
     with contextlib.suppress(OSError):
         for f in index.iterdir():

@@ -331,7 +331,6 @@ def _header(parsed: email.message.Message, name: str) -> str:
 
 def read_git(spec: str) -> list[Entry]:
     """``git:PATH@REV``: REV a commit or a range ``A..B``, from a local clone, oldest first."""
-
     path, sep, rev = spec[4:].rpartition("@")
     if not sep or not path or not rev:
         raise SeriesImportError(f"{spec}: expected git:PATH@COMMIT or git:PATH@A..B")
@@ -570,7 +569,6 @@ def _install(stage: Path, into: Path, files: list[str]) -> list[str]:
 
 def q(text: str) -> str:
     """A YAML double-quoted scalar (JSON's string syntax is a subset of it)."""
-
     return json.dumps(text, ensure_ascii=False)
 
 

@@ -77,14 +77,12 @@ class SuiteJob:
 
     def pristine_tree(self) -> Path:
         """The pristine test tree, copied out of the source only when a pristine run is due."""
-
         if self._pristine_tree is None:
             self._pristine_tree = prepare_test_tree(self.pristine_root, {}, self.workdir / "pristine-tree")
         return self._pristine_tree
 
     def pristine_digest(self) -> str:
         """The digest of the pristine test tree: what prepare_test_tree copies (tests/, pytest's config)."""
-
         if self._digest is None:
             files = [self.pristine_root / name for name in PYTEST_CONFIG_FILES]
             self._digest = tree_digest(self.pristine_root, [self.pristine_root / "tests", *files])
@@ -93,7 +91,6 @@ class SuiteJob:
 
 def run_suite(job: SuiteJob, suite: Suite) -> SuiteResult:
     """Run one suite with the series and judge it against the pristine release."""
-
     if suite.gpu and job.runner.needs_accelerator_reason:
         job.progress(f"suite {suite.path}: needs-gpu, not run ({job.runner.needs_accelerator_reason})")
         return SuiteResult(suite.path, ConfigRun(_label(suite), (), (suite.path,), []), gpu=True,
@@ -163,7 +160,6 @@ def runner_identity(runner: Runner) -> str:
         return f"venv {env.python} {env.site_packages}"  # a cached venv's path names the wheel's sha256
     image = getattr(runner, "image", None)
     if image is not None:
-
         labels = image.attrs.get("Config", {}).get("Labels") or {}
         digest = labels.get(BASE_DIGEST_LABEL) or docker_engine.image_digest(image)
         return f"image {digest} gpus={getattr(runner, 'gpus', None) or ''}"
@@ -253,7 +249,6 @@ def _selected(job: SuiteJob, suite: Suite, label: str, files: Mapping[str, bytes
 
 def _unless_deselected(outcome: RunOutcome, suite: Suite) -> RunOutcome:
     """Drop what the suite deselects, should pytest have reported it anyway (a file that failed to import)."""
-
     if not suite.deselect:
         return outcome
     kept = {n: r for n, r in outcome.results.items() if not any(covers(d, n) for d in suite.deselect)}

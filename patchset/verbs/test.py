@@ -160,7 +160,6 @@ def _negative_verdict(passed: list[str], without_fix: ConfigRun) -> tuple[Verdic
 def make_runner(image: str | None = None, gpus: str | None = None) -> Runner:
     """The image runner for ``image`` (Docker, ``gpus`` as ``docker --gpus``), else the venv runner (CPU)."""
     if image:
-
         return ImageRunner(image, gpus=gpus)
 
     return VenvRunner()
@@ -218,7 +217,6 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
           cache: Cache | None = None) -> ProofReport:
     """Run each selected patch's tests with and without it, and the suites, on ``version``."""
     if evaluate is None:
-
         evaluate = evaluate_release
     options = options or ProofOptions()
     patch_ids, progress = options.patch_ids, options.progress

@@ -1,0 +1,24 @@
+"""How `targets` looks: a table, JSON, or one line of JSON for a CI job matrix."""
+
+from __future__ import annotations
+
+import json
+
+from patchset.verbs.targets import TargetRow
+
+
+def render_table(rows: list[TargetRow]) -> str:
+    return "".join(f"{r.vllm:10} {r.image or '-':40} {', '.join(r.patches) or '(nothing carried)'}\n" for r in rows)
+
+
+def render_json(rows: list[TargetRow]) -> str:
+    doc = {"targets": [{"vllm": r.vllm, "image": r.image, "patches": list(r.patches)} for r in rows]}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def render_matrix(rows: list[TargetRow]) -> str:
+    """One line of JSON for GitHub Actions' ``fromJSON()``."""
+    return json.dumps({"include": [{"vllm": r.vllm, "image": r.image} for r in rows]}) + "\n"
+
+
+RENDERERS = {"table": render_table, "json": render_json, "matrix": render_matrix}
