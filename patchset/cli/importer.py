@@ -28,7 +28,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--ci", action="store_true",
                    help="also write what `patchset init` writes beside a manifest: a .pre-commit-config.yaml "
                         "entry and .github/workflows/patchset.yml (never overwritten)")
-    p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
+    p.add_argument("--format", choices=tuple(render.RENDERERS), default="table", help="output format (default: table)")
     add_source(p)
     return p
 
