@@ -20,6 +20,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -53,15 +54,17 @@ def _tree_rss_kb(root: int) -> int:
 def run(args: list[str]) -> dict:
     """One whole ``patchset test`` process: seconds, CPU seconds, exit code, peak tree memory, its JSON."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "patchset", "test", *args, "--format", "json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    peak = 0
-    while proc.poll() is None:
-        peak = max(peak, _tree_rss_kb(proc.pid))
-        time.sleep(0.2)
-    out = proc.stdout.read() if proc.stdout else ""
-    seconds = time.perf_counter() - start
+    with tempfile.TemporaryFile("w+") as sink:  # a pipe read only at the end would fill and stop it
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "patchset", "test", *args, "--format", "json"],
+                                stdout=sink, stderr=subprocess.DEVNULL, text=True)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, _tree_rss_kb(proc.pid))
+            time.sleep(0.2)
+        seconds = time.perf_counter() - start
+        sink.seek(0)
+        out = sink.read()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return {"seconds": seconds, "cpu": cpu, "code": proc.returncode, "peak_kb": peak, "doc": _timeless(out)}
