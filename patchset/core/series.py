@@ -43,12 +43,16 @@ class PatchStatus(Word):
     EXCLUDED = "excluded"  # left out on purpose (negative controls), never shown by check
     NOT_IN_TREE = "not-in-tree"  # every file it touches is beside the package, in a tree that holds none
 
+    @property
+    def ok(self) -> bool:
+        """No finding. not-in-tree is none: this tree cannot say, and the check against an upstream tree does."""
+        return self in (PatchStatus.APPLIES, PatchStatus.UPSTREAM, PatchStatus.NOT_TARGETED, PatchStatus.EXCLUDED,
+                        PatchStatus.NOT_IN_TREE)
 
-# not-in-tree is no finding: this tree cannot say, and the check against an upstream tree does
-GOOD = (PatchStatus.APPLIES, PatchStatus.UPSTREAM, PatchStatus.NOT_TARGETED, PatchStatus.EXCLUDED,
-        PatchStatus.NOT_IN_TREE)
-# what blocks the patches that come after it
-NOT_APPLYING = (PatchStatus.FAILED, PatchStatus.BLOCKED, PatchStatus.PARTLY_UPSTREAM)
+    @property
+    def blocks(self) -> bool:
+        """The patch does not apply here, so the patches that come after it are blocked."""
+        return self in (PatchStatus.FAILED, PatchStatus.BLOCKED, PatchStatus.PARTLY_UPSTREAM)
 
 
 @dataclass
@@ -81,7 +85,7 @@ class ReleaseResult:
 
     @property
     def ok(self) -> bool:
-        return all(p.status in GOOD for p in self.patches)
+        return all(p.status.ok for p in self.patches)
 
     def patch(self, patch_id: str) -> PatchResult:
         return next(p for p in self.patches if p.id == patch_id)
@@ -197,7 +201,7 @@ def _evaluate_one(walk: _Walk, p: Patch, pf: PatchFile | None, load_error: Patch
         return PatchResult(p.id, PatchStatus.FAILED, message=str(load_error))
     assert pf is not None
     base = PatchResult(p.id, PatchStatus.FAILED, patch_file=pf.path, sha256=pf.sha256)
-    broken = [d for d in p.after if d in walk.by_id and walk.by_id[d].status in NOT_APPLYING]
+    broken = [d for d in p.after if d in walk.by_id and walk.by_id[d].status.blocks]
     if broken:
         base.status = PatchStatus.BLOCKED
         base.message = "comes after " + ", ".join(f"{d} ({walk.by_id[d].status})" for d in broken)
@@ -379,7 +383,7 @@ def failure_summary(result: ReleaseResult, where: str = "") -> str:
     """One line naming each failed patch, its patch file and line, hunk and file."""
     parts = []
     for p in result.patches:
-        if p.status in NOT_APPLYING:
+        if p.status.blocks:
             bad = [h for h in p.hunks if h.fails]
             at = ""
             if bad:

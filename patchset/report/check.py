@@ -6,7 +6,7 @@ Also the JSON shape of a hunk, a patch and a release, which next, import and the
 from __future__ import annotations
 
 from patchset.core.engine import HunkResult, HunkStatus
-from patchset.core.series import NOT_APPLYING, PatchResult, PatchStatus, ReleaseResult
+from patchset.core.series import PatchResult, PatchStatus, ReleaseResult
 from patchset.report.common import Case, dump_json, github_annotation, junit, markdown_table, render, table
 from patchset.report.deps import check_graph
 from patchset.verbs.check import CheckReport
@@ -66,7 +66,7 @@ def render_table(report: CheckReport) -> str:
     out = [render(table("patchset check", HEADERS, rows(report))).rstrip("\n")]
     for t in report.targets:
         for p in t.patches:
-            if p.status in NOT_APPLYING:
+            if p.status.blocks:
                 out.append(f"\n{t.vllm} {p.id}: {p.status}")
                 out.append(failure_text(p))
         for w in t.warnings:
@@ -123,7 +123,7 @@ def render_markdown(report: CheckReport) -> str:
     extra = []
     for t in report.targets:
         for p in t.patches:
-            if p.status in NOT_APPLYING:
+            if p.status.blocks:
                 extra.append(f"<details><summary>{t.vllm} {p.id}: {p.status}</summary>\n\n```\n"
                              f"{failure_text(p)}\n```\n</details>\n")
         extra += [f"- warning ({t.vllm}): {w}" for w in t.warnings]
@@ -138,7 +138,7 @@ def render_junit(report: CheckReport) -> str:
     for t in report.targets:
         for p in t.patches:
             c = Case(suite=f"vllm-{t.vllm}", name=p.id, detail=detail(p))
-            if p.status in NOT_APPLYING:
+            if p.status.blocks:
                 c.failure = f"{p.status}: {p.message}"
                 c.detail = failure_text(p)
             elif p.status == PatchStatus.NOT_TARGETED:
@@ -153,7 +153,7 @@ def github_annotations(report: CheckReport) -> list[str]:
     out = []
     for t in report.targets:
         for p in t.patches:
-            if p.status not in NOT_APPLYING:
+            if not p.status.blocks:
                 continue
             bad = [h for h in p.hunks if h.fails]
             line = bad[0].patch_line if bad else None

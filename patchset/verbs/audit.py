@@ -77,11 +77,15 @@ class FixStatus(Word):
     TAMPERED = "tampered"  # a file differs from what the provenance record says
     UNKNOWN = "unknown"
 
+    @property
+    def failing(self) -> bool:
+        """A targeted fix in this state is a finding."""
+        return self in (FixStatus.MISSING, FixStatus.STALE, FixStatus.TAMPERED)
+
 
 # the short names verbs/sbom.py and the tests import
 CARRIED, MISSING, STALE = FixStatus.CARRIED, FixStatus.MISSING, FixStatus.STALE
 TAMPERED, UNKNOWN = FixStatus.TAMPERED, FixStatus.UNKNOWN
-FAILING = (FixStatus.MISSING, FixStatus.STALE, FixStatus.TAMPERED)
 LABEL_PREFIX = "io.patchset.patch."  # written by `patchset build`
 STATUSES = tuple(FixStatus)
 
@@ -101,7 +105,7 @@ class FixVerdict:
 
     @property
     def failing(self) -> bool:
-        return self.targeted and self.status in FAILING
+        return self.targeted and self.status.failing
 
 
 @dataclass

@@ -40,8 +40,10 @@ class NextStatus(Word):
     NOT_TARGETED = "not-targeted"  # covers no target and has no file for V
     NOT_IN_TREE = "not-in-tree"  # nothing of it is in this kind of tree (--source wheel): check it on the sdist
 
-
-GOOD = (NextStatus.CARRIES, NextStatus.UPSTREAM, NextStatus.NOT_IN_TREE)
+    @property
+    def ok(self) -> bool:
+        """The patch needs no work for the next release."""
+        return self in (NextStatus.CARRIES, NextStatus.UPSTREAM, NextStatus.NOT_IN_TREE)
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ class NextReport:
 
     @property
     def ok(self) -> bool:
-        return all(p.status in GOOD for p in self.patches)
+        return all(p.status.ok for p in self.patches)
 
 
 def released_versions(project: str, pre: bool = False) -> list[Version]:

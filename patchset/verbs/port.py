@@ -59,8 +59,12 @@ class PortStatus(Word):
     CONFLICT = "conflict"
     BLOCKED = "blocked"
 
+    @property
+    def ok(self) -> bool:
+        """The port left nothing for a person to do."""
+        return self in (PortStatus.CARRIED, PortStatus.RETIRED, PortStatus.PORTED)
 
-GOOD = (PortStatus.CARRIED, PortStatus.RETIRED, PortStatus.PORTED)
+
 WORKSPACE_META = ".patchset-port.json"
 DEFAULT_WORKDIR = ".patchset/port"
 
@@ -105,7 +109,7 @@ class PortReport:
 
     @property
     def ok(self) -> bool:
-        return all(p.result in GOOD for p in self.patches)
+        return all(p.result.ok for p in self.patches)
 
 
 @dataclass
