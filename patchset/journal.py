@@ -368,6 +368,15 @@ def recover(root: Path, package: Path) -> str:
         shutil.rmtree(jdir)  # killed before the journal existed: nothing outside it was touched yet
         return "removed an empty journal (the interrupted apply had changed nothing)"
     journal = Journal.load(root, package)
+    try:
+        return _recover(journal)
+    except OSError as e:  # a folder the journal names is gone, a file cannot be written: a person must look
+        raise JournalError(f"cannot finish or undo the interrupted apply: {e.strerror}: {e.filename}",
+                           file=str(jdir / "journal.json"), hint="restore the tree from its release") from e
+
+
+def _recover(journal: Journal) -> str:
+    root = journal.root
     _refuse_foreign_changes(journal)
     if _state(root / journal.record)[0] == journal.record_sha256:
         cleanup(journal)

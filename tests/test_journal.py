@@ -143,3 +143,21 @@ def test_a_journal_cut_anywhere_is_refused_not_a_crash(tmp_path, cut):
     path.write_bytes(path.read_bytes()[:cut])
     with pytest.raises(JournalError, match="unreadable apply journal"):
         journal.recover(root, pkg)
+
+
+def test_a_journal_naming_a_folder_that_is_gone_is_refused_not_a_crash(tmp_path):
+    """Found by the long fuzz run (issue 26): a deleted file's entry under a folder that does not exist made
+    the rollback write its staged copy there: FileNotFoundError, an internal error."""
+    root, pkg = tree(tmp_path)
+    plan, new, old = journal.plan(root, pkg, "vllm/.rec", [("vllm/a.py", "vllm/a.py", b"a = 2\n", None),
+                                                          ("vllm/b.py", "vllm/b.py", None, None)])
+    plan.record_sha256 = str(journal.sha256(b"{}"))
+    plan.dir.mkdir()
+    journal.begin(plan, new, old, b"{}")
+    (pkg / "b.py").unlink()  # the deletion done, a staged copy damaged (so: roll back), the journal naming
+    plan.staged(plan.entries[0]).write_bytes(b"damaged\n")  # another folder for the deleted file
+    path = plan.dir / "journal.json"
+    path.write_text(path.read_text().replace('"local": "vllm/b.py"', '"local": "vdlm/b.py"'))
+    with pytest.raises(JournalError, match="cannot finish or undo") as e:
+        journal.recover(root, pkg)
+    assert e.value.file and e.value.file.endswith("journal.json")
