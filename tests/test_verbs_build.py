@@ -505,7 +505,7 @@ def kernel_manifest(tmp_path_factory):
 def test_a_csrc_hunk_is_never_carried_by_build_or_audit(kernel_manifest, docker_client, standin, session_repo,
                                                         pristine_source, derive_image):
     from patchset.errors import EXIT_FINDING
-    from patchset.report import sbom as cyclonedx
+    from patchset.verbs import sbom as cyclonedx
     from patchset.verbs.audit import audit_image
 
     tag = f"{session_repo}:kernel"
@@ -528,7 +528,7 @@ def test_a_csrc_hunk_is_never_carried_by_build_or_audit(kernel_manifest, docker_
     assert fixes["plain"].status == "carried"
     assert fixes["kernel"].status == "missing" and KERNEL_HEADER in fixes["kernel"].evidence
     assert not audited.ok  # a targeted fix is missing: the audit fails, as the build's refusal said it would
-    sbom = cyclonedx.render(audited, kernel_manifest)
+    sbom = cyclonedx.document(audited, kernel_manifest)
     assert '"value": "missing: the provenance record says its compiled code was left out' in sbom
 
     # The same Python files put in by hand, without a record: the files cannot show the kernel either.
