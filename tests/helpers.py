@@ -111,3 +111,12 @@ def scratch_fork(root: Path) -> Path:
     subprocess.run([*git, "-C", str(root), "add", "-A"], check=True)
     subprocess.run([*git, "-C", str(root), "commit", "-q", "-m", "fork"], check=True)
     return root
+
+
+def stable(doc: object, volatile: set[str]) -> object:
+    """A JSON document less the keys whose values vary from run to run (timings, ids), at any depth."""
+    if isinstance(doc, dict):
+        return {k: stable(v, volatile) for k, v in doc.items() if k not in volatile}
+    if isinstance(doc, list):
+        return [stable(v, volatile) for v in doc]
+    return doc

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import stable
 
 pytest_plugins = ["conftest_docker"]
 
@@ -38,14 +39,6 @@ CASES = {
 # and so moves with every commit.
 IMAGE_VOLATILE = VOLATILE | {"id", "digest", "base_digest", "image", "applied_at", "created", "manifest_sha256",
                              "tool"}
-
-
-def stable(doc: object, volatile: set[str]) -> object:
-    if isinstance(doc, dict):
-        return {k: stable(v, volatile) for k, v in doc.items() if k not in volatile}
-    if isinstance(doc, list):
-        return [stable(v, volatile) for v in doc]
-    return doc
 
 
 def golden_cli(name: str, argv: list[str], volatile: set[str] = VOLATILE) -> None:

@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import udiff, write_patch
+from helpers import stable, udiff, write_patch
 
 from patchset.cache import Cache
 from patchset.core.manifest_load import load_manifest
@@ -88,14 +88,7 @@ EXPECTED = {"proven": "proven", "useless": "not-discriminating", "failing": "fai
 
 def _doc(report: proof.ProofReport) -> object:
     """The JSON document less its timings (they differ from run to run; nothing else may)."""
-    def strip(x: object) -> object:
-        if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items() if k not in ("duration", "seconds")}
-        if isinstance(x, list):
-            return [strip(v) for v in x]
-        return x
-
-    return strip(json.loads(testreport.render_json(report)))
+    return stable(json.loads(testreport.render_json(report)), {"duration", "seconds"})
 
 
 @pytest.mark.slow
