@@ -26,7 +26,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--patch", action="append", default=[], metavar="ID",
                    help="prove only this patch (repeatable; default: every patch)")
     add_manifest(p)
-    p.add_argument("--format", choices=("table", "json", "markdown"), default="table",
+    p.add_argument("--format", choices=tuple(testreport.RENDERERS), default="table",
                    help="output format on stdout (default: table)")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     add_summary(p)

@@ -273,7 +273,8 @@ def render_junit(report: ProofReport) -> str:
     return junit(cases, name=f"patchset test vllm {report.vllm}")
 
 
-RENDERERS = {"table": render_table, "json": render_json, "markdown": render_markdown, "junit": render_junit}
+# the --format choices on stdout; JUnit goes to the file --junit names (render_junit)
+RENDERERS = {"table": render_table, "json": render_json, "markdown": render_markdown}
 
 
 def github_annotations(report: ProofReport) -> list[str]:
