@@ -89,7 +89,7 @@ def pair(base: list[str], repeat: int) -> dict:
     serial, fast = [], []
     for _ in range(repeat):
         serial.append(run([*base, "--jobs", "1"]))
-        fast.append(run(base))
+        fast.append(run([*base, "--jobs", "auto"]))
     s = statistics.median(r["seconds"] for r in serial)
     f = statistics.median(r["seconds"] for r in fast)
     return {"serial": s, "fast": f, "ratio": s / f,
@@ -110,10 +110,10 @@ def proof_rows(repeat: int = 1, vllm: str = "0.29.0") -> list[str]:
     rows = [("test --no-suites", pair([*base, "--no-suites"], repeat), 3.0),
             ("test, suites with cached baselines", pair(base, repeat), 2.0),
             ("test --rebaseline (the first run with baselines)", pair([*base, "--rebaseline"], repeat), None)]
-    out = [f"patchset test --vllm {vllm} --venv: one process per configuration (--jobs 1) against the default "
+    out = [f"patchset test --vllm {vllm} --venv: one process per configuration (--jobs 1) against --jobs auto "
            f"(warm interpreter, configurations side by side); medians of {repeat} paired run(s); "
            f"{os.cpu_count()} cores", "",
-           "| workload | --jobs 1 | default | ratio | CPU s: --jobs 1 / default | peak memory: --jobs 1 / default "
+           "| workload | --jobs 1 | --jobs auto | ratio | CPU s: --jobs 1 / auto | peak memory: --jobs 1 / auto "
            "| verdicts | JSON less timings identical |",
            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     goals = []

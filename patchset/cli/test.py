@@ -38,10 +38,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "(the new result replaces it)")
     p.add_argument("--timeout", type=seconds, default=3600, metavar="SECONDS",
                    help="limit for each pytest run (default: 3600)")
-    p.add_argument("--jobs", type=jobs, default=None, metavar="N",
+    p.add_argument("--jobs", type=jobs, default=None, metavar="N|auto",
                    help="configurations run side by side, each forked from a warm interpreter that imported "
-                        "torch and the test dependencies once (venv runner; default: what the cores and the "
-                        "memory allow); 1: one process per configuration, one after another")
+                        "torch and the test dependencies once (venv runner; auto: what the cores and the "
+                        "memory allow); default 1: one process per configuration, one after another")
     p.add_argument("--workdir", metavar="DIR",
                    help="keep the test tree, overlays, JUnit files and pytest logs in DIR (default: a "
                         "temporary folder, removed afterwards)")
@@ -59,8 +59,11 @@ def seconds(value: str) -> float:
 
 
 def jobs(value: str) -> int:
+    """``auto`` is 0: what the cores and the memory allow (decided where the configurations are known)."""
+    if value == "auto":
+        return 0
     if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of runs, 1 or more")
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of runs, 1 or more, nor auto")
     return int(value)
 
 
