@@ -141,14 +141,7 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     for warning in manifest.warnings:  # e.g. a .patch no patch names: validate refuses it
         say(f"warning: {warning}\n")
     install, result, changed, modes = _series_on_base(client, image, base, manifest, version)
-    not_carried = compiled_changes(result)
-    if not_carried and not python_only:
-        said = "; ".join(f"patch {pid} changes {', '.join(files)}" for pid, files in not_carried.items())
-        raise SeriesFails(f"{said}: compiled code, which copying files onto {base} cannot carry; nothing was built",
-                          hint="build vLLM from source with the series for it, or pass --python-only to build the "
-                               "image without that code (audit will not call those fixes carried)")
-    for pid, files in not_carried.items():
-        say(f"warning: {pid} is not carried: its compiled code ({', '.join(files)}) is left out\n")
+    not_carried = _compiled_left_out(result, base, python_only, say)
     record = provenance.make_record(manifest, result, layout="repo",
                                     modes={p: 0o100000 | m for p, m in modes.items() if m is not None})
     record["image"] = {"base": base, "base_digest": base_digest, "site": install.site}
@@ -160,16 +153,7 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     say(f"series: {sum(p.status == PatchStatus.APPLIES for p in result.patches)} patches apply; "
         f"{len(written)} files to write, {len(deleted)} to delete; context {len(context)} bytes\n")
 
-    buildargs = {
-        "BASE": local_id(image),  # the exact bytes that were checked, whatever the tag points at later
-        "PYTHON": install.python_executable,
-        "SITE": install.site,
-        "TOUCHED": " ".join(p for p in sorted(changed) if p.endswith(".py")),
-        # In-image paths: the deleted modules and every bytecode file they may have left.
-        "DELETED": " ".join(_deleted_paths(install, deleted)),
-        "BASE_USER": (image.attrs.get("Config") or {}).get("User") or "root",
-        "MTIME": str(mtime),
-    }
+    buildargs = _buildargs(image, install, changed, deleted, mtime)
     image_id, stages = run_build(client, context, tag, buildargs, labels, say, nocache=nocache)
     built = client.images.get(image_id)
     removed = remove_stages(client, stages, keep={local_id(image), local_id(built)}, say=say)
@@ -180,6 +164,35 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     if sbom is not None:
         add_sbom(client, manifest, image, install, report, sbom, say=say, nocache=nocache)
     return report
+
+
+def _compiled_left_out(result: ReleaseResult, base: str, python_only: bool,
+                       say: Callable[[str], None]) -> dict[str, list[str]]:
+    """Compiled files each patch changes; a refusal unless ``python_only`` leaves them out (with a warning)."""
+    not_carried = compiled_changes(result)
+    if not_carried and not python_only:
+        said = "; ".join(f"patch {pid} changes {', '.join(files)}" for pid, files in not_carried.items())
+        raise SeriesFails(f"{said}: compiled code, which copying files onto {base} cannot carry; nothing was built",
+                          hint="build vLLM from source with the series for it, or pass --python-only to build the "
+                               "image without that code (audit will not call those fixes carried)")
+    for pid, files in not_carried.items():
+        say(f"warning: {pid} is not carried: its compiled code ({', '.join(files)}) is left out\n")
+    return not_carried
+
+
+def _buildargs(image: Image, install: VllmInstall, changed: dict[str, bytes | None], deleted: list[str],
+               mtime: int) -> dict[str, str]:
+    """The Dockerfile's build arguments."""
+    return {
+        "BASE": local_id(image),  # the exact bytes that were checked, whatever the tag points at later
+        "PYTHON": install.python_executable,
+        "SITE": install.site,
+        "TOUCHED": " ".join(p for p in sorted(changed) if p.endswith(".py")),
+        # In-image paths: the deleted modules and every bytecode file they may have left.
+        "DELETED": " ".join(_deleted_paths(install, deleted)),
+        "BASE_USER": (image.attrs.get("Config") or {}).get("User") or "root",
+        "MTIME": str(mtime),
+    }
 
 
 SBOM_LABEL = f"{LABEL_NS}.sbom"
