@@ -43,7 +43,7 @@ from typing import Any, Generic, TypeVar
 
 from patchset.cache import Cache
 from patchset.core.manifest import Manifest, Patch
-from patchset.core.series import PatchStatus, evaluate_release
+from patchset.core.series import PatchResult, PatchStatus, ReleaseResult, evaluate_release
 from patchset.errors import Finding, PatchsetError
 from patchset.runners import (
     Outcome,
@@ -232,13 +232,8 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
     selected = [p for p in manifest.patches if not patch_ids or p.id in patch_ids]
     t0 = time.monotonic()
     progress(f"evaluating the series on vLLM {version} ...")
-    full = evaluate(manifest, version, source)
+    full = _series_that_applies(manifest, version, source, evaluate)
     status = {r.id: r for r in full.patches}
-    broken = [r for r in full.patches if r.status in (PatchStatus.FAILED, PatchStatus.BLOCKED)]
-    if broken:
-        raise Finding(f"the series does not apply to vLLM {version}: "
-                      + ", ".join(f"{r.id} {r.status}" for r in broken),
-                      hint=f"run patchset check --vllm {version}")
     package = import_name(manifest.pypi)
     package_paths = sorted(p for p in full.files if p.startswith(package + "/"))
     progress("preparing the test tree (upstream tests/ + the series' test hunks) ...")
@@ -270,20 +265,32 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
         close = getattr(runner, "close", None)
         if close is not None:
             close()
-    out: list[PatchVerdict] = []
-    for p in selected:
-        st = status[p.id].status
-        if p.id in verdicts:
-            out.append(verdicts[p.id])
-        elif st in (PatchStatus.UPSTREAM, PatchStatus.NOT_TARGETED):
-            out.append(PatchVerdict(p.id, Verdict(st), status[p.id].evidence or st, p.tests))
-        else:
-            out.append(decide(p.id, p.tests, None, None))
+    out = [_verdict(p, status[p.id], verdicts) for p in selected]
     session.seconds["total"] = round(time.monotonic() - t0, 1)
     warnings = [*full.warnings, *getattr(runner, "warnings", [])]
     peak = getattr(runner, "peak_rss_kb", 0) / 1024
     return ProofReport(version, runner.name, environment, out, suite_results, warnings, session.seconds,
                        round(peak, 1), jobs)
+
+
+def _series_that_applies(manifest: Manifest, version: str, source, evaluate: Evaluate) -> ReleaseResult:
+    """The series evaluated on ``version``; a finding when a patch fails or is blocked (nothing to prove)."""
+    full = evaluate(manifest, version, source)
+    broken = [r for r in full.patches if r.status in (PatchStatus.FAILED, PatchStatus.BLOCKED)]
+    if broken:
+        raise Finding(f"the series does not apply to vLLM {version}: "
+                      + ", ".join(f"{r.id} {r.status}" for r in broken),
+                      hint=f"run patchset check --vllm {version}")
+    return full
+
+
+def _verdict(p: Patch, result: PatchResult, verdicts: dict[str, PatchVerdict]) -> PatchVerdict:
+    """A patch's verdict: its proof where it ran, else what the series said of it (upstream, not targeted)."""
+    if p.id in verdicts:
+        return verdicts[p.id]
+    if result.status in (PatchStatus.UPSTREAM, PatchStatus.NOT_TARGETED):
+        return PatchVerdict(p.id, Verdict(result.status), result.evidence or result.status, p.tests)
+    return decide(p.id, p.tests, None, None)
 
 
 @dataclass
