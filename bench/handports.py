@@ -14,6 +14,7 @@ files with GNU patch, and every file either touches is compared.
     python bench/handports.py this-repo       # this repository's 0.28 recipes -> the hand-made 0.29 ones
     python bench/handports.py sllm GITDIR     # a public project's one vLLM patch, kept by hand for
                                               # 0.5.0.post1 -> 0.6.6 -> 0.9.0.1 -> 0.11.2 (GITDIR: its clone)
+    python bench/handports.py omni-infer GITDIR  # another project's series for 0.8.3 -> its series for 0.9.0
 
 The second is ServerlessLLM's ``sllm_store/vllm_patch/sllm_load.patch`` (repository layout, applied
 with ``patch -p2 -d site-packages/vllm``), taken at the last commit of its main line that pinned each
@@ -89,16 +90,72 @@ def compare(manifest: Path, to: str, hand: list[Path], tmp: Path, fuzz: int = 0)
                 same = waiting[path] == hand_files.get(path)
                 why += " (that merge is " + ("identical to" if same else "the same code as" if _squash(
                     waiting[path]) == _squash(hand_files.get(path)) else "different from") + " the hand port)"
-            rows.append((path, "flagged" if path in hand_changed else "flagged (the hand port leaves it alone)", why))
+            kind = _flag_kind(path, flagged[path], path in hand_changed, walk.read(path) is None, hand_files)
+            rows.append((path, kind, why))
         elif merged.get(path, pristine.get(path)) == hand_files.get(path):
             rows.append((path, "identical", "merged cleanly"))
         elif path not in merged:
             rows.append((path, "hand-only", "the hand port extends the patch to a file the old one never touched"))
         elif _squash(merged[path]) == _squash(hand_files.get(path)):
             rows.append((path, "same code", "merged cleanly; the same AST as the hand port (whitespace differs)"))
+        elif _within(pristine.get(path), merged[path], hand_files.get(path)):
+            rows.append((path, "different (within the hand port)", "merged cleanly; every line port changed the "
+                         "hand port changes the same way, and the hand port changes more (new work)"))
         else:
             rows.append((path, "different", "merged cleanly, differs from the hand port"))
     return rows
+
+
+def _flag_kind(path: str, reasons: list[str], hand_changed: bool, gone: bool,
+               hand_files: dict[str, bytes | None]) -> str:
+    """Whether a flag is on the right file, judged against the hand port alone:
+
+    * the hand port changes the file too: a person had to (``flagged``);
+    * the file is gone from V and the hand port has none either: the flag says the code is gone and
+      names no place for it, and the maintainer found none there either (``flagged (gone ...)``);
+    * a hunk of a gone file was followed here, the file this one is the rename of (it holds at least half
+      of the gone file's lines, as ``git diff -M`` counts a rename), and the hand port leaves it alone: the
+      code's home, where the maintainer dropped the change (``flagged (the gone file's rename ...)``);
+    * a hunk of another file was followed here on weaker evidence (its own lines nearly there, in one part
+      of a split) and the hand port leaves this file alone: port named a place the maintainer did not
+      take (``flagged (another place ...)``), not the right reason;
+    * the file's own hunks conflict (or would not import) and the hand port drops the change
+      (``flagged (the maintainer dropped ...)``): refused where the maintainer refused too;
+    * the file merged cleanly and only waits for its patch's other conflicts, and the hand port drops
+      the change (``flagged (held ...)``): nothing was wrong with it, so not counted as the right reason.
+    """
+    if hand_changed:
+        return "flagged"
+    if gone and hand_files.get(path) is None:
+        return "flagged (gone from V; the hand port has no such file either)"
+    followed = [r for r in reasons if (m := re.match(r"hunk \d+ of (\S+):", r)) and m.group(1) != path]
+    if followed and all("(a rename)" in r for r in followed):
+        return "flagged (the gone file's rename; the maintainer dropped the change)"
+    if followed:
+        return "flagged (another place than the maintainer's: the hand port leaves it alone)"
+    if all(r.startswith("merged cleanly, but its patch conflicts") for r in reasons):
+        return "flagged (held: merged cleanly, waits for its patch; the maintainer dropped the change)"
+    return "flagged (the maintainer dropped the change: the hand port leaves it alone)"
+
+
+def _within(pristine: bytes | None, ours: bytes | None, hand: bytes | None) -> bool:
+    """Every change port made to the pristine file is one the hand port makes too (same old lines, same
+    new lines), and the hand port makes more."""
+    import difflib
+
+    def changes(after: bytes | None) -> set[tuple[tuple[bytes, ...], tuple[bytes, ...]]]:
+        a, b = (pristine or b"").splitlines(), (after or b"").splitlines()
+        return {(tuple(a[i1:i2]), tuple(b[j1:j2])) for tag, i1, i2, j1, j2 in
+                difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if tag != "equal"}
+
+    mine, theirs = changes(ours), changes(hand)
+    return bool(mine) and mine != theirs and all(any(_contains(t, o) for t in theirs) for o in mine)
+
+
+def _contains(big: tuple[tuple[bytes, ...], tuple[bytes, ...]],
+              small: tuple[tuple[bytes, ...], tuple[bytes, ...]]) -> bool:
+    """A change (old lines, new lines) is part of a larger one: its old and new lines stand in it."""
+    return all(x in big[0] for x in small[0]) and all(x in big[1] for x in small[1])
 
 
 def _squash(data: bytes | None) -> object:
@@ -142,6 +199,37 @@ def sllm(tmp: Path, gitdir: str) -> list[tuple[str, str, str]]:
     return rows
 
 
+OMNI_AT = "0d409dfc8a13893eed45369351738720eba96d78"
+OMNI_DIR = "omni/adaptors/vllm/patches"
+OMNI_SCRIPTS = ("infer_engines/bash_install_code_v0.8.3.sh", "infer_engines/bash_install_code.sh")
+
+
+def omni(tmp: Path, gitdir: str) -> list[tuple[str, str, str]]:
+    """omni-infer's series for vLLM 0.8.3 (4 patches) ported to 0.9.0, against the maintainers' series for
+    0.9.0 (19 patches, made by hand from it and extended), each in the order its install script applies."""
+    def show(path: str) -> bytes:
+        return subprocess.run(["git", "--git-dir", gitdir, "show", f"{OMNI_AT}:{path}"], check=True,
+                              capture_output=True).stdout
+
+    old, new = (re.findall(r"git apply --whitespace=nowarn \$PATCH_ROOT/(\S+\.patch)", show(s).decode())
+                for s in OMNI_SCRIPTS)
+    entries = []
+    for rel in old:
+        pid = Path(rel).stem.replace("_", "-")
+        (tmp / "recipes" / pid).mkdir(parents=True)
+        (tmp / "recipes" / pid / "vllm-0.8.3.patch").write_bytes(show(f"{OMNI_DIR}/{rel}"))
+        entries.append(f'  - id: {pid}\n    origin: fork\n    releases: "==0.8.3"\n'
+                       f'    patch: recipes/{pid}/vllm-0.8.3.patch\n')
+    (tmp / "patches.yaml").write_text('schema: 1\ntargets:\n  "0.8.3": {}\npatches:\n' + "".join(entries))
+    hand = []
+    for rel in new:
+        (tmp / "hand").mkdir(exist_ok=True)
+        (tmp / "hand" / rel).write_bytes(show(f"{OMNI_DIR}/{rel}"))
+        hand.append(tmp / "hand" / rel)
+    return [(f"0.8.3 -> 0.9.0: {path}", verdict, why)
+            for path, verdict, why in compare(tmp / "patches.yaml", "0.9.0", hand, tmp)]
+
+
 def this_repo(tmp: Path) -> list[tuple[str, str, str]]:
     """This repository's series as it stood before the hand-made 0.29 recipes, ported to 0.29.0."""
     shutil.copytree(REPO / "recipes", tmp / "recipes")
@@ -160,13 +248,23 @@ def this_repo(tmp: Path) -> list[tuple[str, str, str]]:
 def main() -> int:
     which = sys.argv[1] if len(sys.argv) > 1 else "this-repo"
     with tempfile.TemporaryDirectory(prefix="handports-") as tmp:
-        rows = sllm(Path(tmp), sys.argv[2]) if which == "sllm" else this_repo(Path(tmp))
+        runs = {"sllm": lambda: sllm(Path(tmp), sys.argv[2]), "omni-infer": lambda: omni(Path(tmp), sys.argv[2])}
+        rows = runs.get(which, lambda: this_repo(Path(tmp)))()
     print("| file | port vs hand port | why |\n| --- | --- | --- |")
     for path, verdict, why in rows:
         print(f"| {path} | {verdict} | {why.replace('|', '/')[:300]} |")
     counts = {v: sum(1 for r in rows if r[1].split(" (")[0] == v)
               for v in ("identical", "same code", "flagged", "different", "hand-only")}
     print("\n" + ", ".join(f"{n} {k}" for k, n in counts.items()) + f" of {len(rows)} files")
+    handled = len(rows) - counts["hand-only"]
+    elsewhere = sum(1 for r in rows if r[1].startswith("flagged (another place"))
+    within = sum(1 for r in rows if r[1].startswith("different (within"))
+    held = sum(1 for r in rows if r[1].startswith("flagged (held"))
+    right = counts["identical"] + counts["same code"] + counts["flagged"] - elsewhere - held
+    print(f"{right} of {handled} files port handled are identical, the same code or flagged on the right file "
+          f"({right / max(handled, 1):.0%}); {elsewhere} flagged at another place than the maintainer's; "
+          f"{held} held (clean, waiting for their patch) where the maintainer dropped the change; "
+          f"{counts['different']} accepted yet different, of them {within} within the hand port (new work beside)")
     return 0
 
 

@@ -536,3 +536,36 @@ def test_a_gone_file_whose_lines_stand_in_its_rename_and_elsewhere_is_a_conflict
     assert p.result == "conflict" and p.patch is None
     (c,) = p.conflicts
     assert "vllm/b.py:4" in c.message and "vllm/c.py:4" in c.message and "ambiguous" in c.message
+
+
+@pytest.mark.network
+def test_a_hunk_of_a_gone_file_whose_lines_stand_nowhere_names_no_place_only_a_weak_lead(tmp_path):
+    """ServerlessLLM's hunk for vLLM 0.9.0.1 (a member of ``LoadFormat`` in vllm/config.py): 0.11.2 split
+    config.py into a package and dropped the enum. vllm/config/model.py holds a tenth of config.py's
+    lines, none of the hunk's: that is a lead for the message, never the hunk's new place."""
+    from patchset.cache import Cache
+    from patchset.sources.sdist import SdistSource
+
+    config = (SdistSource("vllm", "0.9.0.1", Cache()).root / "vllm/config.py").read_text()
+    member = '    FASTSAFETENSORS = "fastsafetensors"\n'
+    write_patch(tmp_path, "recipes/load-format/vllm-0.9.patch",
+                udiff("vllm/config.py", config, config.replace(member, member + '    SERVERLESS_LLM = "sllm"\n')))
+    manifest = write_manifest(tmp_path, """\
+        schema: 1
+        targets:
+          "0.9.0.1": {}
+        patches:
+          - id: load-format
+            releases: "==0.9.0.1"
+            patch: recipes/load-format/vllm-0.9.patch
+        """)
+    r = port(load_manifest(manifest), "0.11.2", dry_run=True)
+    (c,) = r.patches[0].conflicts
+    assert c.file == "vllm/config.py" and c.line == 0
+    assert c.message.startswith("vllm 0.11.2 has no vllm/config.py (removed or moved upstream) and hunk 1's "
+                                "lines are nowhere in it: the code is gone, merge it by hand; nearest: "
+                                "vllm/config/model.py (weak: it holds ")
+    assert "moved_to" not in c.message
+    seen = next_release(load_manifest(manifest), "0.11.2", released=["0.11.2"])
+    (change,) = seen.patches[0].upstream_change
+    assert change.moved == "" and "moved_to" not in change.summary

@@ -229,10 +229,25 @@ def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None
                      False, tuple(exact))
     near = index.nearest(block, prefer)
     if near is None:
-        return Moved(Place(prefer[0], 0, False), why, False) if prefer else None
+        # No per-hunk evidence. A rename (most of the file went to one place) still says where the hunk
+        # belongs, as ``git merge`` follows renames; a share of a split (a tenth to a third of the file's
+        # lines) does not: it is a lead for the message (``lead``), never the hunk's new place.
+        renamed = bool(homes) and homes[0][1] >= RENAME_SIMILARITY
+        return Moved(Place(prefer[0], 0, False), why, False) if renamed else None
     differ = sum(1 for d in near.differ if d[:1] in "+-" and not d.startswith(("+++", "---")))
     said = f"nearest candidate {near}: {near.score:.0%} of the hunk's lines agree, {differ} differ"
     return Moved(near, f"{why}; {said}" if why else said, False)
+
+
+def lead(index: PyIndex, path: str, old_file: bytes | None) -> str:
+    """Where a gone file's lines went, as a weak lead for a hunk whose own lines stand nowhere in the release:
+    '' when no file holds a share of them. Said as such in a conflict, never taken as the hunk's place."""
+    homes = index.renamed_to(old_file) if old_file is not None else []
+    if not homes:
+        return ""
+    return "nearest: " + ", ".join(f"{p} (weak: it holds {s:.0%} of {path}'s lines, and no place in"
+                                   " it half of this hunk's)"
+                                   for p, s in homes[:2])
 
 
 def core(kinds: str, keys: tuple[bytes, ...]) -> tuple[list[bytes], list[bytes]]:

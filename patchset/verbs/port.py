@@ -433,8 +433,10 @@ def _follow_file(walk: Walk, pf: PatchFile, path: str, old: bytes, merged: dict[
         old_core, new_core = moved.core(h.kinds, h.keys)
         found = moved.follow(walk.index(), path, old_core, old, True)
         if found is None:
+            weak = moved.lead(walk.index(), path, old)
             conflicts.append(Conflict(path, 0, f"{ours_label} has no {path} (removed or moved upstream) and hunk "
-                                      f"{h.number}'s lines are nowhere in it"))
+                                      f"{h.number}'s lines are nowhere in it: the code is gone, merge it by hand"
+                                      + (f"; {weak}" if weak else "")))
             continue
         dest = found.place.file
         walk.adopt(dest)
