@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from patchset.core import semantic
 
 TREE = {
@@ -50,3 +52,31 @@ def test_imports_are_found_in_every_form_and_only_for_the_package():
               b"text = 'from vllm.z import nothing'\n")
     assert semantic.vllm_imports(source) == [("vllm", None, 1), ("vllm.a", None, 2), ("vllm.b", "moved", 3),
                                              ("vllm.b", "other", 3), ("vllm.pkg", "sub", 10)]
+
+
+@pytest.mark.network
+def test_a_guarded_import_that_does_not_resolve_is_the_modules_own_fallback():
+    """Real 0.11.2 code: vllm/attention/ops/flashmla.py imports the compiled ``vllm._flashmla_C`` inside
+    ``try: … except ImportError:``. No such module is in the source tree; the guard expects that."""
+    from patchset.cache import Cache
+    from patchset.sources.sdist import SdistSource
+
+    root = SdistSource("vllm", "0.11.2", Cache()).root
+
+    def tree(path: str) -> bytes | None:
+        f = root / path
+        return f.read_bytes() if f.is_file() else None
+
+    real = tree("vllm/attention/ops/flashmla.py")
+    assert real is not None and b"        import vllm._flashmla_C  # noqa: F401\n" in real
+    assert semantic.problems(real, None, None, tree, "vllm/attention/ops/flashmla.py") == []
+    # The same import unguarded, at the top of the module, would fail: it is still reported.
+    bare = b"import vllm._flashmla_C\n" + real
+    (p,) = semantic.problems(bare, None, None, tree, "vllm/attention/ops/flashmla.py")
+    assert (p.line, p.message) == (1, "module vllm._flashmla_C does not exist")
+    # Under ``if TYPE_CHECKING:`` an import is never run.
+    typed = b"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from vllm.gone import Thing\n"
+    assert semantic.problems(typed, None, None, tree, "vllm/x.py") == []
+    # A guard that catches something else is no guard for a failed import.
+    other = b"try:\n    from vllm.gone import Thing\nexcept KeyError:\n    pass\n"
+    assert [p.line for p in semantic.problems(other, None, None, tree, "vllm/x.py")] == [2]

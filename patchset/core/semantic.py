@@ -191,7 +191,7 @@ def import_problems(merged: bytes, pristine: bytes | None, read: Read,
         if (module, name) in have_keys:
             continue
         why = unresolved_import(module, name, read)
-        if not why:
+        if not why or line in guarded_lines(merged):
             continue
         if version:
             why += f" in {version}"
@@ -202,6 +202,44 @@ def import_problems(merged: bytes, pristine: bytes | None, read: Read,
                 why += f" (it is in {', '.join(homes[:3])})"
         out.append(Problem(line, why))
     return out
+
+
+# What a guard catches when an import fails: the module's own fallback, not a break.
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+@functools.lru_cache(maxsize=64)
+def guarded_lines(content: bytes) -> frozenset[int]:
+    """The lines of import statements a module guards: in the body of a ``try`` whose handler catches
+    ImportError (or a bare ``except``, ``Exception``), or under ``if TYPE_CHECKING:`` (never run). Such an
+    import that does not resolve is the module's own fallback, not a reason it would not import.
+
+    Parsed only when an import does not resolve: most merged files never need it."""
+    try:
+        tree = ast.parse(content)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(_catches_import_error(h) for h in node.handlers):
+            body: list[ast.stmt] = node.body
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            body = node.body
+        else:
+            continue
+        out.update(n.lineno for stmt in body for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    return frozenset(out)
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(k is None or (isinstance(k, ast.Name) and k.id in _IMPORT_ERRORS)
+               or (isinstance(k, ast.Attribute) and k.attr in _IMPORT_ERRORS) for k in kinds)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def problems(merged: bytes, pristine: bytes | None, old_patched: bytes | None, read: Read, path: str,
