@@ -173,3 +173,55 @@ def test_a_target_or_an_older_release_is_never_titled_newer_than_the_targets(fix
     assert json.loads(next_json(older))["standing"] == "older"
     newer = next_release(m, "0.29.0", source=src, released=["0.28.0", "0.29.0"])
     assert newer.standing == "newer" and "(newer than the targets: 0.29.0)" in next_table(newer)
+
+
+def _series_providing_a_name_later(root: Path, with_export: bool) -> Path:
+    """On real vLLM 0.11.0 code, the way Emu3.5 wrote its series: a model (first) imports ``ForkConfig`` from
+    vllm/transformers_utils/configs; a later patch exports it there (it needs fuzz 1 on 0.11.1, as Emu3.5's
+    did); a last one creates the config module."""
+    from helpers import udiff, write_manifest, write_patch
+
+    from patchset.cache import Cache
+    from patchset.sources.sdist import SdistSource
+
+    init = "vllm/transformers_utils/configs/__init__.py"
+    text = (SdistSource("vllm", "0.11.0", Cache()).root / init).read_text()
+    anchor = "from vllm.transformers_utils.configs.qwen3_next import Qwen3NextConfig\n"
+    assert text.count(anchor) == 1 and text.count('    "Qwen3NextConfig",\n]') == 1
+    exported = text.replace(anchor, anchor + "from vllm.transformers_utils.configs.fork import ForkConfig\n").replace(
+        '    "Qwen3NextConfig",\n]', '    "Qwen3NextConfig",\n    "ForkConfig",\n]')
+    model = "vllm/model_executor/models/fork_model.py"
+    uses = "from vllm.transformers_utils.configs import ForkConfig\n\nCONFIG = ForkConfig\n"
+    patches = {"model": udiff(model, "", uses),
+               "export": udiff(init, text, exported),
+               "config": udiff("vllm/transformers_utils/configs/fork.py", "", "class ForkConfig:\n    pass\n")}
+    for name in ("model", "config"):
+        patches[name] = patches[name].replace(f"--- a/{model}", "--- /dev/null").replace(
+            "--- a/vllm/transformers_utils/configs/fork.py", "--- /dev/null")
+    entries = ""
+    for pid, diff in patches.items():
+        if pid == "export" and not with_export:
+            continue
+        write_patch(root, f"recipes/{pid}/vllm-0.11.0.patch", diff)
+        entries += f'  - id: {pid}\n    releases: "==0.11.0"\n    patch: recipes/{pid}/vllm-0.11.0.patch\n'
+    return write_manifest(root, 'schema: 1\ntargets:\n  "0.11.0": {}\npatches:\n' + entries)
+
+
+@pytest.mark.network
+def test_a_name_a_later_patch_of_the_series_provides_is_not_blamed_on_the_patch_that_uses_it(tmp_path):
+    from patchset.verbs.port import port
+
+    manifest = _series_providing_a_name_later(tmp_path / "with", True)
+    r = next_release(load_manifest(manifest), "0.11.1", released=["0.11.1"])
+    assert {p.id: p.status for p in r.patches} == {"model": "carries", "export": "needs-port", "config": "carries"}
+    assert "fuzz" in next(p for p in r.patches if p.id == "export").result.message
+    # port judges each file as the series leaves it too: the export merges (a 3-way merge) and its import of
+    # the module the last patch creates is not missing.
+    ported = port(load_manifest(manifest), "0.11.1", dry_run=True)
+    assert {p.id: p.result for p in ported.patches} == {"model": "carried", "export": "ported", "config": "carried"}
+    # Without the patch that provides it, the name is missing after the series: the model is blamed.
+    alone = _series_providing_a_name_later(tmp_path / "without", False)
+    r = next_release(load_manifest(alone), "0.11.1", released=["0.11.1"])
+    model = next(p for p in r.patches if p.id == "model")
+    assert model.status == "needs-port"
+    assert "'ForkConfig' is not in vllm/transformers_utils/configs/__init__.py in 0.11.1" in model.result.message

@@ -25,12 +25,15 @@ import ast
 import functools
 import re
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pyflakes import checker, messages
 
+from patchset.core.patchfile import FilePatch
+
 Read = Callable[[str], "bytes | None"]
+
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,8 @@ class Problem:
 
     line: int
     message: str
+    name: str = ""  # the name that is missing
+    file: str = ""  # the file it is missing from (the module imported from, or the merged file itself)
 
 
 def undefined_names(content: bytes, path: str = "<merged>") -> list[tuple[str, int]]:
@@ -193,6 +198,10 @@ def import_problems(merged: bytes, pristine: bytes | None, read: Read,
         why = unresolved_import(module, name, read)
         if not why or line in guarded_lines(merged):
             continue
+        home = module_file(module, read)
+        # What is missing: the name from its module's file, or the module itself (a file the series may create)
+        missing = (name, home[0]) if name and home else ("", module.replace(".", "/") + ".py") if not home \
+            else ("", "")
         if version:
             why += f" in {version}"
         if name and where_defined:
@@ -200,7 +209,7 @@ def import_problems(merged: bytes, pristine: bytes | None, read: Read,
             homes = [p for p in where_defined(name) if home is None or p != home[0]]
             if homes:
                 why += f" (it is in {', '.join(homes[:3])})"
-        out.append(Problem(line, why))
+        out.append(Problem(line, why, *missing))
     return out
 
 
@@ -251,9 +260,36 @@ def problems(merged: bytes, pristine: bytes | None, old_patched: bytes | None, r
     for name, line in new_undefined(merged, (pristine, old_patched), path):
         lines.setdefault(name, []).append(line)
     found = [Problem(at[0], f"{name!r} is undefined at line {at[0]}" + (f" (and {len(at) - 1} more)" if len(at) > 1
-                                                                        else "")) for name, at in lines.items()]
+                                                                        else ""), name, path)
+             for name, at in lines.items()]
     found += import_problems(merged, pristine, read, where_defined, version)
     return sorted(found, key=lambda p: p.line)
+
+
+def unpromised(found: list[Problem], added: Mapping[str, Sequence[bytes]]) -> list[Problem]:
+    """``found`` less the names the rest of the series provides: a name missing from a file that another
+    patch of the series adds lines naming there (``added``: file -> lines the series' other patches add to
+    it, comments aside), or a module another patch creates. The file is judged as the series leaves it;
+    when that patch does not land on the release, it is the one to port, not the patch that uses the name."""
+    out = []
+    for p in found:
+        if not p.name and p.file and (p.file in added or p.file.removesuffix(".py") + "/__init__.py" in added):
+            continue  # a module another patch of the series creates
+        word = re.compile(rb"\b" + re.escape(p.name.encode()) + rb"\b") if p.name else None
+        lines = added.get(p.file, ()) if word else ()
+        if word and any(word.search(ln.split(b"#", 1)[0]) for ln in lines):
+            continue
+        out.append(p)
+    return out
+
+
+def added_lines(files: Iterable[FilePatch]) -> dict[str, list[bytes]]:
+    """file -> the lines a patch adds to it (its hunks' ``+`` lines)."""
+    out: dict[str, list[bytes]] = {}
+    for f in files:
+        out.setdefault(f.path, []).extend(k for h in f.hunks for kind, k in zip(h.kinds, h.keys, strict=True)
+                                          if kind == "+")
+    return out
 
 
 def describe(found: list[Problem]) -> str:

@@ -161,12 +161,7 @@ def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = 
             if np.status == NextStatus.CARRIES and np.id == last:
                 np.status = NextStatus.NEEDS_PORT
                 np.result.message = message
-    for path, why in import_problems(result, version, trees):
-        writer = next((p.id for p in reversed(result.patches) if path in p.files), None)
-        for np in patches:
-            if np.status == NextStatus.CARRIES and np.id == writer:
-                np.status = NextStatus.NEEDS_PORT
-                np.result.message = (np.result.message + "; " if np.result.message else "") + why
+    _blame_imports(as_target(manifest, version), result, version, trees, patches)
     # The in-memory ranges (==V) would make every upstream patch warn "narrow releases": its status says it.
     upstream = tuple(p.id + " " for p in patches if p.status == NextStatus.UPSTREAM) + tuple(
         p.id + ":" for p in patches if p.status == NextStatus.UPSTREAM)
@@ -182,8 +177,46 @@ def standing(manifest: Manifest, version: str) -> str:
     return "older" if v < max(Release(t.version) for t in manifest.targets) else "newer"
 
 
-def import_problems(result: series.ReleaseResult, version: str, trees: Trees) -> list[tuple[str, str]]:
-    """(path, why) for each patched Python file of V that would not import (see core/semantic.py)."""
+def _blame_imports(manifest: Manifest, result: series.ReleaseResult, version: str, trees: Trees,
+                   patches: list[NextPatch]) -> None:
+    """A patched file that would not import makes the patch that last wrote it ``needs-port``, unless another
+    patch of the series provides the missing name (judged as the series leaves the file: that patch, when
+    it does not land, is ``needs-port`` already and is the one to port)."""
+    found = import_problems(result, version, trees)
+    if not found:
+        return
+    adds = series_adds(manifest, version)
+    for path, problems in found:
+        writer = next((p.id for p in reversed(result.patches) if path in p.files), None)
+        others: dict[str, list[bytes]] = {}
+        for pid, lines in adds.items():
+            if pid != writer:
+                for f, added in lines.items():
+                    others.setdefault(f, []).extend(added)
+        left = semantic.unpromised(problems, others)
+        if not left:
+            continue
+        why = f"{path}:{left[0].line}: " + semantic.describe(left)
+        for np in patches:
+            if np.status == NextStatus.CARRIES and np.id == writer:
+                np.status = NextStatus.NEEDS_PORT
+                np.result.message = (np.result.message + "; " if np.result.message else "") + why
+
+
+def series_adds(manifest: Manifest, version: str) -> dict[str, dict[str, list[bytes]]]:
+    """patch id -> file -> the lines it adds there, for each patch of the series with a file for ``version``."""
+    out = {}
+    for p in manifest.patches:
+        try:
+            out[p.id] = semantic.added_lines(p.load(version, manifest.base).files)
+        except (ManifestError, SourceError):
+            continue  # no file for this release: it adds nothing here
+    return out
+
+
+def import_problems(result: series.ReleaseResult, version: str,
+                    trees: Trees) -> list[tuple[str, list[semantic.Problem]]]:
+    """(path, problems) for each patched Python file of V that would not import (see core/semantic.py)."""
     source = trees.get(version)
 
     def read(x: str) -> bytes | None:
@@ -196,7 +229,7 @@ def import_problems(result: series.ReleaseResult, version: str, trees: Trees) ->
         found = semantic.problems(content, result.pristine.get(path), None, read, path,
                                   lambda name: trees.index(version).where_defined(name), version)
         if found:
-            out.append((path, f"{path}:{found[0].line}: " + semantic.describe(found)))
+            out.append((path, found))
     return out
 
 

@@ -25,6 +25,7 @@ manifest are written together, and a failure midway removes what was written.
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import re
@@ -297,7 +298,8 @@ def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     outcome = engine.apply_patch(walk.ours, pf, max_fuzz=0)
     rel = os.path.relpath(own.path, manifest.base)
     placed = outcome.ok and all(h.status in (engine.HunkStatus.EXACT, engine.HunkStatus.OFFSET) for h in outcome.hunks)
-    if placed and not compile_errors(outcome.files) and not import_errors(walk, outcome.files, {}):
+    later = functools.cache(lambda: later_adds(manifest, walk, p))
+    if placed and not compile_errors(outcome.files) and not import_errors(walk, outcome.files, {}, None, later):
         walk.ours.update(outcome.files)
         return PortedPatch(p.id, PortStatus.CARRIED, u, patch=rel, files=tuple(sorted(outcome.files)))
     untouched = all(walk.ours.get(x) == walk.pristine.get(x) for x in pf.touched)
@@ -355,7 +357,8 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     clean = {k: v for k, v in merged.items() if k not in {c.file for c in conflicts}}
     conflicts += compile_errors(clean)
     broken = {c.file for c in conflicts}
-    conflicts += import_errors(walk, {k: v for k, v in clean.items() if k not in broken}, theirs_out.files, merged)
+    conflicts += import_errors(walk, {k: v for k, v in clean.items() if k not in broken}, theirs_out.files, merged,
+                               functools.cache(lambda: later_adds(manifest, walk, p)))
     changed = {k: v for k, v in merged.items() if v != walk.ours.get(k)}
     for c in conflicts:
         if c.file in leads and c.message == "conflict":
@@ -466,12 +469,15 @@ def _splice(content: bytes, old: list[bytes], new: list[bytes]) -> bytes | None:
 
 
 def import_errors(walk: Walk, files: dict[str, bytes | None], old_patched: dict[str, bytes | None],
-                  tree: dict[str, bytes | None] | None = None) -> list[Conflict]:
+                  tree: dict[str, bytes | None] | None = None,
+                  later: Callable[[], dict[str, list[bytes]]] | None = None) -> list[Conflict]:
     """A merged Python file that would not import (a name nothing defines, a vllm import that does not
     resolve in V) is a conflict too, even when it merged cleanly and compiles.
 
     Imports resolve against ``tree`` (every file of this merge, conflicted ones included: a name the
-    patch adds to a module that conflicts is not missing, that module is) and then V as the walk has it."""
+    patch adds to a module that conflicts is not missing, that module is) and then V as the walk has it.
+    A name a later patch of the series adds to that file (``later``: file -> lines added) is not missing
+    either: the file is judged as the series leaves it, and that patch's own port decides it."""
     out = []
     merged = files if tree is None else tree
 
@@ -483,8 +489,25 @@ def import_errors(walk: Walk, files: dict[str, bytes | None], old_patched: dict[
             continue
         found = semantic.problems(content, walk.pristine.get(path), old_patched.get(path), read, path,
                                   lambda name: walk.index().where_defined(name), walk.to)
+        if found and later is not None:
+            found = semantic.unpromised(found, later())
         if found:
             out.append(Conflict(path, found[0].line, semantic.describe(found)))
+    return out
+
+
+def later_adds(manifest: Manifest, walk: Walk, p: Patch) -> dict[str, list[bytes]]:
+    """file -> the lines the patches after ``p`` in the series add to it (each from the file it would be
+    ported from)."""
+    out: dict[str, list[bytes]] = {}
+    after = manifest.patches[[q.id for q in manifest.patches].index(p.id) + 1:]
+    for q in after:
+        u = walk_from(manifest, q, walk.from_option, walk.to)
+        choice = q.choice_for(walk.to) or (q.choice_for(u) if u else None)
+        if choice is None:
+            continue
+        for path, lines in semantic.added_lines(_load(q, choice.path, manifest).files).items():
+            out.setdefault(path, []).extend(lines)
     return out
 
 
