@@ -14,6 +14,7 @@ from test_verbs_next import REPO, SCHED, TESTS, only_028
 from patchset.cli import main
 from patchset.core.manifest_load import load_manifest
 from patchset.core.patchfile import read_patch
+from patchset.report.check import render_table
 from patchset.verbs.check import check
 from patchset.verbs.next import next_release
 from patchset.verbs.port import header_of, port
@@ -387,6 +388,13 @@ def test_next_and_check_report_every_hunk_with_one_file_missing_and_where_its_li
     report = check(load_manifest(both), ["0.11.2"])
     assert [(h.file, h.status) for h in report.targets[0].patch("registry-and-old").hunks] == [
         (mf.REGISTRY, "fuzz"), (mf.TRANSFORMERS, "failed")]
+    # check says where the gone file's hunks went too, on their own lines' evidence
+    assert [(h.moved, h.moved_evidence) for h in report.targets[0].patch("registry-and-old").hunks] == [
+        ("", ""), ("vllm/model_executor/models/transformers/base.py:234", f"{mf.TRANSFORMERS} is gone; nearest "
+                   "candidate vllm/model_executor/models/transformers/base.py:234: 67% of the hunk's lines agree, "
+                   "4 differ")]
+    text = render_table(report)
+    assert "    moved_to: vllm/model_executor/models/transformers/base.py:234 (" in text
 
 
 FUNC_F = "def f(x):\n    total = x * 2\n    total += compute_offset(x)\n    return total\n"

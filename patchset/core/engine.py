@@ -105,6 +105,8 @@ class HunkResult:
     candidates: tuple[int, ...] = ()
     differ: tuple[str, ...] = ()
     patch_line: int = 0  # the @@ line in the patch file, for messages and annotations
+    moved: str = ""  # FILE:LINE where its old lines stand now, when its file or its place is gone (check)
+    moved_evidence: str = ""  # why we think so
 
     @property
     def fails(self) -> bool:

@@ -215,8 +215,8 @@ def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None
             why = f"{path} is gone; {top} holds {share:.0%} of its lines (a rename)"
         else:
             why = f"{path} is gone; its lines are split across " + ", ".join(f"{p} {s:.0%}" for p, s in homes[:3])
-    elif file_gone:
-        why = f"{path} is gone and no file holds most of its lines"
+    elif file_gone:  # without the old file (check: no older release) nothing is said of where the rest went
+        why = f"{path} is gone" + (" and no file holds most of its lines" if old_file is not None else "")
     exact = [pl for pl in index.find_block(block, prefer) if pl.file != path or not file_gone]
     # One exact place only. Several (vLLM copies code between models; a renamed file may leave a copy
     # beside it): no guess, even for the file most of the old one went to. The caller refuses and names them.

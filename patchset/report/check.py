@@ -53,6 +53,8 @@ def failure_text(p: PatchResult) -> str:
         where = f"{p.patch_file}:{h.patch_line}: " if h.patch_line else ""
         lines.append(f"{where}hunk {h.number} ({h.file}): {h.status}" + (f" - {h.message}" if h.message else ""))
         lines += ["    " + d for d in h.differ]
+        if h.moved:
+            lines.append(f"    moved_to: {h.moved} ({h.moved_evidence})")
     return "\n".join(lines)
 
 
@@ -87,6 +89,8 @@ def hunk_doc(h: HunkResult) -> dict:
         out["differ"] = list(h.differ)
     if h.patch_line:
         out["patch_line"] = h.patch_line
+    if h.moved:
+        out["moved"], out["moved_evidence"] = h.moved, h.moved_evidence
     return out
 
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from patchset import parallel
+from patchset.core import moved
 from patchset.core.manifest import Manifest
+from patchset.core.moved import PyIndex
+from patchset.core.patchfile import Hunk
 from patchset.core.series import Loads, ReleaseResult, evaluate_release, load_patches, paths_to_read
 from patchset.errors import PatchsetError
-from patchset.sources import Source, open_source
+from patchset.sources import Source, open_source, python_files
 from patchset.sources.local import DirSource
 from patchset.verbs.deps import DepsReport, merge
 
@@ -63,6 +66,8 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
         return result
 
     results = parallel.ordered_map(evaluate, trees, _processes(manifest, trees, loads))
+    for (version, tree), result in zip(trees, results, strict=True):
+        follow_moved(manifest, version, tree, result)
     for (_, tree), result in zip(trees, results, strict=True):
         # what a dir: tree could not prove about itself, and e.g. a .patch no patch names (validate refuses it)
         result.warnings[:0] = [*getattr(tree, "warnings", []), *manifest.warnings]
@@ -73,6 +78,42 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
         except PatchsetError as e:  # the report still stands without its picture
             report.graph_error = str(e)
     return report
+
+
+def follow_moved(manifest: Manifest, version: str, tree: Source, result: ReleaseResult) -> None:
+    """Say where a failed hunk's old lines stand now (``HunkResult.moved``) when its file is gone from the
+    release or its own file no longer holds its place (core/moved.py). Searched only then: a series whose
+    hunks land reads nothing more. A place is named only on the hunk's own lines (exact, or the nearest
+    window holding at least half of them): check has no older release to tell a rename or a split from."""
+    index: PyIndex | None = None
+    package = manifest.pypi.lower().replace("-", "_")
+    for r in result.patches:
+        broken = [h for h in r.hunks if h.fails and h.file.endswith(".py") and tree.covers(h.file)]
+        if not broken:
+            continue
+        hunks = _hunks(manifest, r.id, version)
+        found = {}
+        for h in broken:
+            own = hunks.get(h.number)
+            if own is None:
+                continue
+            content = tree.read(h.file)
+            if moved.stayed(own.kinds, own.keys, content) >= moved.STAYED:
+                continue  # its place is still in its file: the candidate check gives is the lead
+            index = index or PyIndex(python_files(tree, package))
+            where = moved.follow(index, h.file, moved.core(own.kinds, own.keys)[0], None, content is None)
+            if where is not None and where.place.file != h.file:
+                found[h.number] = replace(h, moved=str(where.place), moved_evidence=where.evidence)
+        if found:
+            r.hunks = tuple(found.get(h.number, h) if h.fails else h for h in r.hunks)
+
+
+def _hunks(manifest: Manifest, pid: str, version: str) -> dict[int, Hunk]:
+    try:
+        pf = manifest.patch(pid).load(version, manifest.base)
+    except PatchsetError:
+        return {}
+    return {h.number: h for f in pf.files for h in f.hunks}
 
 
 def _stream_cold(manifest: Manifest, trees: list[tuple[str, Source]], loads: Loads) -> None:
