@@ -309,8 +309,17 @@ def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     return _merge(manifest, walk, p, u)
 
 
+@dataclass
+class _Merged:
+    """One patch's merge as it goes: the files it made (markers included), their conflicts, the moves."""
+
+    files: dict[str, bytes | None] = field(default_factory=dict)
+    conflicts: list[Conflict] = field(default_factory=list)
+    moves: list[str] = field(default_factory=list)
+
+
 def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
-    target = walk.sources[walk.to]
+    """3-way merge ``p`` (as made for ``u``) into V; hunks whose lines left their file follow them."""
     pf = covered(p.load(u, manifest.base), walk.sources[u])
     base = walk.bases[u][p.id]
     leads: dict[str, list[str]] = {}
@@ -319,57 +328,78 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     if not theirs_out.ok:
         return PortedPatch(p.id, PortStatus.CONFLICT, u, message=f"it does not apply to vllm {u} itself "
                            f"({theirs_out.message}): fix it there first (patchset check --vllm {u})")
-    labels = (f"vllm {walk.to}", f"vllm {u}", f"{p.id} on {u}")
-    merged: dict[str, bytes | None] = {}
-    conflicts: list[Conflict] = []
-    moves: list[str] = []
-    for path in sorted(theirs_out.files):
+    m = _Merged()
+    _merge_files(walk, pf, base, theirs_out.files, (f"vllm {walk.to}", f"vllm {u}", f"{p.id} on {u}"), m)
+    _place_away(walk, away, m)  # after the merges: a hunk may move into a file the patch also changes
+    _show_unsure(walk, unsure, m)
+    # Every file that merged cleanly is checked, even when another file conflicts: the workspace
+    # README then says which of the clean ones would not compile or import either.
+    clean = {k: v for k, v in m.files.items() if k not in {c.file for c in m.conflicts}}
+    m.conflicts += compile_errors(clean)
+    broken = {c.file for c in m.conflicts}
+    m.conflicts += import_errors(walk, {k: v for k, v in clean.items() if k not in broken}, theirs_out.files,
+                                 m.files, functools.cache(lambda: later_adds(manifest, walk, p)))
+    for c in m.conflicts:
+        if c.file in leads and c.message == "conflict":
+            c.message += ": " + "; ".join(leads.pop(c.file))
+    return _merge_result(manifest, walk, p, u, pf, m)
+
+
+def _merge_files(walk: Walk, pf: PatchFile, base: dict[str, bytes | None], theirs: dict[str, bytes | None],
+                 labels: tuple[str, str, str], m: _Merged) -> None:
+    """Each file the patch changes, merged in place; a file gone from V, hunk by hunk where its lines went."""
+    target = walk.sources[walk.to]
+    for path in sorted(theirs):
         if not target.covers(path):
             continue
         was = base.get(path)
-        if walk.ours.get(path) is None and was is not None and theirs_out.files[path] is not None:
-            found, said = _follow_file(walk, pf, path, was, merged, labels[0])
-            conflicts += found
-            moves += said
+        if walk.ours.get(path) is None and was is not None and theirs[path] is not None:
+            found, said = _follow_file(walk, pf, path, was, m.files, labels[0])
+            m.conflicts += found
+            m.moves += said
             continue
-        content, found = _merge_file(path, base.get(path), theirs_out.files[path], walk.ours.get(path), labels)
-        merged[path] = content
-        conflicts += found
-    for path, h, where in away:  # after the merges: a hunk may move into a file the patch also changes
+        content, found = _merge_file(path, was, theirs[path], walk.ours.get(path), labels)
+        m.files[path] = content
+        m.conflicts += found
+
+
+def _place_away(walk: Walk, away: Away, m: _Merged) -> None:
+    """Hunks whose old lines left their file for one place in V: spliced in there, else a conflict there."""
+    for path, h, where in away:
         dest = where.place.file
         walk.adopt(dest)
-        content = merged.get(dest, walk.ours.get(dest))
+        content = m.files.get(dest, walk.ours.get(dest))
         spliced = _splice(content, *moved.core(h.kinds, h.keys)) if content is not None else None
         if spliced is None:
-            conflicts.append(Conflict(dest, where.place.line, f"hunk {h.number} of {path}: {where}; merge it by hand"))
-            merged.setdefault(dest, content)
+            m.conflicts.append(Conflict(dest, where.place.line,
+                                        f"hunk {h.number} of {path}: {where}; merge it by hand"))
+            m.files.setdefault(dest, content)
             continue
-        merged[dest] = spliced
-        moves.append(f"hunk {h.number} moved from {path} to {dest}:{where.place.line} ({where.evidence})")
-    for path, h, where in unsure:  # the workspace shows its file and each candidate as V has them
-        conflicts.append(Conflict(path, 0, f"hunk {h.number}'s lines are gone from {path} and {where.evidence}; "
-                                  "merge it by hand where it belongs"))
+        m.files[dest] = spliced
+        m.moves.append(f"hunk {h.number} moved from {path} to {dest}:{where.place.line} ({where.evidence})")
+
+
+def _show_unsure(walk: Walk, unsure: Away, m: _Merged) -> None:
+    """Hunks whose old lines stand in several places: each a conflict; the workspace shows its file and each
+    candidate as V has them."""
+    for path, h, where in unsure:
+        m.conflicts.append(Conflict(path, 0, f"hunk {h.number}'s lines are gone from {path} and {where.evidence}; "
+                                    "merge it by hand where it belongs"))
         for x in [path, *(pl.file for pl in where.candidates[:4])]:
             walk.adopt(x)
-            merged.setdefault(x, walk.ours.get(x))
-    # Every file that merged cleanly is checked, even when another file conflicts: the workspace
-    # README then says which of the clean ones would not compile or import either.
-    clean = {k: v for k, v in merged.items() if k not in {c.file for c in conflicts}}
-    conflicts += compile_errors(clean)
-    broken = {c.file for c in conflicts}
-    conflicts += import_errors(walk, {k: v for k, v in clean.items() if k not in broken}, theirs_out.files, merged,
-                               functools.cache(lambda: later_adds(manifest, walk, p)))
-    changed = {k: v for k, v in merged.items() if v != walk.ours.get(k)}
-    for c in conflicts:
-        if c.file in leads and c.message == "conflict":
-            c.message += ": " + "; ".join(leads.pop(c.file))
-    if conflicts:
-        _explain(conflicts, p, u, walk, pf)
-        r = PortedPatch(p.id, PortStatus.CONFLICT, u, conflicts=conflicts, files=tuple(sorted(merged)),
-                        message=f"{len(conflicts)} conflict(s); resolve them in the workspace, then run "
-                                f"patchset refresh {p.id} --vllm {walk.to}")
-        walk.workspaces[p.id] = (dict(walk.ours), merged, u)
-        return r
+            m.files.setdefault(x, walk.ours.get(x))
+
+
+def _merge_result(manifest: Manifest, walk: Walk, p: Patch, u: str, pf: PatchFile, m: _Merged) -> PortedPatch:
+    """A conflict (its workspace kept for writing), retired (V has every change already) or ported (the new
+    patch file, verified to reproduce the merge)."""
+    if m.conflicts:
+        _explain(m.conflicts, p, u, walk, pf)
+        walk.workspaces[p.id] = (dict(walk.ours), m.files, u)
+        return PortedPatch(p.id, PortStatus.CONFLICT, u, conflicts=m.conflicts, files=tuple(sorted(m.files)),
+                           message=f"{len(m.conflicts)} conflict(s); resolve them in the workspace, then run "
+                                   f"patchset refresh {p.id} --vllm {walk.to}")
+    changed = {k: v for k, v in m.files.items() if v != walk.ours.get(k)}
     if not changed:
         return PortedPatch(p.id, PortStatus.RETIRED, u,
                            evidence=f"3-way merge: vllm {walk.to} already has every change")
@@ -378,7 +408,7 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     walk.ours.update(changed)
     rel = new_patch_path(manifest, p, walk.to)
     return PortedPatch(p.id, PortStatus.PORTED, u, patch=rel, files=tuple(sorted(changed)), text=text,
-                       message="; ".join(moves))
+                       message="; ".join(m.moves))
 
 
 Away = list[tuple[str, Hunk, moved.Moved]]
