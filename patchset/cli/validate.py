@@ -13,20 +13,14 @@ from patchset.verbs.validate import validate
 def add_parser(sub) -> argparse.ArgumentParser:
     p = subparser(sub, "validate")
     add_manifest(p)
-    p.add_argument("--format", choices=("text", "json"), default="text",
+    p.add_argument("--format", choices=tuple(render.RENDERERS), default="text",
                    help="json: one object on stdout with every problem (default: text)")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     report = validate(args.manifest)
-    if args.format == "json":
-        sys.stdout.write(render.render_json(report))
-    elif report.ok:
-        print(report.summary())
-    else:
-        # One problem a line, FILE:LINE first, as compilers print them: editors and CI annotate each.
-        for error in report.errors:
-            print(error, file=sys.stderr)
-        print(f"patchset validate: error: {report.summary()}", file=sys.stderr)
+    sys.stdout.write(render.RENDERERS[args.format](report))
+    if args.format == "text":
+        sys.stderr.write(render.render_problems(report))
     return EXIT_OK if report.ok else EXIT_BAD_INPUT

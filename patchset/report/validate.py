@@ -1,6 +1,8 @@
-"""How a validate report looks as JSON (the text form is the report's own summary and error lines)."""
+"""How a validate report looks: text (a summary, or one problem a line on stderr) and JSON."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from patchset.errors import PatchsetError
 from patchset.report.common import dump_json
@@ -27,3 +29,21 @@ def validate_doc(report: ValidateReport) -> dict:
 
 def render_json(report: ValidateReport) -> str:
     return dump_json(validate_doc(report))
+
+
+def render_text(report: ValidateReport) -> str:
+    """The summary line of a manifest that holds; nothing on stdout for one that does not."""
+    return f"{report.summary()}\n" if report.ok else ""
+
+
+def render_problems(report: ValidateReport) -> str:
+    """For stderr: one problem a line, FILE:LINE first, as compilers print them (editors and CI
+    annotate each), then the count; empty when the manifest holds or the format is JSON."""
+    if report.ok:
+        return ""
+    lines = [str(error) for error in report.errors]
+    lines.append(f"patchset validate: error: {report.summary()}")
+    return "".join(f"{line}\n" for line in lines)
+
+
+RENDERERS: dict[str, Callable[[ValidateReport], str]] = {"text": render_text, "json": render_json}
