@@ -41,11 +41,11 @@ test: dev engine
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# make fuzz [FUZZ_SECONDS=60] [FUZZ_JOBS=1] [TARGETS="patch wheel"]: coverage-guided fuzzing (atheris) of
-# every reader, each target for FUZZ_SECONDS, FUZZ_JOBS side by side; prints executions and findings per
-# target (tests/fuzz, docs/fuzzing.md).
+# make fuzz [FUZZ_SECONDS=60] [FUZZ_RUNS=0] [FUZZ_JOBS=1] [TARGETS="patch wheel"]: coverage-guided fuzzing
+# (atheris) of every reader, each target for FUZZ_SECONDS (or until FUZZ_RUNS executions, when sooner),
+# FUZZ_JOBS side by side; prints executions and findings per target (tests/fuzz, docs/fuzzing.md).
 fuzz: dev
-	FUZZ_SECONDS=$(or $(FUZZ_SECONDS),60) FUZZ_JOBS=$(or $(FUZZ_JOBS),1) \
+	FUZZ_SECONDS=$(or $(FUZZ_SECONDS),60) FUZZ_RUNS=$(or $(FUZZ_RUNS),0) FUZZ_JOBS=$(or $(FUZZ_JOBS),1) \
 		$(BIN)/python tests/fuzz/run.py $(foreach t,$(TARGETS),--target $(t))
 
 # make fuzz-diff N=30000 [SEED=1]: the differential harness (engine against GNU patch -F0 and git apply)

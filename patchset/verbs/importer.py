@@ -15,6 +15,7 @@ from __future__ import annotations
 import email
 import email.errors
 import email.message
+import email.parser
 import email.policy
 import email.utils
 import gzip
@@ -299,15 +300,17 @@ def read_mails(data: bytes, name: str, where: str) -> list[Entry]:
 
 
 def _mail(msg: bytes, where: str) -> dict[str, str]:
-    parsed = email.message_from_bytes(msg, policy=email.policy.default)
+    # Only the headers are read from the parse (the body is taken from the bytes below): headersonly keeps the
+    # email library from parsing a long diff line by line as a MIME body.
+    parsed = email.parser.BytesParser(policy=email.policy.default).parsebytes(msg, headersonly=True)
     cte = _header(parsed, "Content-Transfer-Encoding").lower()
     if cte in ("base64", "quoted-printable"):
         raise SeriesImportError(f"{where}: the mail is {cte}-encoded", hint="re-create it with git format-patch")
     subject = SUBJECT_TAGS.sub("", " ".join(_header(parsed, "Subject").split()))
     date = ""
-    if _header(parsed, "Date"):
+    if written := _header(parsed, "Date"):  # fetched once: each fetch parses the header again
         try:
-            date = email.utils.parsedate_to_datetime(_header(parsed, "Date")).date().isoformat()
+            date = email.utils.parsedate_to_datetime(written).date().isoformat()
         except (TypeError, ValueError, OverflowError, IndexError):
             date = ""
     head, _, body = msg.partition(b"\n\n")

@@ -1,6 +1,7 @@
 """Run the fuzz targets of targets.py under atheris (libFuzzer), each for a bounded time.
 
-    python tests/fuzz/run.py [--seconds N] [--target NAME]... [--jobs N] [--workdir DIR] [--replay]
+    python tests/fuzz/run.py [--seconds N] [--runs N] [--target NAME]... [--jobs N] [--workdir DIR]
+                             [--results FILE] [--replay]
 
 Each target runs in its own process (a child of this one) with a per-input time bound
 (``-timeout``), a memory limit (``-rss_limit_mb``) and a largest input (``-max_len``). Its corpus
@@ -17,6 +18,8 @@ can do where atheris does not install.
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import os
 import re
 import shutil
@@ -33,10 +36,12 @@ TIMEOUT_S = 10  # per input: the slowest seed takes well under a second
 RSS_LIMIT_MB = 2048
 MAX_FINDINGS = 5  # per target and run: the same bug found again and again says nothing more
 
-# Modules instrumented for coverage besides patchset: the standard library parsers a target's input goes
-# through first, so the fuzzer learns their structure (a zip's records, a tar's headers) too.
-EXTRA = {"wheel": ["zipfile"], "sdist": ["tarfile", "gzip"], "import-gz": ["gzip"], "header": ["email"],
-         "import-mbox": ["email"], "junit": ["xml"]}
+# Modules instrumented for coverage besides patchset's own. Only zipfile, for the wheel target: the wheel
+# reader walks the zip's records itself, and that target runs thousands of inputs a second either way.
+# The email, tarfile, gzip and xml parsers are left uninstrumented: instrumented, they made their targets
+# ten times slower (docs/fuzzing.md), and what the contract is about is patchset's handling of what they
+# return or raise, which the instrumented readers' own branches guide.
+EXTRA = {"wheel": ["zipfile"]}
 
 
 def child(name: str, args: list[str]) -> None:
@@ -61,8 +66,8 @@ def child(name: str, args: list[str]) -> None:
     atheris.Fuzz()
 
 
-def fuzz(name: str, seconds: float, workdir: Path) -> dict:
-    """Run one target for ``seconds``; returns its row of the table."""
+def fuzz(name: str, seconds: float, workdir: Path, runs: int = 0) -> dict:
+    """Run one target for ``seconds`` (or until ``runs`` executions, when given); returns its row of the table."""
     sys.path.insert(0, str(HERE))
     import targets
 
@@ -74,10 +79,14 @@ def fuzz(name: str, seconds: float, workdir: Path) -> dict:
     scratch = tempfile.mkdtemp(prefix=f"patchset-fuzz-{name}-", dir=targets.SHM)
     env = {**os.environ, "PATCHSET_CACHE": str(workdir / "cache"), "PATCHSET_NO_PARSE_CACHE": "1",
            "PATCHSET_FUZZ_SCRATCH": scratch}
-    row = {"target": name, "seconds": 0.0, "executions": 0, "findings": [], "corpus": 0}
+    row = {"target": name, "seconds": 0.0, "executions": 0, "findings": [], "corpus": 0,
+           "started": _now(), "load": [os.getloadavg()[0]], "cov": 0, "peak_rss_mb": 0, "slowest_s": 0}
     deadline = time.monotonic() + seconds
     while (left := deadline - time.monotonic()) >= 1 and len(row["findings"]) < MAX_FINDINGS:
+        if runs and row["executions"] >= runs:
+            break
         args = [f"-max_total_time={int(left)}", f"-timeout={TIMEOUT_S}", f"-rss_limit_mb={RSS_LIMIT_MB}",
+                *([f"-runs={runs - row['executions']}"] if runs else []),
                 f"-max_len={targets.TARGETS[name].max_len}", f"-artifact_prefix={findings}/{name}-",
                 "-print_final_stats=1", str(corpus)] + ([str(seeds)] if seeds.is_dir() else [])
         log = workdir / f"{name}.log"
@@ -88,16 +97,25 @@ def fuzz(name: str, seconds: float, workdir: Path) -> dict:
         row["seconds"] += time.monotonic() - started
         text = log.read_bytes().decode("utf-8", "replace")
         text = text[text.rfind("INFO: Seed:"):] if "INFO: Seed:" in text else text
-        runs = re.findall(r"stat::number_of_executed_units:\s*(\d+)", text) or re.findall(r"^#(\d+)\s", text, re.M)
-        row["executions"] += int(runs[-1]) if runs else 0
+        done = re.findall(r"stat::number_of_executed_units:\s*(\d+)", text) or re.findall(r"^#(\d+)\s", text, re.M)
+        row["executions"] += int(done[-1]) if done else 0
+        for key, pattern in (("cov", r"\bcov: (\d+)"), ("peak_rss_mb", r"stat::peak_rss_mb:\s*(\d+)"),
+                             ("slowest_s", r"stat::slowest_unit_time_sec:\s*(\d+)")):
+            seen = [int(v) for v in re.findall(pattern, text)]
+            row[key] = max([row[key], *seen])
         found = re.findall(r"Test unit written to (\S+)", text)
         if found:
             row["findings"].append({"file": found[-1], "why": _why(text)})
         elif proc.returncode != 0:
             row["findings"].append({"file": str(log), "why": f"the fuzzer exited {proc.returncode}: {_why(text)}"})
     shutil.rmtree(scratch, ignore_errors=True)
+    row["ended"], row["load"] = _now(), [*row["load"], os.getloadavg()[0]]
     row["corpus"] = len(list(corpus.iterdir())) + (len(list(seeds.iterdir())) if seeds.is_dir() else 0)
     return row
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _why(text: str) -> str:
@@ -140,7 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=float(os.environ.get("FUZZ_SECONDS", 60)))
     parser.add_argument("--target", action="append", choices=sorted(targets.TARGETS))
+    parser.add_argument("--runs", type=int, default=int(os.environ.get("FUZZ_RUNS", 0)),
+                        help="stop a target after this many executions (--seconds still bounds it); 0: no limit")
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--results", type=Path, help="append each target's row to this file, one JSON line each")
     parser.add_argument("--replay", action="store_true")
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("FUZZ_JOBS", 1)),
                         help="targets run side by side (one process each): as many as there are cores to spare")
@@ -152,8 +173,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     print(f"{'target':<14} {'seconds':>8} {'executions':>11} {'exec/s':>8} {'corpus':>7} {'findings':>8}", flush=True)
     with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:  # threads that wait on child processes
-        done = pool.map(lambda name: fuzz(name, opts.seconds, workdir), names)
-        for row in done:
+        def one(name: str) -> dict:
+            row = fuzz(name, opts.seconds, workdir, opts.runs)
+            if opts.results:  # as each target ends, so that a long run can be watched
+                with opts.results.open("a") as out:
+                    out.write(json.dumps(row) + "\n")
+            return row
+
+        for row in pool.map(one, names):
             _print_row(row)
             rows.append(row)
     total = sum(len(r["findings"]) for r in rows)

@@ -133,8 +133,12 @@ def manifest(data: bytes) -> None:
         (root / "recipes" / "fix" / "fix.patch").write_bytes(PATCH)
     path = root / "patches.yaml"
     path.write_bytes(data)
-    with expect(str(path)):
-        load_manifest(path)
+    # One reader an input (the length's parity chooses): load_manifest is inspect_manifest without orphans
+    # as errors, and the YAML parse, most of the time, would otherwise be spent twice on the same text.
+    if len(data) % 2 == 0:
+        with expect(str(path)):
+            load_manifest(path)
+        return
     _, errors = inspect_manifest(path)
     for e in errors:
         if not e.file:
@@ -153,8 +157,10 @@ def import_series(data: bytes) -> None:
     """A quilt ``series`` file beside three patches."""
     from patchset.verbs.importer import read_series
 
-    folder = fresh("series")
-    _recipes(folder)
+    folder = SCRATCH / "series"  # read, never written to, by the reader: made once, the series replaced
+    if not (folder / "c.patch").is_file():
+        folder.mkdir(exist_ok=True)
+        _recipes(folder)
     (folder / "series").write_bytes(data)
     with expect(str(folder / "series")):
         read_series(folder / "series")
@@ -164,7 +170,8 @@ def import_mbox(data: bytes) -> None:
     """An mbox of ``git format-patch`` mails (or one mail), read as a file."""
     from patchset.verbs.importer import read_file
 
-    folder = fresh("mbox")
+    folder = SCRATCH / "mbox"  # the reader reads this one file: replaced, not a new folder each input
+    folder.mkdir(exist_ok=True)
     path = folder / "fix.mbox"
     path.write_bytes(b"From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001\n" + data)
     with expect(str(path)):
@@ -175,9 +182,10 @@ def import_gz(data: bytes) -> None:
     """A ``.patch.gz``: the first byte says whether the rest is the gzip file itself or what it holds."""
     from patchset.verbs.importer import read_file
 
-    folder = fresh("gz")
+    folder = SCRATCH / "gz"
+    folder.mkdir(exist_ok=True)
     path = folder / "fix.patch.gz"
-    raw = data[1:] if data[:1] == b"\0" else gzip.compress(data[1:], mtime=0)
+    raw = data[1:] if data[:1] == b"\0" else gzip.compress(data[1:], compresslevel=1, mtime=0)
     path.write_bytes(raw)
     with expect(str(path)):
         read_file(path, str(path))
@@ -225,7 +233,8 @@ def wheel(data: bytes) -> None:
 
 def _tar(data: bytes) -> bytes:
     """The first byte says whether the rest is a .tar.gz as is, or a tar to gzip (mutations inside the tar)."""
-    return data[1:] if data[:1] == b"\0" else gzip.compress(data[1:], mtime=0)
+    # Level 1: the reader sees a valid stream of the same bytes either way; level 9 cost a third of the target's time.
+    return data[1:] if data[:1] == b"\0" else gzip.compress(data[1:], compresslevel=1, mtime=0)
 
 
 def sdist(data: bytes) -> None:
