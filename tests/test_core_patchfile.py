@@ -231,6 +231,31 @@ def test_a_damaged_parse_is_never_used(tmp_path, monkeypatch):
         assert _cached_parse(SERIES_PATCH) == parsed
 
 
+@pytest.mark.parametrize("change", [
+    lambda kept: (kept[0], ((1, "x"),), kept[2]),  # a header field that is no text
+    lambda kept: (kept[0], kept[1], ((b"a.py", *kept[2][0][1:]),)),  # a path as bytes
+    # kinds and keys apart; a key as text; a kind that is none
+    lambda kept: (kept[0], kept[1], ((*kept[2][0][:6], ((1, 2, 3, 4, 5, 6, " -", (b"x\n",), ""),)),)),
+    lambda kept: (kept[0], kept[1], ((*kept[2][0][:6], ((1, 2, 3, 4, 5, 6, "-", ("x\n",), ""),)),)),
+    lambda kept: (kept[0], kept[1], ((*kept[2][0][:6], ((1, 2, 3, 4, 5, 6, "?", (b"x\n",), ""),)),)),
+])
+def test_a_whole_parse_of_other_types_is_never_used(tmp_path, monkeypatch, change):
+    """Found writing the parse-cache fuzz target: a whole entry was trusted whatever types it held."""
+    import hashlib
+    import marshal
+
+    from patchset.core import patchfile
+
+    monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("PATCHSET_NO_PARSE_CACHE", raising=False)
+    parsed = _cached_parse(SERIES_PATCH)
+    (entry,) = _entries(tmp_path)
+    payload = marshal.dumps(change(patchfile._kept(parse_patch(SERIES_PATCH, name="p.patch", root="vllm"))))
+    entry.write_bytes(hashlib.sha256(payload).digest() + payload)
+    assert patchfile._unkept(entry.read_bytes(), "p.patch", parsed.sha256) is None
+    assert _cached_parse(SERIES_PATCH) == parsed
+
+
 def test_refused_patches_and_a_cache_turned_off_keep_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("PATCHSET_NO_PARSE_CACHE", raising=False)

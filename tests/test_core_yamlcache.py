@@ -112,6 +112,47 @@ def test_a_damaged_entry_is_parsed_again(tmp_path: Path, monkeypatch) -> None:
     assert load_manifest(REPO / "patches.yaml") == parsed
 
 
+def test_an_entry_damaged_anywhere_is_parsed_again(tmp_path: Path, monkeypatch) -> None:
+    """An entry is its sha256 and its JSON: a changed line number is still JSON, and was read back (issue 26)."""
+    monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("PATCHSET_NO_PARSE_CACHE", raising=False)
+    parsed = load_manifest(REPO / "patches.yaml")
+    [entry] = (tmp_path / "cache" / "derived" / "yaml").glob("*.json")
+    kept = entry.read_bytes()
+    at = kept.index(b'"at":[') + 6
+    parse = yamlparse.parse
+    calls: list[str] = []
+    monkeypatch.setattr(yamlparse, "parse", lambda text: calls.append(text) or parse(text))
+    damaged = [kept[:-9], kept[:at] + bytes([kept[at] ^ 1]) + kept[at + 1:], kept[32:], b"", kept[:31]]
+    for n, bad in enumerate(damaged, 1):  # cut; a line number changed; the JSON without its sha256; empty; cut short
+        entry.write_bytes(bad)
+        assert load_manifest(REPO / "patches.yaml") == parsed and len(calls) == n
+
+
+@pytest.mark.parametrize("content", [
+    b"[]", b'"x"', b'{"data": 1, "duplicates": [], "written": {"a": 1}}',
+    b'{"data": 1.5, "duplicates": [], "written": []}',  # a float: never kept
+    b'{"data": {"m": [[{"s": [], "at": [0, 0]}, 1, null]], "at": [0, 0]}, "duplicates": [], "written": []}',
+    b'{"data": {"m": [["a", 1, [true, 0, 0, 0]]], "at": [0, 0]}, "duplicates": [], "written": []}',
+    b'{"data": {"s": [[1, [0]]], "at": [0, 0]}, "duplicates": [], "written": []}',
+    b'{"data": {"x": 1}, "duplicates": [], "written": []}',
+    b'{"data": 1, "duplicates": [[1, 2, 3]], "written": []}',
+    b'{"data": 1, "duplicates": [], "written": [[0, 0, 5]]}',
+    b"[" * 100_000 + b"]" * 100_000,
+])
+def test_a_whole_entry_of_another_shape_is_parsed_again(tmp_path: Path, monkeypatch, content: bytes) -> None:
+    """Found writing the parse-cache fuzz target: a whole entry was read back into whatever shape it held."""
+    import hashlib
+
+    monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("PATCHSET_NO_PARSE_CACHE", raising=False)
+    parsed = load_manifest(REPO / "patches.yaml")
+    [entry] = (tmp_path / "cache" / "derived" / "yaml").glob("*.json")
+    entry.write_bytes(hashlib.sha256(content).digest() + content)
+    assert yamlcache._unkept(entry.read_bytes()) is None
+    assert load_manifest(REPO / "patches.yaml") == parsed
+
+
 def test_the_cache_can_be_turned_off(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PATCHSET_NO_PARSE_CACHE", "1")

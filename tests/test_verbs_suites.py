@@ -240,6 +240,25 @@ def test_baseline_keys_change_with_everything_the_pristine_result_depends_on(tmp
     assert vs.load_baseline(path, base) is None
 
 
+@pytest.mark.parametrize("content", [
+    b"[]", b'"x"', b"[" * 100_000 + b"]" * 100_000, b"\xff\xfe",
+    b'{"format": 1, "key": "K", "runs": {"a": 1}}',
+    b'{"format": 1, "key": "K", "runs": [[]]}',
+    b'{"format": 1, "key": "K", "runs": [{"t": {"outcome": "gone"}}]}',
+    b'{"format": 1, "key": "K", "runs": [{"t": "passed"}]}',
+    b'{"format": 1, "key": "K", "runs": [{"t": {"outcome": "failed", "message": 1}}]}',
+    b'{"format": 1, "key": "K", "runs": [], "seconds": "soon"}',
+    b'{"format": 1, "key": "K", "runs": [], "seconds": Infinity}',
+])
+def test_a_damaged_baseline_is_run_again(tmp_path, content):
+    """Found by the baseline fuzz target (issue 26): AttributeError, KeyError, TypeError and ValueError."""
+    path = tmp_path / "b.json"
+    path.write_bytes(content)
+    assert vs.load_baseline(path, "K") is None
+    path.write_bytes(b'{"format": 1, "key": "K", "runs": [{"t": {"outcome": "failed", "message": "m"}}], "seconds": 2}')
+    assert vs.load_baseline(path, "K").runs[0]["t"].message == "m"
+
+
 def test_patches_tests_and_suites_run_separately(tmp_path):
     # the suite is judged on its own run: a patch test named by the suite is in both, with the same outcome
     src, site, manifest = project_with_suite(tmp_path, {"watermark": fix_patch(WATERMARK_FIXED)}, """

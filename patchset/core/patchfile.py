@@ -251,11 +251,30 @@ def _unkept(data: bytes | None, name: str, digest: str) -> PatchFile | None:
         sha, header, files = marshal.loads(data[32:])
         if sha != digest:
             return None
-        return PatchFile(name, sha, dict(header), tuple(
+        pf = PatchFile(name, sha, dict(header), tuple(
             FilePatch(old, new, tuple(Hunk(*h) for h in hunks), line, copy, old_mode, new_mode)
             for old, new, line, copy, old_mode, new_mode, hunks in files))
     except (EOFError, ValueError, TypeError):
         return None
+    return pf if _parser_shaped(pf) else None
+
+
+def _parser_shaped(pf: PatchFile) -> bool:
+    """Whether every value of ``pf`` has the type the parser gives it: a whole entry is one this module
+    wrote, but what it holds is checked before a check trusts it (fuzzed: docs/fuzzing.md)."""
+    def maybe(value: object, kind: type) -> bool:
+        return value is None or type(value) is kind
+
+    return (all(type(k) is str and type(v) is str for k, v in pf.header.items())
+            and all(maybe(f.old_path, str) and maybe(f.new_path, str) and type(f.line) is int
+                    and type(f.copy) is bool and maybe(f.old_mode, int) and maybe(f.new_mode, int)
+                    and all(all(type(n) is int for n in (h.number, h.line, h.source_start, h.source_length,
+                                                         h.target_start, h.target_length))
+                            and type(h.kinds) is str and type(h.keys) is tuple and type(h.section) is str
+                            and len(h.kinds) == len(h.keys) and not h.kinds.strip(" +-")
+                            and all(type(k) is bytes for k in h.keys)
+                            for h in f.hunks)
+                    for f in pf.files))
 
 
 def parse_patch(data: bytes, *, name: str, strip: int = 1, root: str = "") -> PatchFile:

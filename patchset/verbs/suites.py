@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -192,16 +193,26 @@ def dump_baseline(base: Baseline) -> str:
 
 
 def load_baseline(path: Path, key: str) -> Baseline | None:
-    """A cached pristine result, or None (absent, or written by another format: run it again)."""
+    """A cached pristine result, or None (absent, written by another format, or damaged: run it again)."""
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        if data.get("format") != BASELINE_FORMAT or data.get("key") != key:
+            return None
+        runs = [{n: NodeResult(n, Outcome(r["outcome"]), _text(r.get("message", "")), _text(r.get("detail", "")))
+                 for n, r in run.items()} for run in data["runs"]]
+        seconds = float(data.get("seconds", 0))
+        if not math.isfinite(seconds):
+            return None
+    # A cut or edited file holds JSON of any shape (a list, a string where a mapping was): found by fuzzing.
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
-    if data.get("format") != BASELINE_FORMAT or data.get("key") != key:
-        return None
-    runs = [{n: NodeResult(n, Outcome(r["outcome"]), r.get("message", ""), r.get("detail", "")) for n, r in run.items()}
-            for run in data["runs"]]
-    return Baseline(key, True, runs, "", float(data.get("seconds", 0)))
+    return Baseline(key, True, runs, "", seconds)
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{value!r} is no text")
+    return value
 
 
 def _rerun(job: SuiteJob, suite: Suite, candidates: list[str]) -> list[dict[str, NodeResult]]:

@@ -158,6 +158,37 @@ def junit_seeds() -> list[bytes]:
     return [doc.encode(), doc.encode()[:200]]
 
 
+def cache_seeds() -> dict[str, list[bytes]]:
+    """The parse-cache entries patchset writes for the targets' manifest and patch, and a kept baseline."""
+    sys.path.insert(0, str(HERE))
+    import marshal
+
+    import targets
+
+    from patchset.core import patchfile, yamlcache, yamlparse
+    from patchset.runners import NodeResult, Outcome
+    from patchset.verbs.baseline import Baseline
+    from patchset.verbs.suites import dump_baseline
+
+    doc = json.dumps(yamlcache._to_json(yamlparse.parse(targets.MANIFEST.decode())), separators=(",", ":")).encode()
+    parsed = patchfile._kept(patchfile.parse_patch(targets.PATCH, name="fix.patch"))
+    kept = marshal.dumps(parsed)
+
+    def as_json(x: object) -> object:  # what targets._marshalled turns back into ``parsed``
+        if isinstance(x, tuple):
+            return [as_json(v) for v in x]
+        return "b:" + x.decode("utf-8", "surrogateescape") if isinstance(x, bytes) else x
+
+    runs = [{f"tests/v1/test_a.py::test_{o.value}": NodeResult(f"tests/v1/test_a.py::test_{o.value}", o,
+                                                               "why" if o != Outcome.PASSED else "", "E  x")
+             for o in Outcome}]
+    base = dump_baseline(Baseline(targets.BASELINE_KEY, False, runs, "", 12.5)).encode()
+    # byte 0: the entry as it stands on disk (here whole: mutations damage it); byte 1: the content, made whole
+    return {"yaml-cache": [b"\0" + targets.whole(doc), b"\1" + doc],
+            "patch-cache": [b"\0" + targets.whole(kept), b"\1" + json.dumps(as_json(parsed)).encode()],
+            "baseline": [base, base.replace(b'"format": 1', b'"format": 2'), b"[]"]}
+
+
 def seeds() -> dict[str, list[bytes]]:
     patches = recipes()
     manifest_cases, patch_cases = bad_input_cases()
@@ -184,6 +215,7 @@ def seeds() -> dict[str, list[bytes]]:
         "provenance": provenance_seeds(),
         "journal": journal_seeds(),
         "junit": junit_seeds(),
+        **cache_seeds(),
     }
 
 

@@ -334,6 +334,166 @@ def junit(data: bytes) -> None:
     assert problem is None or (isinstance(problem, str) and not results)
 
 
+# --- what patchset keeps in its cache and reads back ---------------------------------------------------
+
+MANIFEST = b"""schema: 1
+upstream:
+  pypi: vllm
+targets:
+  "0.29.0": {image: "vllm/vllm-openai:v0.29.0"}
+patches:
+  - id: fix
+    title: A fix
+    origin: backport
+    upstream: {pr: 1, commit: dc02934}
+    releases: ">=0.29.0"
+    patch: recipes/fix/fix.patch
+"""
+
+
+@contextlib.contextmanager
+def parse_cache(on: bool = True) -> Iterator[Path]:
+    """The parse cache switched on (or off), in a cache folder of the scratch folder's (never the user's)."""
+    saved = {k: os.environ.get(k) for k in ("PATCHSET_NO_PARSE_CACHE", "PATCHSET_CACHE")}
+    os.environ.pop("PATCHSET_NO_PARSE_CACHE", None)
+    if not on:
+        os.environ["PATCHSET_NO_PARSE_CACHE"] = "1"
+    os.environ["PATCHSET_CACHE"] = str(SCRATCH / "cache")
+    try:
+        yield SCRATCH / "cache"
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def whole(data: bytes) -> bytes:
+    """``data`` as an entry the cache takes as whole: its sha256, then it."""
+    import hashlib
+
+    return hashlib.sha256(data).digest() + data
+
+
+_REFERENCE: dict[str, object] = {}
+
+
+def _manifest_project() -> Path:
+    root = SCRATCH / "yaml-cache"
+    if not (root / "recipes" / "fix" / "fix.patch").is_file():
+        (root / "recipes" / "fix").mkdir(parents=True, exist_ok=True)
+        (root / "recipes" / "fix" / "fix.patch").write_bytes(PATCH)
+        (root / "patches.yaml").write_bytes(MANIFEST)
+    return root / "patches.yaml"
+
+
+def _parse_once() -> None:
+    """The parse the reader falls back to, of the one text this target has, done once and copied after: the
+    parser itself is the manifest target's; here it would be nine tenths of the time, the same work each input."""
+    import copy
+
+    from patchset.core import yamlparse
+
+    parse, text = yamlparse.parse, MANIFEST.decode()
+    first = parse(text)
+
+    def once(given: str) -> object:
+        return copy.deepcopy(first) if given == text else parse(given)
+
+    yamlparse.parse = once  # type: ignore[assignment]
+
+
+def yaml_cache(data: bytes) -> None:
+    """The kept parse of a manifest (core/yamlcache), damaged anywhere: the first byte's low bit says whether
+    the rest is the entry as it stands on disk (cut, flipped: must be passed over, the manifest parsed again)
+    or a whole entry of any content (its sha256 made right: read back or passed over, never a crash)."""
+    from patchset.core import yamlcache
+    from patchset.core.manifest_load import load_manifest
+
+    path = _manifest_project()
+    if "yaml" not in _REFERENCE:
+        with parse_cache(on=False):
+            _REFERENCE["yaml"] = load_manifest(path)
+        _parse_once()
+    with parse_cache():
+        entry = yamlcache._entry(MANIFEST.decode())
+        assert entry is not None
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        entry.write_bytes(whole(data[1:]) if data[:1] and data[0] & 1 else data[1:])
+        got = None
+        with expect(str(path)):
+            got = load_manifest(path)
+    if not (data[:1] and data[0] & 1) and got != _REFERENCE["yaml"]:
+        raise Finding("a damaged parse-cache entry was read back as another manifest")
+
+
+def _marshalled(data: bytes) -> bytes:
+    """JSON as the marshal bytes of the values it names (lists as tuples, "b:..." as bytes), or ``data`` as is.
+
+    Not ``data`` itself: marshal.loads of forged bytes allocates what their counts say (gigabytes), as the
+    standard library documents; a whole entry is one patchset's own marshal.dumps wrote, as trusted as
+    Python's __pycache__. What is fuzzed here is what the reader makes of any values such an entry holds.
+    """
+    import json
+    import marshal
+
+    def values(x: object) -> object:
+        if isinstance(x, list):
+            return tuple(values(v) for v in x)
+        if isinstance(x, dict):
+            return tuple((values(k), values(v)) for k, v in x.items())
+        return x.encode("utf-8", "surrogateescape")[2:] if isinstance(x, str) and x.startswith("b:") else x
+
+    try:
+        return marshal.dumps(values(json.loads(data)))
+    except (ValueError, RecursionError):
+        return data[:0]
+
+
+def patch_cache(data: bytes) -> None:
+    """A patch file's kept parse (core/patchfile, marshal), damaged anywhere; the first byte as in yaml_cache.
+    A damaged entry must give the parse itself; a whole one (values from JSON, see _marshalled) the parse
+    or a PatchFile of the parser's types."""
+    from patchset.cache import derived
+    from patchset.core import patchfile
+
+    if "patch" not in _REFERENCE:
+        _REFERENCE["patch"] = patchfile.parse_patch(PATCH, name="fix.patch")
+    with parse_cache():
+        digest = patchfile.hashlib.sha256(PATCH).hexdigest()
+        entry = derived("patch", f"{digest}\0{1}\0{''}\0{patchfile._MARSHAL}".encode(), (patchfile.__file__,),
+                        ".marshal")
+        assert entry is not None
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        entry.write_bytes(whole(_marshalled(data[1:])) if data[:1] and data[0] & 1 else data[1:])
+        got = patchfile._parsed.__wrapped__(PATCH, "fix.patch", 1, "")  # type: ignore[attr-defined]
+    if not isinstance(got, patchfile.PatchFile) or not patchfile._parser_shaped(got):
+        raise Finding(f"the kept parse gave {got!r}")
+    if not (data[:1] and data[0] & 1) and got != _REFERENCE["patch"]:
+        raise Finding("a damaged parse-cache entry was read back as another patch")
+
+
+BASELINE_KEY = "vllm-0.29.0-sdist-0123456789ab-tests/v1"
+
+
+def baseline(data: bytes) -> None:
+    """A suite's pristine results kept in the cache (verbs/suites.load_baseline): a result or None, never a crash."""
+    from patchset.runners import NodeResult, Outcome
+    from patchset.verbs.suites import load_baseline
+
+    path = SCRATCH / "baseline.json"
+    path.write_bytes(data)
+    got = load_baseline(path, BASELINE_KEY)
+    if got is not None:
+        for run in got.runs:
+            for r in run.values():
+                if not (isinstance(r, NodeResult) and isinstance(r.outcome, Outcome) and isinstance(r.message, str)
+                        and isinstance(r.detail, str)):
+                    raise Finding(f"a kept baseline gave {r!r}")
+        f"{got.duration:.1f}"  # noqa: B018 -- as the report prints it
+
+
 TARGETS = {t.name: t for t in [
     Target("patch", patch_parser, "core/patchfile.parse_patch, then core/engine.apply_patch",
            ("patchset.core.patchfile", "patchset.core.engine")),
@@ -355,6 +515,12 @@ TARGETS = {t.name: t for t in [
            ("patchset.core.provenance",)),
     Target("journal", journal, "journal.recover on a journal cut or damaged anywhere", ("patchset.journal",)),
     Target("junit", junit, "runners/junit.read_junit", ("patchset.runners.junit",)),
+    Target("yaml-cache", yaml_cache, "core/yamlcache: a manifest's kept parse, damaged or whole",
+           ("patchset.core.yamlcache", "patchset.cache")),
+    Target("patch-cache", patch_cache, "core/patchfile._parsed: a patch's kept parse (marshal), damaged or whole",
+           ("patchset.core.patchfile", "patchset.cache")),
+    Target("baseline", baseline, "verbs/suites.load_baseline: a suite's kept pristine results",
+           ("patchset.verbs.suites",)),
 ]}
 
 
