@@ -291,13 +291,16 @@ class WheelServer(ThreadingHTTPServer):
     than the body holds), misplaced (the bytes and Content-Range of another offset), drop (the
     connection closes mid-body; only the first ``failures`` times when that is set), busy (503 first),
     none (ranges ignored: 200 with the whole file), huge (a range answered with a Content-Length of 10 GB
-    and bytes until the reader stops reading, up to 64 MiB an answer; ``sent`` counts them).
+    and bytes until the reader stops reading, up to 64 MiB an answer; ``sent`` counts them); announces (the
+    whole file asked for: a Content-Length of 10 GB and bytes as in huge), endless (the same without a
+    Content-Length). ``wholes`` counts the requests without a Range.
     """
 
     def __init__(self, full: bytes, ranged: bytes | None = None, mode: str = "honest", failures: int = 10**6,
                  auth: str | None = None) -> None:
         self.full, self.ranged, self.mode, self.failures, self.auth = full, ranged or full, mode, failures, auth
         self.ranges: list[str] = []
+        self.wholes = 0
         self.sent = 0
         self.files: dict[str, bytes] = {}
         self.lock = threading.Lock()
@@ -332,10 +335,12 @@ class _WheelHandler(BaseHTTPRequestHandler):
             return
         self.wfile.write(body)
 
-    def _flood(self, content_range: str) -> None:
-        self.send_response(206)
-        self.send_header("Content-Range", content_range)
-        self.send_header("Content-Length", str(10 * 1024**3))
+    def _flood(self, content_range: str | None, announce: bool = True) -> None:
+        self.send_response(206 if content_range else 200)
+        if content_range:
+            self.send_header("Content-Range", content_range)
+        if announce:
+            self.send_header("Content-Length", str(10 * 1024**3))
         self.end_headers()
         self.close_connection = True
         chunk = b"\0" * 65536
@@ -353,6 +358,10 @@ class _WheelHandler(BaseHTTPRequestHandler):
         if self.path in srv.files:
             return self._send(200, srv.files[self.path], {"Content-Type": "application/vnd.pypi.simple.v1+json"})
         wanted = self.headers.get("Range")
+        if not wanted:
+            srv.wholes += 1
+        if not wanted and srv.mode in ("announces", "endless"):
+            return self._flood(None, announce=srv.mode == "announces")
         if not wanted or srv.mode == "none":
             return self._send(200, srv.full)
         srv.ranges.append(wanted)
@@ -466,6 +475,36 @@ def test_wrong_bytes_by_range_are_never_cached(tmp_path, fast_retries, tamper, r
     assert reason in src.fallback_reason
     cached = tmp_path / "wheel-members" / hashlib.sha256(wheel).hexdigest() / LARGER
     assert cached.read_bytes() == _member(wheel, LARGER)
+
+
+@pytest.mark.parametrize("mode, reason", [
+    ("announces", "the server announces 10737418240 bytes"),  # refused before a byte of the body is read
+    ("endless", "the server sent more than the"),  # no Content-Length: refused at the first chunk past the size
+])
+def test_a_download_longer_than_the_index_says_is_refused_early(tmp_path, fast_retries, mode, reason):
+    """Issue 26: a blob download was bounded by its sha256 alone, checked only once every byte had come."""
+    wheel = real_wheel().read_bytes()
+    digest = hashlib.sha256(wheel).hexdigest()
+    server = WheelServer(wheel, mode=mode)
+    try:
+        with pytest.raises(SourceError, match=reason) as e:
+            download.blob(Cache(tmp_path), digest, server.url(), size=len(wheel))
+        assert f"the file has {len(wheel)}" in e.value.message or f"the {len(wheel)} bytes" in e.value.message
+        assert server.wholes == 1  # refused, not tried again
+        with pytest.raises(SourceError, match=reason):
+            download.read_through(Cache(tmp_path), digest, server.url(), lambda chunks: sum(map(len, chunks)),
+                                  size=len(wheel))
+        assert server.wholes == 2
+        bounded = server.sent
+        assert bounded < 24 * 1024**2  # what the sockets' buffers hold at most, not the 128 MiB of two floods
+        # Without the index's size, nothing stops it before the body ends: the whole flood is read (and a cut
+        # one read again).
+        with pytest.raises(SourceError, match="does not match the index's|more expected"):
+            download.blob(Cache(tmp_path), digest, server.url())
+        assert server.sent - bounded >= 64 * 1024**2
+    finally:
+        server.shutdown()
+    assert not [p for p in (tmp_path / "blobs").rglob("*") if p.is_file()]  # no blob, no part left
 
 
 def test_a_wheel_whose_full_download_is_wrong_too_is_refused(tmp_path, fast_retries):

@@ -162,7 +162,8 @@ class VenvBuilder:
             self.progress(f"venv: building a CPU venv for {project} {version} (once; cached in {final})")
             percent = _Percent(self.progress, wheel.filename)
             blob = self._step(timings, "wheel", f"downloading {wheel.filename}",
-                              lambda: download.blob(self.cache, wheel.sha256, wheel.url, progress=percent))
+                              lambda: download.blob(self.cache, wheel.sha256, wheel.url, size=wheel.size,
+                                                    progress=percent))
             wheel_path = _wheelhouse(tmp, blob, wheel.filename)
             metadata = _wheel_metadata(blob)
             reqs, dropped, torch_pin = cpu_requirements(metadata)

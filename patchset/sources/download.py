@@ -1,7 +1,9 @@
 """Downloading a file the package index names into the cache, verified against the index's sha256.
 
 A download that is cut short (the body ends early, the connection drops) is tried again, a few
-times, with backoff; a body whose digest differs is refused.
+times, with backoff; a body whose digest differs is refused. Where the index gives the file's size, a
+server that announces more (``Content-Length``) is refused before a byte is read, and one that sends
+more is refused at the first chunk past it: the digest alone would read all it sends (issue 26).
 """
 
 from __future__ import annotations
@@ -25,19 +27,21 @@ DownloadProgress = Callable[[str, int, int], None]
 download_progress: DownloadProgress | None = None
 
 
-def blob(cache: Cache, sha256: str, url: str, *, progress: Callable[[int, int], None] | None = None) -> Path:
-    """The verified file with this sha256, downloaded from url when not cached."""
-    return cache.blob(sha256, lambda final: _with_retries(sha256, url, final, progress))
+def blob(cache: Cache, sha256: str, url: str, *, size: int | None = None,
+         progress: Callable[[int, int], None] | None = None) -> Path:
+    """The verified file with this sha256 (and ``size`` bytes, when the index says), downloaded from url when
+    not cached."""
+    return cache.blob(sha256, lambda final: _with_retries(sha256, url, final, progress, size))
 
 
 def read_through(cache: Cache, sha256: str, url: str, consume: Callable[[Iterator[bytes]], _T], *,
-                 progress: Callable[[int, int], None] | None = None) -> _T:
+                 size: int | None = None, progress: Callable[[int, int], None] | None = None) -> _T:
     """``consume(chunks)`` over the file with this sha256, read once, without keeping the file.
 
     From the cached blob when there is one, else streamed from ``url`` and verified: what
     ``consume`` returns is handed back only once every byte has passed and the digest matched, so
     a caller that keeps nothing before that keeps nothing unverified. A body cut short starts
-    ``consume`` again from the first byte (a bounded number of times).
+    ``consume`` again from the first byte (a bounded number of times); one longer than ``size`` is refused.
     """
     final = cache.path("blobs", sha256[:2], sha256)
     if final.is_file():  # verified when it was downloaded, like every reader of it trusts
@@ -45,21 +49,30 @@ def read_through(cache: Cache, sha256: str, url: str, consume: Callable[[Iterato
             return consume(iter(lambda: f.read(CHUNK), b""))
     for attempt in range(1, http.RETRIES + 2):
         digest = hashlib.sha256()
+        oversize: list[SourceError] = []  # what the consumer cannot hide, whatever it makes of the error
 
-        def chunks(digest: hashlib._Hash = digest) -> Iterator[bytes]:
-            for chunk, done, total in _stream(url):
-                digest.update(chunk)
-                if progress:
-                    progress(done, total)
-                elif download_progress:
-                    download_progress(_name(url), done, total)
-                yield chunk
+        def chunks(digest: hashlib._Hash = digest, oversize: list[SourceError] = oversize) -> Iterator[bytes]:
+            try:
+                for chunk, done, total in _stream(url, size):
+                    digest.update(chunk)
+                    if progress:
+                        progress(done, total)
+                    elif download_progress:
+                        download_progress(_name(url), done, total)
+                    yield chunk
+            except _Oversize as e:
+                oversize.append(e)
+                raise
 
         body = chunks()
         try:
             try:
                 got = consume(body)
+            except _Oversize:
+                raise
             except SourceError:
+                if oversize:
+                    raise oversize[0] from None
                 # a corrupt download can look like a corrupt archive: the digest says which it is
                 for _ in body:
                     pass
@@ -68,6 +81,8 @@ def read_through(cache: Cache, sha256: str, url: str, consume: Callable[[Iterato
                 got = None
             for _ in body:  # what the consumer did not need still counts for the digest
                 pass
+            if oversize:
+                raise oversize[0]
         except _CutShort as e:
             if attempt > http.RETRIES:
                 raise SourceError(f"cannot download {_name(url)}: {e} ({attempt} attempts)") from e
@@ -82,10 +97,11 @@ def read_through(cache: Cache, sha256: str, url: str, consume: Callable[[Iterato
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
 
-def _with_retries(sha256: str, url: str, final: Path, progress: Callable[[int, int], None] | None) -> None:
+def _with_retries(sha256: str, url: str, final: Path, progress: Callable[[int, int], None] | None,
+                  size: int | None = None) -> None:
     for attempt in range(1, http.RETRIES + 2):
         try:
-            _download(sha256, url, final, progress)
+            _download(sha256, url, final, progress, size)
             return
         except _CutShort as e:
             if attempt > http.RETRIES:
@@ -93,12 +109,13 @@ def _with_retries(sha256: str, url: str, final: Path, progress: Callable[[int, i
             time.sleep(http.BACKOFF * 2 ** (attempt - 1))
 
 
-def _download(sha256: str, url: str, final: Path, progress: Callable[[int, int], None] | None) -> None:
+def _download(sha256: str, url: str, final: Path, progress: Callable[[int, int], None] | None,
+              size: int | None = None) -> None:
     fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.part-")
     try:
         digest = hashlib.sha256()
         with os.fdopen(fd, "wb") as out:
-            for chunk, done, total in _stream(url):
+            for chunk, done, total in _stream(url, size):
                 out.write(chunk)
                 digest.update(chunk)
                 if progress:
@@ -121,19 +138,37 @@ class _CutShort(Exception):
     """The body ended early or the connection dropped: worth another try."""
 
 
+class _Oversize(SourceError):
+    """The server announces or sends more than the index's size of the file: never tried again."""
+
+
+def _bounded(url: str, size: int | None, total: int, done: int) -> None:
+    """Refuse a body announced (``total``) or sent (``done``) longer than the index's ``size``."""
+    if size is None:
+        return
+    if total > size:
+        raise _Oversize(f"cannot download {_name(url)}: the server announces {total} bytes (Content-Length), "
+                        f"the index says the file has {size}", hint="the server or a proxy is not serving that file")
+    if done > size:
+        raise _Oversize(f"cannot download {_name(url)}: the server sent more than the {size} bytes the index "
+                        "says the file has", hint="the server or a proxy is not serving that file")
+
+
 def _name(url: str) -> str:
     return urls.redact(url.rsplit("/", 1)[-1])
 
 
-def _stream(url: str) -> Iterator[tuple[bytes, int, int]]:
-    """(chunk, bytes so far, total or 0) of ``url``; file: URLs are read directly."""
+def _stream(url: str, size: int | None = None) -> Iterator[tuple[bytes, int, int]]:
+    """(chunk, bytes so far, total or 0) of ``url``, no more than ``size`` bytes; file: URLs are read directly."""
     if url.startswith("file:"):
         import urllib.request  # file: URLs only (a local mirror, the tests); see docs/performance.md
 
         with urllib.request.urlopen(url) as resp:
             total, done = int(resp.headers.get("Content-Length") or 0), 0
+            _bounded(url, size, total, done)
             while chunk := resp.read(CHUNK):
                 done += len(chunk)
+                _bounded(url, size, total, done)
                 yield chunk, done, total
         return
     import requests  # only when something is downloaded: see docs/performance.md
@@ -141,10 +176,12 @@ def _stream(url: str) -> Iterator[tuple[bytes, int, int]]:
     try:
         with http.get(url, stream=True, headers={"Accept-Encoding": "identity"}) as resp:  # the bytes, as hashed
             http.check(resp, f"cannot download {url}")
-            total, done, started = int(resp.headers.get("Content-Length") or 0), 0, time.monotonic()
+            total, done, started = _length(resp.headers.get("Content-Length")), 0, time.monotonic()
+            _bounded(url, size, total, done)  # before a byte of the body is read
             try:
                 for chunk in resp.iter_content(CHUNK):
                     done += len(chunk)
+                    _bounded(url, size, total, done)
                     yield chunk, done, total
             finally:
                 http.record(urls.split_credentials(url)[0], resp.status_code, done, time.monotonic() - started)
@@ -155,3 +192,11 @@ def _stream(url: str) -> Iterator[tuple[bytes, int, int]]:
         raise _CutShort(http.describe(e)) from e
     except requests.RequestException as e:
         raise http.error(f"cannot download {url}", e) from e
+
+
+def _length(header: str | None) -> int:
+    """A Content-Length as a number; 0 when there is none or it is no number (then only what comes counts)."""
+    try:
+        return max(0, int(header or 0))
+    except ValueError:
+        return 0

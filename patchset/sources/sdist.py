@@ -62,7 +62,7 @@ class SdistSource(DirSource):
     def root(self) -> Path:  # type: ignore[override]  # DirSource's attribute, filled on first use here
         """The whole unpacked tree (downloaded and unpacked now if it is not in the cache)."""
         if self._root is None:
-            blob = download.blob(self.cache, self.sha256, self.found.url, progress=self.progress)
+            blob = download.blob(self.cache, self.sha256, self.found.url, size=self.found.size, progress=self.progress)
             self._root = self.cache.tree(f"sdist-{self.sha256}", lambda tmp: _unpack(blob, tmp, self.found.filename))
         return self._root
 
@@ -105,7 +105,7 @@ class SdistSource(DirSource):
             # What an earlier pass kept stays; this pass reads them again, from the same verified bytes.
             kept, listing, tops = download.read_through(self.cache,
                 self.sha256, self.found.url, lambda chunks: stream_members(chunks, set(wanted), self.found.filename),
-                progress=self.progress)
+                size=self.found.size, progress=self.progress)
             for path, data in kept.items():
                 self.cache.put_bytes(data, MEMBERS, self.sha256, "files", *path.split("/"))
             self.cache.put_bytes("".join(p + "\n" for p in listing).encode(), MEMBERS, self.sha256, "listing")

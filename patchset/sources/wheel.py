@@ -154,7 +154,7 @@ class WheelSource:
         self._open_whole()
 
     def _open_whole(self) -> None:
-        blob = download.blob(self.cache, self.file.sha256, self.file.url)
+        blob = download.blob(self.cache, self.file.sha256, self.file.url, size=self.file.size)
         try:
             self._reader = open_reader(blob, whole=True)
         except (OSError, _Unverified) as e:

@@ -263,7 +263,9 @@ def index_json(data: bytes) -> None:
     with expect("https://index.invalid/simple/vllm/"):
         files = index.project_page(data, "https://index.invalid/simple/vllm/")
         assert all(isinstance(f.filename, str) and isinstance(f.sha256, str) for f in files)
-    cache = Cache(fresh("index"))
+    # One cache folder for every input: the entry is replaced whole by each (put_bytes renames it in), and it is
+    # all remembered() reads; nothing is gained by a new folder each input but time.
+    cache = Cache(SCRATCH / "index")
     cache.put_bytes(data, "index", "vllm-0.29.0-sdist.json")
     found = index.IndexFile("vllm-0.29.0.tar.gz", "https://index.invalid/x.tar.gz", "0" * 64)
     with expect("vllm-0.29.0-sdist.json"):
@@ -388,9 +390,12 @@ def _manifest_project() -> Path:
     return root / "patches.yaml"
 
 
+_PARSES = [0]  # how many times the reader fell back to parsing the text
+
+
 def _parse_once() -> None:
     """The parse the reader falls back to, of the one text this target has, done once and copied after: the
-    parser itself is the manifest target's; here it would be nine tenths of the time, the same work each input."""
+    parser itself is the manifest target's; here it would be most of the time, the same work each input."""
     import copy
 
     from patchset.core import yamlparse
@@ -399,33 +404,51 @@ def _parse_once() -> None:
     first = parse(text)
 
     def once(given: str) -> object:
+        _PARSES[0] += 1
         return copy.deepcopy(first) if given == text else parse(given)
 
     yamlparse.parse = once  # type: ignore[assignment]
 
 
+def _shape(node: object) -> object:
+    """Everything the loader can see of a parsed node: type, value and every recorded position."""
+    from patchset.core import yamlnodes
+
+    if isinstance(node, yamlnodes.Mapping):
+        return ("map", node.lc.line, node.lc.col, sorted(node.lc.data.items(), key=repr),
+                [(_shape(k), _shape(v)) for k, v in node.items()])
+    if isinstance(node, yamlnodes.Sequence):
+        return ("seq", node.lc.line, node.lc.col, sorted(node.lc.data.items()), [_shape(v) for v in node])
+    return (type(node).__name__, node)
+
+
 def yaml_cache(data: bytes) -> None:
     """The kept parse of a manifest (core/yamlcache), damaged anywhere: the first byte's low bit says whether
-    the rest is the entry as it stands on disk (cut, flipped: must be passed over, the manifest parsed again)
-    or a whole entry of any content (its sha256 made right: read back or passed over, never a crash)."""
-    from patchset.core import yamlcache
+    the rest is the entry as it stands on disk (cut, flipped: passed over, or read back as the very parse) or
+    a whole entry of any content (its sha256 made right: the manifest loaded from it, or refused naming the
+    manifest, never a crash)."""
+    from patchset.core import yamlcache, yamlparse
     from patchset.core.manifest_load import load_manifest
 
-    path = _manifest_project()
+    path, text = _manifest_project(), MANIFEST.decode()
     if "yaml" not in _REFERENCE:
-        with parse_cache(on=False):
-            _REFERENCE["yaml"] = load_manifest(path)
+        doc = yamlparse.parse(text)
+        _REFERENCE["yaml"] = (_shape(doc.data), doc.duplicates, doc.written)
         _parse_once()
     with parse_cache():
-        entry = yamlcache._entry(MANIFEST.decode())
+        entry = yamlcache._entry(text)
         assert entry is not None
         entry.parent.mkdir(parents=True, exist_ok=True)
-        entry.write_bytes(whole(data[1:]) if data[:1] and data[0] & 1 else data[1:])
-        got = None
-        with expect(str(path)):
-            got = load_manifest(path)
-    if not (data[:1] and data[0] & 1) and got != _REFERENCE["yaml"]:
-        raise Finding("a damaged parse-cache entry was read back as another manifest")
+        if data[:1] and data[0] & 1:
+            entry.write_bytes(whole(data[1:]))
+            with expect(str(path)):
+                load_manifest(path)
+            return
+        entry.write_bytes(data[1:])
+        parses = _PARSES[0]
+        doc = yamlcache.load(text)
+    if _PARSES[0] == parses and (_shape(doc.data), doc.duplicates, doc.written) != _REFERENCE["yaml"]:
+        raise Finding("a damaged parse-cache entry was read back as another document")
 
 
 def _marshalled(data: bytes) -> bytes:
