@@ -286,12 +286,15 @@ def provenance(data: bytes) -> None:
             _ = path.endswith(".py"), entry.get("sha256"), entry.get("mode") and int(entry["mode"], 8)
 
 
-def journal(data: bytes) -> None:
-    """An apply journal as a kill at any instant leaves it, cut or damaged anywhere: recover or refuse.
+_JOURNALS: dict[int, tuple[Path, bytes]] = {}
 
-    The tree is made by a real apply stopped at the step the first byte names; the rest of the input
-    replaces the journal file (the first byte's high bit: only cut at that length, else replaced).
-    """
+
+def _journal_template(step: int) -> tuple[Path, bytes]:
+    """The tree a real apply leaves stopped at ``step`` (the journal begun, ``step`` renames of its commit
+    done) and the journal it wrote; made once per step, in the very folder the target uses (the journal
+    names its paths), and copied from then on: the apply is the same work every input, the recovery is not."""
+    if step in _JOURNALS:
+        return _JOURNALS[step]
     from patchset import journal as j
 
     root = fresh("journal") / "site"
@@ -304,21 +307,38 @@ def journal(data: bytes) -> None:
                             [("vllm/a.py", "vllm/a.py", b"x = 1\ny = 3\nz = 4\n", None),
                              ("vllm/b.py", "vllm/b.py", None, None),
                              ("vllm/new/c.py", "vllm/new/c.py", b"c = 1\n", None)])
-    step = data[0] if data else 0
     record = b'{"schema": 1}\n'
     plan.record_sha256 = j.sha256(record)
     plan.compile = False
     plan.dir.mkdir()
     j.begin(plan, new, old, record)
-    if step % 4:
-        for e in plan.entries[: step % 4]:  # the renames of a commit cut short
-            if e.new_sha256 is None:
-                plan.target(e).unlink()
-            else:
-                os.replace(plan.staged(e), plan.target(e))
-    written = (plan.dir / "journal.json").read_bytes()
+    for e in plan.entries[:step]:  # the renames of a commit cut short
+        if e.new_sha256 is None:
+            plan.target(e).unlink()
+        else:
+            os.replace(plan.staged(e), plan.target(e))
+    assert plan.dir == package / ".patchset-journal", plan.dir
+    template = SCRATCH / f"journal-template-{step}"
+    shutil.copytree(root, template, symlinks=True)
+    _JOURNALS[step] = template, (plan.dir / "journal.json").read_bytes()
+    return _JOURNALS[step]
+
+
+def journal(data: bytes) -> None:
+    """An apply journal as a kill at any instant leaves it, cut or damaged anywhere: recover or refuse.
+
+    The tree is made by a real apply stopped at the step the first byte names; the rest of the input
+    replaces the journal file (the first byte's high bit: only cut at that length, else replaced).
+    """
+    from patchset import journal as j
+
+    step = data[0] if data else 0
+    template, written = _journal_template(step % 4)
+    root = fresh("journal") / "site"
+    package = root / "vllm"
+    shutil.copytree(template, root, symlinks=True)
     body = written[: int.from_bytes(data[1:3] or b"\0", "big") % (len(written) + 1)] if step & 0x80 else data[1:]
-    (plan.dir / "journal.json").write_bytes(body)
+    (package / ".patchset-journal" / "journal.json").write_bytes(body)
     with expect(str(package)):
         j.recover(root, package)
     for path in root.parent.rglob("*"):  # a journal names paths: none may lead outside its tree
