@@ -251,7 +251,8 @@ def test_baseline_keys_change_with_everything_the_pristine_result_depends_on(tmp
     b'{"format": 1, "key": "K", "runs": [], "seconds": Infinity}',
 ])
 def test_a_damaged_baseline_is_run_again(tmp_path, content):
-    """Found by the baseline fuzz target (issue 26): AttributeError, KeyError, TypeError and ValueError."""
+    """Found writing the baseline fuzz target (issue 26): AttributeError, KeyError, TypeError, ValueError and
+    RecursionError (JSON nested 100,000 deep) from a damaged file."""
     path = tmp_path / "b.json"
     path.write_bytes(content)
     assert vs.load_baseline(path, "K") is None
