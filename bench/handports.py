@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 from patchset.cache import Cache
+from patchset.core.manifest import Manifest
 from patchset.core.manifest_load import load_manifest
 from patchset.sources.sdist import SdistSource
 from patchset.verbs.port import PortStatus, prepare, step, walk_from
@@ -52,9 +53,12 @@ def gnu(release: str, patches: list[Path], paths: list[str], tmp: Path, fuzz: in
     return {path: (tree / path).read_bytes() if (tree / path).is_file() else None for path in paths}
 
 
-def compare(manifest: Path, to: str, hand: list[Path], tmp: Path, fuzz: int = 0) -> list[tuple[str, str, str]]:
-    """(file, verdict, why) for every file port or the hand port changes."""
-    m = load_manifest(manifest)
+def compare(manifest: Manifest | Path, to: str, hand: list[Path], tmp: Path,
+            fuzz: int = 0) -> list[tuple[str, str, str, str]]:
+    """(file, verdict, why, merge) for every file port or the hand port changes; ``merge`` judges port's own
+    merge of a file that waits in a workspace (a clean file of a conflicting patch) against the hand port,
+    by the same rule as an accepted file (``_judge``), and is empty for the other rows."""
+    m = load_manifest(manifest) if isinstance(manifest, Path) else manifest
     walk = prepare(m, to, None, "pypi")
     flagged: dict[str, list[str]] = {}  # file -> its own conflicts' reasons
     merged: dict[str, bytes | None] = {}  # what port made of each file, clean or not
@@ -70,40 +74,99 @@ def compare(manifest: Path, to: str, hand: list[Path], tmp: Path, fuzz: int = 0)
             if f in r.files:
                 waiting.pop(f)  # a later patch changes it too: the workspace copy is not the final file
         if r.result == PortStatus.CONFLICT:  # a clean file of a conflicting patch waits in the workspace
-            elsewhere = ", ".join(sorted({c.file for c in r.conflicts}))
+            elsewhere = sorted({c.file for c in r.conflicts})
             for f in r.files:
                 if f not in flagged:
-                    flagged[f] = [f"merged cleanly, but its patch conflicts in {elsewhere}: it waits in the workspace"]
+                    flagged[f] = [f"merged cleanly, but its patch conflicts in {len(elsewhere)} other file(s) ("
+                                  + ", ".join(elsewhere) + "): it waits in the workspace"]
                     waiting[f] = walk.workspaces[p.id][1].get(f) if p.id in walk.workspaces else None
         if r.result == PortStatus.CONFLICT and p.id in walk.workspaces:
             merged.update(walk.workspaces[p.id][1])
         merged.update({k: v for k, v in walk.ours.items() if v != before.get(k)})
     pristine = walk.pristine
+    old_added = _old_added(m)
     paths = set(merged) | set(flagged) | set(pristine) | {f for h in hand for f in touched(h)}
     hand_files = gnu(to, hand, sorted(paths), tmp, fuzz)
     hand_changed = {k for k, v in hand_files.items() if v != pristine.get(k, walk.read(k))}
     rows = []
     for path in sorted({k for k, v in merged.items() if v != pristine.get(k)} | hand_changed | set(flagged)):
+        judged = _judge(pristine.get(path), merged.get(path, pristine.get(path)), hand_files.get(path),
+                        old_added.get(path, set()))
         if path in flagged:
-            why = "; ".join(flagged[path])
-            if path in waiting:
-                same = waiting[path] == hand_files.get(path)
-                why += " (that merge is " + ("identical to" if same else "the same code as" if _squash(
-                    waiting[path]) == _squash(hand_files.get(path)) else "different from") + " the hand port)"
             kind = _flag_kind(path, flagged[path], path in hand_changed, walk.read(path) is None, hand_files)
-            rows.append((path, kind, why))
-        elif merged.get(path, pristine.get(path)) == hand_files.get(path):
-            rows.append((path, "identical", "merged cleanly"))
+            why = "; ".join(flagged[path])
+            rows.append((path, kind, why, judged if path in waiting else ""))
         elif path not in merged:
-            rows.append((path, "hand-only", "the hand port extends the patch to a file the old one never touched"))
-        elif _squash(merged[path]) == _squash(hand_files.get(path)):
-            rows.append((path, "same code", "merged cleanly; the same AST as the hand port (whitespace differs)"))
-        elif _within(pristine.get(path), merged[path], hand_files.get(path)):
-            rows.append((path, "different (within the hand port)", "merged cleanly; every line port changed the "
-                         "hand port changes the same way, and the hand port changes more (new work)"))
+            rows.append((path, "hand-only", "the hand port extends the patch to a file the old one never touched", ""))
+        elif judged == "identical":
+            rows.append((path, "identical", "merged cleanly", ""))
+        elif judged == "same code":
+            rows.append((path, "same code", "merged cleanly; the same AST as the hand port (whitespace differs)", ""))
+        elif judged == "same port + new work":
+            rows.append((path, "same port + new work", "merged cleanly; every line port changed stands in the "
+                         "hand port as port has it, and the hand port also changes lines the old patch never had (" +
+                         _inserted(merged[path], hand_files.get(path)) + ")", ""))
         else:
-            rows.append((path, "different", "merged cleanly, differs from the hand port"))
+            rows.append((path, "different", "merged cleanly, differs from the hand port", ""))
     return rows
+
+
+def _judge(pristine: bytes | None, ours: bytes | None, hand: bytes | None, old_added: set[bytes]) -> str:
+    """Port's file against the hand port's, by a fixed rule (applied to every project alike):
+
+    * ``identical``: byte for byte;
+    * ``same code``: the same AST (only whitespace or comments differ);
+    * ``same port + new work``: every line port changed stands in the hand port's file as port has it, and
+      the hand port's other edits (lines inserted, or V's own lines replaced or removed) touch only lines
+      port left as V has them, and none of the lines they bring (blank ones aside) is a line the old patch
+      added to that file: port made every change the old patch makes exactly as the maintainer did, and
+      the maintainer also made changes the old patch never had (new work, not a port);
+    * ``different``: anything else.
+    """
+    import difflib
+
+    if ours == hand:
+        return "identical"
+    if ours is None or hand is None:
+        return "different"
+    if _squash(ours) == _squash(hand):
+        return "same code"
+    v, a, b = (pristine or b"").splitlines(), ours.splitlines(), hand.splitlines()
+    untouched = {i for tag, _i1, _i2, j1, j2 in difflib.SequenceMatcher(None, v, a, autojunk=False).get_opcodes()
+                 if tag == "equal" for i in range(j1, j2)}  # port's lines that are V's own
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if any(i not in untouched for i in range(i1, i2)):
+            return "different"  # the hand port changed or dropped a line port changed
+        if any(x.strip() and x.strip() in old_added for x in b[j1:j2]):
+            return "different"  # the hand port brings a line of the old patch's that port did not place there
+    return "same port + new work"
+
+
+def _inserted(ours: bytes | None, hand: bytes | None) -> str:
+    """The lines the hand port has where port's file has others or none, shortened for a table."""
+    import difflib
+
+    a, b = (ours or b"").splitlines(), (hand or b"").splitlines()
+    lines = [line.decode(errors="replace").strip() for tag, _i1, _i2, j1, j2 in
+             difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if tag != "equal" for line in b[j1:j2]]
+    lines = [x for x in lines if x]
+    return f"{len(lines)} line(s): " + " · ".join(x[:60] for x in lines[:3]) + (" …" if len(lines) > 3 else "")
+
+
+def _old_added(m: Manifest) -> dict[str, set[bytes]]:
+    """Each file's lines (stripped) that the old series adds, from every patch's file for its old release."""
+    out: dict[str, set[bytes]] = {}
+    for p in m.patches:
+        u = walk_from(m, p, None)
+        if u is None:
+            continue
+        for f in p.load(u, m.base).files:
+            for h in f.hunks:
+                out.setdefault(f.path, set()).update(k.strip() for kind, k in zip(h.kinds, h.keys, strict=True)
+                                                     if kind == "+")
+    return out
 
 
 def _flag_kind(path: str, reasons: list[str], hand_changed: bool, gone: bool,
@@ -138,26 +201,6 @@ def _flag_kind(path: str, reasons: list[str], hand_changed: bool, gone: bool,
     return "flagged (the maintainer dropped the change: the hand port leaves it alone)"
 
 
-def _within(pristine: bytes | None, ours: bytes | None, hand: bytes | None) -> bool:
-    """Every change port made to the pristine file is one the hand port makes too (same old lines, same
-    new lines), and the hand port makes more."""
-    import difflib
-
-    def changes(after: bytes | None) -> set[tuple[tuple[bytes, ...], tuple[bytes, ...]]]:
-        a, b = (pristine or b"").splitlines(), (after or b"").splitlines()
-        return {(tuple(a[i1:i2]), tuple(b[j1:j2])) for tag, i1, i2, j1, j2 in
-                difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if tag != "equal"}
-
-    mine, theirs = changes(ours), changes(hand)
-    return bool(mine) and mine != theirs and all(any(_contains(t, o) for t in theirs) for o in mine)
-
-
-def _contains(big: tuple[tuple[bytes, ...], tuple[bytes, ...]],
-              small: tuple[tuple[bytes, ...], tuple[bytes, ...]]) -> bool:
-    """A change (old lines, new lines) is part of a larger one: its old and new lines stand in it."""
-    return all(x in big[0] for x in small[0]) and all(x in big[1] for x in small[1])
-
-
 def _squash(data: bytes | None) -> object:
     """The code a file holds: its AST when it parses (formatting and comments left out), else its lines
     without trailing whitespace."""
@@ -181,7 +224,7 @@ SLLM = (("0.5.0.post1", "74051d0"), ("0.6.6", "d909012"), ("0.9.0.1", "e0252db")
 SLLM_PATCH = "sllm_store/vllm_patch/sllm_load.patch"
 
 
-def sllm(tmp: Path, gitdir: str) -> list[tuple[str, str, str]]:
+def sllm(tmp: Path, gitdir: str) -> list[tuple[str, str, str, str]]:
     """Each release's patch ported to the next release, against the maintainers' patch for it."""
     rows = []
     for (u, cu), (v, cv) in zip(SLLM, SLLM[1:], strict=False):
@@ -195,7 +238,7 @@ def sllm(tmp: Path, gitdir: str) -> list[tuple[str, str, str]]:
             f'schema: 1\ntargets:\n  "{u}": {{}}\npatches:\n  - id: sllm-load\n    origin: fork\n'
             f'    releases: "=={u}"\n    patch: recipes/sllm-load/vllm-{u}.patch\n')
         found = compare(root / "patches.yaml", v, [root / f"recipes/sllm-load/vllm-{v}.patch"], root, fuzz=2)
-        rows += [(f"{u} -> {v}: {path}", verdict, why) for path, verdict, why in found]
+        rows += [(f"{u} -> {v}: {row[0]}", *row[1:]) for row in found]
     return rows
 
 
@@ -204,7 +247,7 @@ OMNI_DIR = "omni/adaptors/vllm/patches"
 OMNI_SCRIPTS = ("infer_engines/bash_install_code_v0.8.3.sh", "infer_engines/bash_install_code.sh")
 
 
-def omni(tmp: Path, gitdir: str) -> list[tuple[str, str, str]]:
+def omni(tmp: Path, gitdir: str) -> list[tuple[str, str, str, str]]:
     """omni-infer's series for vLLM 0.8.3 (4 patches) ported to 0.9.0, against the maintainers' series for
     0.9.0 (19 patches, made by hand from it and extended), each in the order its install script applies."""
     def show(path: str) -> bytes:
@@ -226,11 +269,52 @@ def omni(tmp: Path, gitdir: str) -> list[tuple[str, str, str]]:
         (tmp / "hand").mkdir(exist_ok=True)
         (tmp / "hand" / rel).write_bytes(show(f"{OMNI_DIR}/{rel}"))
         hand.append(tmp / "hand" / rel)
-    return [(f"0.8.3 -> 0.9.0: {path}", verdict, why)
-            for path, verdict, why in compare(tmp / "patches.yaml", "0.9.0", hand, tmp)]
+    return [(f"0.8.3 -> 0.9.0: {row[0]}", *row[1:]) for row in compare(tmp / "patches.yaml", "0.9.0", hand, tmp)]
 
 
-def this_repo(tmp: Path) -> list[tuple[str, str, str]]:
+DYNAMO_DIR = "container/deps/vllm"
+# (label, old release, new release, [(commit, old patch path)], [(commit, hand-made patch path)]), each series
+# in the order its build applies it (patch -p1 in the unpacked wheel or site-packages: paths vllm/...).
+DYNAMO: tuple[tuple[str, str, str, list[tuple[str, str]], list[tuple[str, str]]], ...] = (
+    # "feat: bump vLLM version to v0.8.4 (#690)": the 0.7.2 patch and its hand port, side by side in that commit
+    ("kv-disagg", "0.7.2", "0.8.4",
+     [("00730fc6aaa43a64d7d4eb916ed0b9a7f104708f", f"{DYNAMO_DIR}/vllm_v0.7.2-dynamo-kv-disagg-patch.patch")],
+     [("00730fc6aaa43a64d7d4eb916ed0b9a7f104708f", f"{DYNAMO_DIR}/vllm_v0.8.4-dynamo-kv-disagg-patch.patch")]),
+)
+
+
+def dynamo(tmp: Path, source: str) -> list[tuple[str, str, str, str]]:
+    """NVIDIA Dynamo's vLLM patches, each series kept by hand for the next release (``container/deps/vllm``).
+
+    ``source``: a clone's git directory (``git show COMMIT:PATH``), or a folder holding ``COMMIT/PATH`` files
+    (the same files, fetched one by one where a clone is too large to bring)."""
+    def show(commit: str, path: str) -> bytes:
+        if (Path(source) / commit / path).is_file():
+            return (Path(source) / commit / path).read_bytes()
+        return subprocess.run(["git", "--git-dir", source, "show", f"{commit}:{path}"], check=True,
+                              capture_output=True).stdout
+
+    rows = []
+    for label, u, v, old, new in DYNAMO:
+        root = tmp / f"dynamo-{label}"
+        entries = []
+        for commit, path in old:
+            pid = re.sub(r"[^a-z0-9]+", "-", Path(path).stem.lower()).strip("-")
+            (root / "recipes" / pid).mkdir(parents=True)
+            (root / "recipes" / pid / f"vllm-{u}.patch").write_bytes(show(commit, path))
+            entries.append(f'  - id: {pid}\n    origin: fork\n    releases: "=={u}"\n'
+                           f'    patch: recipes/{pid}/vllm-{u}.patch\n')
+        (root / "patches.yaml").write_text(f'schema: 1\ntargets:\n  "{u}": {{}}\npatches:\n' + "".join(entries))
+        hand = []
+        for i, (commit, path) in enumerate(new):
+            (root / "hand").mkdir(exist_ok=True)
+            (root / "hand" / f"{i:02}-{Path(path).name}").write_bytes(show(commit, path))
+            hand.append(root / "hand" / f"{i:02}-{Path(path).name}")
+        rows += [(f"{label} {u} -> {v}: {row[0]}", *row[1:]) for row in compare(root / "patches.yaml", v, hand, root)]
+    return rows
+
+
+def this_repo(tmp: Path) -> list[tuple[str, str, str, str]]:
     """This repository's series as it stood before the hand-made 0.29 recipes, ported to 0.29.0."""
     shutil.copytree(REPO / "recipes", tmp / "recipes")
     for f in (tmp / "recipes").glob("*/vllm-0.29.patch"):
@@ -245,26 +329,44 @@ def this_repo(tmp: Path) -> list[tuple[str, str, str]]:
     return compare(tmp / "patches.yaml", "0.29.0", hand, tmp)
 
 
+def summary(rows: list[tuple[str, str, str, str]]) -> dict[str, int]:
+    """The counts the docs' tables give, from the rows alone (``flagged`` counts only flags on the right file:
+    not the ``held`` ones, nor those at another place)."""
+    def n(prefix: str) -> int:
+        return sum(1 for r in rows if r[1].startswith(prefix))
+
+    held = [r for r in rows if r[1].startswith("flagged (held")]
+    out = {"files": len(rows), "hand-only": n("hand-only"), "identical": n("identical"), "same code": n("same code"),
+           "same port + new work": n("same port + new work"),
+           "flagged": n("flagged") - n("flagged (held") - n("flagged (another place"),
+           "another place": n("flagged (another place"), "held": len(held), "different": n("different")}
+    out["handled"] = out["files"] - out["hand-only"]
+    out["right"] = out["identical"] + out["same code"] + out["flagged"]
+    for verdict in ("identical", "same code", "same port + new work", "different"):
+        out[f"held, merge {verdict}"] = sum(1 for r in held if r[3] == verdict)
+    out["waiting merges"] = sum(1 for r in rows if r[3])
+    for verdict in ("identical", "same code", "same port + new work", "different"):
+        out[f"waiting, merge {verdict}"] = sum(1 for r in rows if r[3] == verdict)
+    return out
+
+
 def main() -> int:
     which = sys.argv[1] if len(sys.argv) > 1 else "this-repo"
     with tempfile.TemporaryDirectory(prefix="handports-") as tmp:
-        runs = {"sllm": lambda: sllm(Path(tmp), sys.argv[2]), "omni-infer": lambda: omni(Path(tmp), sys.argv[2])}
+        runs = {"sllm": lambda: sllm(Path(tmp), sys.argv[2]), "omni-infer": lambda: omni(Path(tmp), sys.argv[2]),
+                "dynamo": lambda: dynamo(Path(tmp), sys.argv[2])}
         rows = runs.get(which, lambda: this_repo(Path(tmp)))()
-    print("| file | port vs hand port | why |\n| --- | --- | --- |")
-    for path, verdict, why in rows:
-        print(f"| {path} | {verdict} | {why.replace('|', '/')[:300]} |")
-    counts = {v: sum(1 for r in rows if r[1].split(" (")[0] == v)
-              for v in ("identical", "same code", "flagged", "different", "hand-only")}
-    print("\n" + ", ".join(f"{n} {k}" for k, n in counts.items()) + f" of {len(rows)} files")
-    handled = len(rows) - counts["hand-only"]
-    elsewhere = sum(1 for r in rows if r[1].startswith("flagged (another place"))
-    within = sum(1 for r in rows if r[1].startswith("different (within"))
-    held = sum(1 for r in rows if r[1].startswith("flagged (held"))
-    right = counts["identical"] + counts["same code"] + counts["flagged"] - elsewhere - held
-    print(f"{right} of {handled} files port handled are identical, the same code or flagged on the right file "
-          f"({right / max(handled, 1):.0%}); {elsewhere} flagged at another place than the maintainer's; "
-          f"{held} held (clean, waiting for their patch) where the maintainer dropped the change; "
-          f"{counts['different']} accepted yet different, of them {within} within the hand port (new work beside)")
+    print("| file | port vs hand port | why | its waiting merge vs the hand port |\n| --- | --- | --- | --- |")
+    for path, verdict, why, merge in rows:
+        print(f"| {path} | {verdict} | {why.replace('|', '/')[:300]} | {merge} |")
+    c = summary(rows)
+    print("\n" + ", ".join(f"{k}: {v}" for k, v in c.items()))
+    h = max(c["handled"], 1)
+    print(f"{c['right']} of {c['handled']} files port handled are identical, the same code or flagged on the right "
+          f"file ({c['right'] / h:.0%}); with the {c['same port + new work']} 'same port + new work' files, "
+          f"{c['right'] + c['same port + new work']} ({(c['right'] + c['same port + new work']) / h:.0%}); "
+          f"{c['another place']} flagged at another place than the maintainer's; {c['held']} held (clean, waiting "
+          f"for their patch) where the maintainer dropped the change; {c['different']} accepted yet different")
     return 0
 
 
