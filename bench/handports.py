@@ -7,14 +7,18 @@ files with GNU patch, and every file either touches is compared.
 * identical: port's file is the hand port's, byte for byte;
 * flagged: port refused it (a conflict, with its reason: a merge conflict, a moved file, a merge
   that would not import) — a person looks at it, as the hand port did;
-* same code: port's file parses to the same AST as the hand port's (only whitespace differs);
-* different: port accepted a file that is not the hand port's. The goal is none;
+* same code: port's file parses to the same AST as the hand port's (only whitespace or comments differ);
+* same port + new work: port's changes all stand in the hand port's file, whose other edits touch only lines
+  port left as V has them and bring no line the old patch added (``_judge``);
+* different: port accepted a file that is not the hand port's by any rule above. The goal is none;
 * hand-only: the hand port changes a file the old patch never touched (new work, not a port).
 
     python bench/handports.py this-repo       # this repository's 0.28 recipes -> the hand-made 0.29 ones
     python bench/handports.py sllm GITDIR     # a public project's one vLLM patch, kept by hand for
                                               # 0.5.0.post1 -> 0.6.6 -> 0.9.0.1 -> 0.11.2 (GITDIR: its clone)
     python bench/handports.py omni-infer GITDIR  # another project's series for 0.8.3 -> its series for 0.9.0
+    python bench/handports.py dynamo SRC...   # NVIDIA Dynamo's vLLM patches (0.7.2 -> 0.8.4, 0.20.1 -> 0.21.0);
+                                              # SRC: git directories or COMMIT/PATH folders, tried in order
 
 The second is ServerlessLLM's ``sllm_store/vllm_patch/sllm_load.patch`` (repository layout, applied
 with ``patch -p2 -d site-packages/vllm``), taken at the last commit of its main line that pinned each
@@ -274,25 +278,37 @@ def omni(tmp: Path, gitdir: str) -> list[tuple[str, str, str, str]]:
 
 DYNAMO_DIR = "container/deps/vllm"
 # (label, old release, new release, [(commit, old patch path)], [(commit, hand-made patch path)]), each series
-# in the order its build applies it (patch -p1 in the unpacked wheel or site-packages: paths vllm/...).
+# in the order its build applies it (patch -p1 in the unpacked wheel or site-packages: paths vllm/..., GNU
+# patch's default fuzz 2 allowed, as the builds run it).
 DYNAMO: tuple[tuple[str, str, str, list[tuple[str, str]], list[tuple[str, str]]], ...] = (
     # "feat: bump vLLM version to v0.8.4 (#690)": the 0.7.2 patch and its hand port, side by side in that commit
     ("kv-disagg", "0.7.2", "0.8.4",
      [("00730fc6aaa43a64d7d4eb916ed0b9a7f104708f", f"{DYNAMO_DIR}/vllm_v0.7.2-dynamo-kv-disagg-patch.patch")],
      [("00730fc6aaa43a64d7d4eb916ed0b9a7f104708f", f"{DYNAMO_DIR}/vllm_v0.8.4-dynamo-kv-disagg-patch.patch")]),
+    # a backport of upstream PR 40984 for 0.20.1 (one method inlined in v1/engine/core.py; GNU patch takes it
+    # only with fuzz 1: its hunk has more leading than trailing context), replaced for 0.21.0 by the PR itself
+    ("pr40984", "0.20.1", "0.21.0",
+     [("08af65a89a284dda388c069282a7567f46a926fc",
+       f"{DYNAMO_DIR}/patches/v0.20.1/0002-pr40984-backport-get-kv-cache-group-metadata.patch")],
+     [("b5e4bc86f43631e45a7b76267f091fdb9b2b2f2a",
+       f"{DYNAMO_DIR}/patches/v0.21.0/0001-pr40984-emit-kv-cache-metadata.patch")]),
 )
 
 
-def dynamo(tmp: Path, source: str) -> list[tuple[str, str, str, str]]:
+def dynamo(tmp: Path, sources: list[str]) -> list[tuple[str, str, str, str]]:
     """NVIDIA Dynamo's vLLM patches, each series kept by hand for the next release (``container/deps/vllm``).
 
-    ``source``: a clone's git directory (``git show COMMIT:PATH``), or a folder holding ``COMMIT/PATH`` files
-    (the same files, fetched one by one where a clone is too large to bring)."""
+    ``sources``, tried in order: a clone's git directory (``git show COMMIT:PATH``; a fork holds the older
+    commits), or a folder holding ``COMMIT/PATH`` files (the same files, fetched one by one where a clone is
+    too large to bring)."""
     def show(commit: str, path: str) -> bytes:
-        if (Path(source) / commit / path).is_file():
-            return (Path(source) / commit / path).read_bytes()
-        return subprocess.run(["git", "--git-dir", source, "show", f"{commit}:{path}"], check=True,
-                              capture_output=True).stdout
+        for source in sources:
+            if (Path(source) / commit / path).is_file():
+                return (Path(source) / commit / path).read_bytes()
+            got = subprocess.run(["git", "--git-dir", source, "show", f"{commit}:{path}"], capture_output=True)
+            if got.returncode == 0:
+                return got.stdout
+        raise SystemExit(f"{commit}:{path} is in none of {', '.join(sources)}")
 
     rows = []
     for label, u, v, old, new in DYNAMO:
@@ -302,7 +318,7 @@ def dynamo(tmp: Path, source: str) -> list[tuple[str, str, str, str]]:
             pid = re.sub(r"[^a-z0-9]+", "-", Path(path).stem.lower()).strip("-")
             (root / "recipes" / pid).mkdir(parents=True)
             (root / "recipes" / pid / f"vllm-{u}.patch").write_bytes(show(commit, path))
-            entries.append(f'  - id: {pid}\n    origin: fork\n    releases: "=={u}"\n'
+            entries.append(f'  - id: {pid}\n    origin: fork\n    releases: "=={u}"\n    fuzz: 2\n'
                            f'    patch: recipes/{pid}/vllm-{u}.patch\n')
         (root / "patches.yaml").write_text(f'schema: 1\ntargets:\n  "{u}": {{}}\npatches:\n' + "".join(entries))
         hand = []
@@ -344,6 +360,8 @@ def summary(rows: list[tuple[str, str, str, str]]) -> dict[str, int]:
     out["right"] = out["identical"] + out["same code"] + out["flagged"]
     for verdict in ("identical", "same code", "same port + new work", "different"):
         out[f"held, merge {verdict}"] = sum(1 for r in held if r[3] == verdict)
+    out["right, wider"] = (out["right"] + out["same port + new work"] + out["held, merge identical"]
+                           + out["held, merge same code"])
     out["waiting merges"] = sum(1 for r in rows if r[3])
     for verdict in ("identical", "same code", "same port + new work", "different"):
         out[f"waiting, merge {verdict}"] = sum(1 for r in rows if r[3] == verdict)
@@ -354,7 +372,7 @@ def main() -> int:
     which = sys.argv[1] if len(sys.argv) > 1 else "this-repo"
     with tempfile.TemporaryDirectory(prefix="handports-") as tmp:
         runs = {"sllm": lambda: sllm(Path(tmp), sys.argv[2]), "omni-infer": lambda: omni(Path(tmp), sys.argv[2]),
-                "dynamo": lambda: dynamo(Path(tmp), sys.argv[2])}
+                "dynamo": lambda: dynamo(Path(tmp), sys.argv[2:])}
         rows = runs.get(which, lambda: this_repo(Path(tmp)))()
     print("| file | port vs hand port | why | its waiting merge vs the hand port |\n| --- | --- | --- | --- |")
     for path, verdict, why, merge in rows:
@@ -364,7 +382,9 @@ def main() -> int:
     h = max(c["handled"], 1)
     print(f"{c['right']} of {c['handled']} files port handled are identical, the same code or flagged on the right "
           f"file ({c['right'] / h:.0%}); with the {c['same port + new work']} 'same port + new work' files, "
-          f"{c['right'] + c['same port + new work']} ({(c['right'] + c['same port + new work']) / h:.0%}); "
+          f"{c['right'] + c['same port + new work']} ({(c['right'] + c['same port + new work']) / h:.0%}); with "
+          f"those and the held files whose waiting merge is identical or the same code as the hand port's, "
+          f"{c['right, wider']} ({c['right, wider'] / h:.0%}); "
           f"{c['another place']} flagged at another place than the maintainer's; {c['held']} held (clean, waiting "
           f"for their patch) where the maintainer dropped the change; {c['different']} accepted yet different")
     return 0
