@@ -17,7 +17,8 @@ files with GNU patch, and every file either touches is compared.
     python bench/handports.py sllm GITDIR     # a public project's one vLLM patch, kept by hand for
                                               # 0.5.0.post1 -> 0.6.6 -> 0.9.0.1 -> 0.11.2 (GITDIR: its clone)
     python bench/handports.py omni-infer GITDIR  # another project's series for 0.8.3 -> its series for 0.9.0
-    python bench/handports.py dynamo SRC...   # NVIDIA Dynamo's vLLM patches (0.7.2 -> 0.8.4, 0.20.1 -> 0.21.0);
+    python bench/handports.py dynamo SRC...   # NVIDIA Dynamo's vLLM patches (0.7.2 -> 0.8.4, 0.20.1 -> 0.21.0,
+                                              # 0.21.0 -> 0.22.0);
                                               # SRC: git directories or COMMIT/PATH folders, tried in order
 
 The second is ServerlessLLM's ``sllm_store/vllm_patch/sllm_load.patch`` (repository layout, applied
@@ -37,20 +38,24 @@ from pathlib import Path
 from patchset.cache import Cache
 from patchset.core.manifest import Manifest
 from patchset.core.manifest_load import load_manifest
-from patchset.sources.sdist import SdistSource
+from patchset.sources import open_source
 from patchset.verbs.port import PortStatus, prepare, step, walk_from
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def gnu(release: str, patches: list[Path], paths: list[str], tmp: Path, fuzz: int = 0) -> dict[str, bytes | None]:
-    """The release's files with the hand-made patches applied by GNU patch (-F0 unless told)."""
-    src = SdistSource("vllm", release, Cache())
+def gnu(release: str, patches: list[Path], paths: list[str], tmp: Path, fuzz: int = 0,
+        source: str = "pypi") -> dict[str, bytes | None]:
+    """The release's files (its sdist, or its wheel when told) with the hand-made patches applied by GNU patch
+    (-F0 unless told)."""
+    src = open_source(source, release, cache=Cache())
+    if hasattr(src, "prefetch"):
+        src.prefetch(paths)
     tree = tmp / f"hand-{release}"
     for path in paths:
-        if (src.root / path).is_file():
+        if src.covers(path) and (data := src.read(path)) is not None:
             (tree / path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(src.root / path, tree / path)
+            (tree / path).write_bytes(data)
     for p in patches:
         tree.mkdir(parents=True, exist_ok=True)
         subprocess.run(["patch", "-p1", f"-F{fuzz}", "-s", "-i", str(p)], cwd=tree, check=True)
@@ -58,12 +63,12 @@ def gnu(release: str, patches: list[Path], paths: list[str], tmp: Path, fuzz: in
 
 
 def compare(manifest: Manifest | Path, to: str, hand: list[Path], tmp: Path,
-            fuzz: int = 0) -> list[tuple[str, str, str, str]]:
+            fuzz: int = 0, source: str = "pypi") -> list[tuple[str, str, str, str]]:
     """(file, verdict, why, merge) for every file port or the hand port changes; ``merge`` judges port's own
     merge of a file that waits in a workspace (a clean file of a conflicting patch) against the hand port,
     by the same rule as an accepted file (``_judge``), and is empty for the other rows."""
     m = load_manifest(manifest) if isinstance(manifest, Path) else manifest
-    walk = prepare(m, to, None, "pypi")
+    walk = prepare(m, to, None, source)
     flagged: dict[str, list[str]] = {}  # file -> its own conflicts' reasons
     merged: dict[str, bytes | None] = {}  # what port made of each file, clean or not
     waiting: dict[str, bytes | None] = {}  # clean files of conflicting patches that no later patch changes
@@ -90,7 +95,7 @@ def compare(manifest: Manifest | Path, to: str, hand: list[Path], tmp: Path,
     pristine = walk.pristine
     old_added = _old_added(m)
     paths = set(merged) | set(flagged) | set(pristine) | {f for h in hand for f in touched(h)}
-    hand_files = gnu(to, hand, sorted(paths), tmp, fuzz)
+    hand_files = gnu(to, hand, sorted(paths), tmp, fuzz, source)
     hand_changed = {k for k, v in hand_files.items() if v != pristine.get(k, walk.read(k))}
     rows = []
     for path in sorted({k for k, v in merged.items() if v != pristine.get(k)} | hand_changed | set(flagged)):
@@ -193,14 +198,15 @@ def _flag_kind(path: str, reasons: list[str], hand_changed: bool, gone: bool,
     """
     if hand_changed:
         return "flagged"
-    if gone and hand_files.get(path) is None:
+    held = all(r.startswith("merged cleanly, but its patch conflicts") for r in reasons)
+    if gone and hand_files.get(path) is None and not held:  # a held file's flag says nothing about V
         return "flagged (gone from V; the hand port has no such file either)"
     followed = [r for r in reasons if (m := re.match(r"hunk \d+ of (\S+):", r)) and m.group(1) != path]
     if followed and all("(a rename)" in r for r in followed):
         return "flagged (the gone file's rename; the maintainer dropped the change)"
     if followed:
         return "flagged (another place than the maintainer's: the hand port leaves it alone)"
-    if all(r.startswith("merged cleanly, but its patch conflicts") for r in reasons):
+    if held:
         return "flagged (held: merged cleanly, waits for its patch; the maintainer dropped the change)"
     return "flagged (the maintainer dropped the change: the hand port leaves it alone)"
 
@@ -277,21 +283,36 @@ def omni(tmp: Path, gitdir: str) -> list[tuple[str, str, str, str]]:
 
 
 DYNAMO_DIR = "container/deps/vllm"
-# (label, old release, new release, [(commit, old patch path)], [(commit, hand-made patch path)]), each series
-# in the order its build applies it (patch -p1 in the unpacked wheel or site-packages: paths vllm/..., GNU
-# patch's default fuzz 2 allowed, as the builds run it).
-DYNAMO: tuple[tuple[str, str, str, list[tuple[str, str]], list[tuple[str, str]]], ...] = (
+# (label, old release, new release, [(commit, old patch path)], [(commit, hand-made patch path)], source), each
+# series in the order its build applies it (patch -p1 in the unpacked wheel or site-packages: paths vllm/..., GNU
+# patch's default fuzz 2 allowed for both series, as the builds run it); ``source``: the releases' pristine files,
+# from the sdist ("pypi") or, where the build patches the installed wheel and it differs, the wheel.
+DYNAMO: tuple[tuple[str, str, str, list[tuple[str, str]], list[tuple[str, str]], str], ...] = (
     # "feat: bump vLLM version to v0.8.4 (#690)": the 0.7.2 patch and its hand port, side by side in that commit
     ("kv-disagg", "0.7.2", "0.8.4",
      [("00730fc6aaa43a64d7d4eb916ed0b9a7f104708f", f"{DYNAMO_DIR}/vllm_v0.7.2-dynamo-kv-disagg-patch.patch")],
-     [("00730fc6aaa43a64d7d4eb916ed0b9a7f104708f", f"{DYNAMO_DIR}/vllm_v0.8.4-dynamo-kv-disagg-patch.patch")]),
+     [("00730fc6aaa43a64d7d4eb916ed0b9a7f104708f", f"{DYNAMO_DIR}/vllm_v0.8.4-dynamo-kv-disagg-patch.patch")], "pypi"),
     # a backport of upstream PR 40984 for 0.20.1 (one method inlined in v1/engine/core.py; GNU patch takes it
     # only with fuzz 1: its hunk has more leading than trailing context), replaced for 0.21.0 by the PR itself
     ("pr40984", "0.20.1", "0.21.0",
      [("08af65a89a284dda388c069282a7567f46a926fc",
        f"{DYNAMO_DIR}/patches/v0.20.1/0002-pr40984-backport-get-kv-cache-group-metadata.patch")],
      [("b5e4bc86f43631e45a7b76267f091fdb9b2b2f2a",
-       f"{DYNAMO_DIR}/patches/v0.21.0/0001-pr40984-emit-kv-cache-metadata.patch")]),
+       f"{DYNAMO_DIR}/patches/v0.21.0/0001-pr40984-emit-kv-cache-metadata.patch")], "pypi"),
+    # Nemotron-Ultra: "build: add Nemotron Ultra vLLM runtime support" (6d4653c9, 2 June) wrote the 0.22.0 series;
+    # "build(vllm): add Ultra v0.21 fallback overlay" (c590042c, 3 June, the same parent) the 0.21.0 one, whose 0001
+    # is a 599-file overlay; the 0.22.0 series as its release branch holds it with 0005 (8c5667de). Both builds run
+    # patch --batch --forward -p1 in site-packages; 0.21.0's wheel differs from its sdist in deepseek_v4.py and
+    # deepseek_v4_mtp.py, which 0001 patches (its index lines name the wheel's blobs), so both sides read the wheels
+    # (0.22.0's wheel and sdist are the same on every path either series touches). 0.22.0's 0005 needs fuzz 1.
+    ("ultra", "0.21.0", "0.22.0",
+     [("c590042ca665141faa3a77e1d4c4f68ac7b9e15a", f"{DYNAMO_DIR}/patches/v0.21.0/ultra/{name}") for name in (
+         "0001-pr42554-ultra-mamba-spec-runtime.patch", "0002-ultra-hybrid-hash-block-kv-events.patch",
+         "0003-ultra-mtp-ds-conv-state-layout.patch", "0004-ultra-ssm-nixl-tailfix.patch")],
+     [("8c5667de03a671b4ef582103adadfbea7033114b", f"{DYNAMO_DIR}/patches/v0.22.0/ultra/{name}") for name in (
+         "0001-pr42554-mamba-prefix-cache-pd-runtime.patch", "0002-ultra-hybrid-hash-block-kv-events.patch",
+         "0003-ultra-mtp-ds-conv-state-layout.patch", "0004-ultra-ssm-nixl-tailfix.patch",
+         "0005-ultra-ds-tail-copy-i64-offsets.patch")], "wheel"),
 )
 
 
@@ -311,7 +332,7 @@ def dynamo(tmp: Path, sources: list[str]) -> list[tuple[str, str, str, str]]:
         raise SystemExit(f"{commit}:{path} is in none of {', '.join(sources)}")
 
     rows = []
-    for label, u, v, old, new in DYNAMO:
+    for label, u, v, old, new, source in DYNAMO:
         root = tmp / f"dynamo-{label}"
         entries = []
         for commit, path in old:
@@ -326,7 +347,8 @@ def dynamo(tmp: Path, sources: list[str]) -> list[tuple[str, str, str, str]]:
             (root / "hand").mkdir(exist_ok=True)
             (root / "hand" / f"{i:02}-{Path(path).name}").write_bytes(show(commit, path))
             hand.append(root / "hand" / f"{i:02}-{Path(path).name}")
-        rows += [(f"{label} {u} -> {v}: {row[0]}", *row[1:]) for row in compare(root / "patches.yaml", v, hand, root)]
+        rows += [(f"{label} {u} -> {v}: {row[0]}", *row[1:])
+                 for row in compare(root / "patches.yaml", v, hand, root, fuzz=2, source=source)]
     return rows
 
 

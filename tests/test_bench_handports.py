@@ -1,0 +1,27 @@
+"""bench/handports.py's verdicts on flagged files (docs/port.md, "Measured on real hand ports")."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+import handports  # noqa: E402
+
+HELD = "merged cleanly, but its patch conflicts in 21 other file(s) (vllm/config/vllm.py, …): it waits in the workspace"
+GONE = ("vllm 0.11.2 has no vllm/executor/ray_distributed_executor.py (removed or moved upstream) and hunk 4's lines "
+        "are nowhere in it: the code is gone, merge it by hand")
+
+
+def test_a_gone_file_that_only_waits_for_its_patch_is_held_not_a_right_flag() -> None:
+    """Dynamo's ultra overlay deletes vllm/beam_search.py, which 0.22.0 no longer has either: the file merges
+    cleanly and only waits for the overlay's conflicts elsewhere, so its flag says nothing about V."""
+    files: dict[str, bytes | None] = {"vllm/beam_search.py": None}
+    kind = handports._flag_kind("vllm/beam_search.py", [HELD], False, True, files)
+    assert kind.startswith("flagged (held")
+    assert handports.summary([("vllm/beam_search.py", kind, HELD, "identical")])["right"] == 0
+
+
+def test_a_gone_file_whose_flag_says_the_code_is_gone_is_a_right_flag() -> None:
+    path = "vllm/executor/ray_distributed_executor.py"
+    assert handports._flag_kind(path, [GONE], False, True, {path: None}).startswith("flagged (gone from V")
+    assert handports._flag_kind(path, [HELD, GONE], False, True, {path: None}).startswith("flagged (gone from V")
