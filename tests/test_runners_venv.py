@@ -336,3 +336,29 @@ def test_patchset_test_proves_the_real_series_on_vllm_0_29_0(tmp_path):
     assert connector["path"] == "tests/v1/kv_connector/unit/offloading_connector"
     assert connector["ok"] and connector["passed"] > 300 and connector["regressions"] == []
     assert all(s["ok"] for s in data["suites"])
+
+
+DAMAGED = [b"", b"{", b"5", b"\xff", b"[" * 100_000 + b"]" * 100_000]
+
+
+@pytest.mark.parametrize("content", [*DAMAGED, b"[]", b"{}", b'{"site_packages": 1}', b'{"site_packages": "/usr/lib"}',
+                                     b'{"site_packages": "../../lib"}', b'{"site_packages": ""}'])
+def test_a_damaged_venv_marker_is_no_finished_venv(tmp_path, content):
+    """Found writing the cache-entries fuzz target (issue 26): a marker that is not the JSON the build writes
+    failed the run (ValueError, KeyError, RecursionError) or led outside the venv; now the venv is built again."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").write_text("")
+    (tmp_path / venv_mod.MARKER).write_bytes(content)
+    assert venv_mod.read_marker(tmp_path / venv_mod.MARKER) is None
+    assert not venv_mod.VenvBuilder._complete(tmp_path)
+    (tmp_path / venv_mod.MARKER).write_text(json.dumps({"site_packages": "lib/python3.11/site-packages"}))
+    assert venv_mod.VenvBuilder._complete(tmp_path)
+
+
+@pytest.mark.parametrize("content", [*DAMAGED, b'"vllm"', b"[1]", b'["vllm; x"]', b'[""]', b'{"vllm": 1}'])
+def test_damaged_probed_modules_are_probed_again(tmp_path, content):
+    """Found writing the cache-entries fuzz target (issue 26): `tuple(5)` raised TypeError."""
+    (tmp_path / "w.json").write_bytes(content)
+    assert venv_mod.read_probed(tmp_path / "w.json") is None
+    (tmp_path / "w.json").write_text('["vllm", "vllm.config", "tests.conftest"]')
+    assert venv_mod.read_probed(tmp_path / "w.json") == ("vllm", "vllm.config", "tests.conftest")

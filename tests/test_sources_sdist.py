@@ -172,3 +172,15 @@ def test_a_cold_check_caches_kilobytes_and_says_what_the_unpacked_trees_say(tmp_
     size = sum(p.stat().st_size for p in (tmp_path / "cache").rglob("*") if p.is_file())
     assert size < 5 << 20, size
     assert not (tmp_path / "cache" / "trees").exists() and not (tmp_path / "cache" / "blobs").exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"{", b"[]", b"\xff", b"[" * 100_000 + b"]" * 100_000, b"{}",
+                                     b'{"tops": "vllm"}', b'{"tops": [1]}'])
+def test_a_damaged_about_json_is_streamed_again(tmp_path, content):
+    """Found writing the cache-entries fuzz target (issue 26): JSON nested 100,000 deep raised RecursionError."""
+    from patchset.sources.sdist import read_about
+
+    (tmp_path / "about.json").write_bytes(content)
+    assert read_about(tmp_path / "about.json") is None
+    (tmp_path / "about.json").write_text('{"filename": "vllm-0.29.0.tar.gz", "tops": ["vllm-0.29.0"], "listed": 4}')
+    assert read_about(tmp_path / "about.json")["tops"] == ["vllm-0.29.0"]

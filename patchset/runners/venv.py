@@ -67,6 +67,32 @@ TEST_REQUIREMENTS = ("pytest", "pytest-asyncio", "tblib")
 CUDA_DISTRIBUTIONS = re.compile(r"^(nvidia-|cuda-)")
 
 
+def read_marker(path: Path) -> dict | None:
+    """A finished venv's marker (what :meth:`VenvRunner._build` wrote last); None when it is missing or damaged:
+    not a JSON object, or its ``site_packages`` not a folder inside the venv (fuzzed: docs/fuzzing.md)."""
+    try:
+        info = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    site = info.get("site_packages") if isinstance(info, dict) else None
+    if not isinstance(site, str) or not site or Path(site).is_absolute() or ".." in Path(site).parts:
+        return None
+    return info
+
+
+def read_probed(path: Path) -> tuple[str, ...] | None:
+    """The modules a venv's warm server was found to import, as kept in the cache; None when missing or
+    damaged (not a JSON list of module names): the server finds them again (fuzzed: docs/fuzzing.md)."""
+    try:
+        probed = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(probed, list) or not all(
+            isinstance(m, str) and m and all(part.isidentifier() for part in m.split(".")) for m in probed):
+        return None
+    return tuple(probed)
+
+
 class VenvError(PatchsetError):
     """The CPU venv could not be built."""
 
@@ -139,7 +165,10 @@ class VenvBuilder:
                     self._build(final, project, version, wheel)
         else:
             self.progress(f"venv: reusing {final}")
-        info = json.loads((final / MARKER).read_text())
+        info = read_marker(final / MARKER)
+        if info is None:  # built or found finished a moment ago: removed or damaged under us since
+            raise VenvError(f"the cached venv {final} lost its {MARKER} while in use",
+                            hint="run again: it is built afresh")
         return PythonEnv(final / "bin" / "python", final / info["site_packages"],
                          description=f"venv {final} ({project} {version}, torch {info.get('torch')})")
 
@@ -149,7 +178,8 @@ class VenvBuilder:
 
     @staticmethod
     def _complete(path: Path) -> bool:
-        return (path / MARKER).is_file() and (path / "bin" / "python").exists()
+        """Finished: its marker readable (a damaged one, and the venv is built again) and its Python there."""
+        return read_marker(path / MARKER) is not None and (path / "bin" / "python").exists()
 
     def _build(self, final: Path, project: str, version: str, wheel) -> None:
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -351,10 +381,9 @@ class VenvRunner:
 
             key = hashlib.sha256(f"{self.env.site_packages.resolve()}\0{config.package}".encode()).hexdigest()[:24]
             kept = Cache().path("warm", f"{key}.json")
-            try:
-                probed = tuple(json.loads(kept.read_text()))
-                probe = None
-            except (OSError, ValueError):
+            if (found := read_probed(kept)) is not None:
+                probed, probe = found, None
+            else:
                 probed = ()
                 conftest = ["tests.conftest"] if (config.tree / "tests" / "conftest.py").is_file() else []
                 probe = {"cwd": str(config.tree), "path": [str(overlay), str(PLUGIN_DIR)], "also": conftest}

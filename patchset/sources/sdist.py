@@ -132,9 +132,8 @@ class SdistSource(DirSource):
 
     def _read_about(self) -> dict:
         if self._about is None:
-            try:
-                self._about = json.loads((self.store / "about.json").read_bytes())
-            except (FileNotFoundError, ValueError):
+            self._about = read_about(self.store / "about.json")
+            if self._about is None:
                 self.prefetch([])  # the listing and tops, from a pass that keeps no member
                 if self._about is None:  # a whole tree appeared meanwhile (another job's test)
                     self._about = {"tops": sorted(p.name for p in self.root.iterdir())}
@@ -150,6 +149,19 @@ class SdistSource(DirSource):
                     return self._listing
             self._listing = frozenset((self.store / "listing").read_text("utf-8", "surrogateescape").splitlines())
         return self._listing
+
+
+def read_about(path: Path) -> dict | None:
+    """What a streamed pass kept about the archive (``about.json``); None when it is missing or damaged (not
+    a JSON object whose ``tops`` are names): the sdist is streamed again (fuzzed: docs/fuzzing.md)."""
+    try:
+        about = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    tops = about.get("tops") if isinstance(about, dict) else None
+    if not isinstance(tops, list) or not all(isinstance(t, str) for t in tops):
+        return None
+    return about
 
 
 class _Chunks:

@@ -183,10 +183,19 @@ def cache_seeds() -> dict[str, list[bytes]]:
                                                                "why" if o != Outcome.PASSED else "", "E  x")
              for o in Outcome}]
     base = dump_baseline(Baseline(targets.BASELINE_KEY, False, runs, "", 12.5)).encode()
+    # as runners/venv and sources/sdist write them
+    marker = {"format": 3, "project": "vllm", "version": "0.29.0", "wheel": "vllm-0.29.0-cp38-abi3.whl",
+              "wheel_sha256": "0" * 64, "torch": "2.9.0+cpu", "python": "python3.11",
+              "site_packages": "lib/python3.11/site-packages", "requirements": ["numpy"], "left_out": [],
+              "test_requirements": ["pytest"], "seconds": {"total": 90.5}}
+    probed = ["vllm", "vllm.config", "tests.conftest"]
+    about = {"filename": "vllm-0.29.0.tar.gz", "tops": ["vllm-0.29.0"], "listed": 4}
     # byte 0: the entry as it stands on disk (here whole: mutations damage it); byte 1: the content, made whole
     return {"yaml-cache": [b"\0" + targets.whole(doc), b"\1" + doc],
             "patch-cache": [b"\0" + targets.whole(kept), b"\1" + json.dumps(as_json(parsed)).encode()],
-            "baseline": [base, base.replace(b'"format": 1', b'"format": 2'), b"[]"]}
+            "baseline": [base, base.replace(b'"format": 1', b'"format": 2'), b"[]"],
+            "cache-entries": [b"\0" + json.dumps(marker, indent=2).encode(), b"\1" + json.dumps(probed).encode(),
+                              b"\2" + json.dumps(about).encode()]}
 
 
 def seeds() -> dict[str, list[bytes]]:

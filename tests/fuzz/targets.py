@@ -537,6 +537,31 @@ def baseline(data: bytes) -> None:
         f"{got.duration:.1f}"  # noqa: B018 -- as the report prints it
 
 
+def cache_entries(data: bytes) -> None:
+    """The other small files patchset keeps in its cache and reads back, as a damaged disk or an edit leaves
+    them (the first byte chooses): a venv's marker, its warm server's probed modules, an sdist's about.json.
+    Each is read back of the shape its writer gives, or passed over (None: built, probed or streamed again)."""
+    from patchset.runners.venv import read_marker, read_probed
+    from patchset.sources.sdist import read_about
+
+    path = SCRATCH / "entry.json"
+    path.write_bytes(data[1:])
+    which = data[0] % 3 if data else 0
+    if which == 0:
+        info = read_marker(path)
+        if info is not None and (SCRATCH / "venv").resolve() not in (SCRATCH / "venv" / info["site_packages"]
+                                                                      ).resolve().parents:
+            raise Finding(f"a venv marker led outside the venv: {info['site_packages']!r}")
+    elif which == 1:
+        probed = read_probed(path)
+        if probed is not None and not all(isinstance(m, str) and m.replace(".", "_").isidentifier() for m in probed):
+            raise Finding(f"probed modules of another shape: {probed!r}")
+    else:
+        about = read_about(path)
+        if about is not None and not all(isinstance(t, str) for t in about["tops"]):
+            raise Finding(f"an about.json of another shape: {about!r}")
+
+
 TARGETS = {t.name: t for t in [
     Target("patch", patch_parser, "core/patchfile.parse_patch, then core/engine.apply_patch",
            ("patchset.core.patchfile", "patchset.core.engine")),
@@ -564,6 +589,8 @@ TARGETS = {t.name: t for t in [
            ("patchset.core.patchfile", "patchset.cache")),
     Target("baseline", baseline, "verbs/suites.load_baseline: a suite's kept pristine results",
            ("patchset.verbs.suites",)),
+    Target("cache-entries", cache_entries, "runners/venv.read_marker, read_probed; sources/sdist.read_about",
+           ("patchset.runners.venv", "patchset.sources.sdist")),
 ]}
 
 
