@@ -342,7 +342,8 @@ DAMAGED = [b"", b"{", b"5", b"\xff", b"[" * 100_000 + b"]" * 100_000]
 
 
 @pytest.mark.parametrize("content", [*DAMAGED, b"[]", b"{}", b'{"site_packages": 1}', b'{"site_packages": "/usr/lib"}',
-                                     b'{"site_packages": "../../lib"}', b'{"site_packages": ""}'])
+                                     b'{"site_packages": "../../lib"}', b'{"site_packages": ""}',
+                                     b'{"site_packages": "."}'])  # the venv itself: found by the long run (issue 26)
 def test_a_damaged_venv_marker_is_no_finished_venv(tmp_path, content):
     """Found writing the cache-entries fuzz target (issue 26): a marker that is not the JSON the build writes
     failed the run (ValueError, KeyError, RecursionError) or led outside the venv; now the venv is built again."""

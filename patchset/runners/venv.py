@@ -75,7 +75,10 @@ def read_marker(path: Path) -> dict | None:
     except (OSError, ValueError, RecursionError):
         return None
     site = info.get("site_packages") if isinstance(info, dict) else None
-    if not isinstance(site, str) or not site or Path(site).is_absolute() or ".." in Path(site).parts:
+    if not isinstance(site, str):
+        return None
+    parts = Path(site).parts  # none for "." (the venv itself, found by fuzzing) and ""
+    if not parts or Path(site).is_absolute() or ".." in parts:
         return None
     return info
 
