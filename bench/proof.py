@@ -85,6 +85,27 @@ def _timeless(text: str) -> object:
         return {"not json": text[-300:]}
 
 
+def _differences(a: object, b: object, where: str = "", limit: int = 6) -> list[str]:
+    """Where two JSON documents differ (the first few places), to say why a pair's documents are not equal."""
+    if type(a) is not type(b):
+        return [f"{where or '/'}: {str(a)[:80]} != {str(b)[:80]}"]
+    out: list[str] = []
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            out += _differences(a.get(k), b.get(k), f"{where}/{k}", limit - len(out))
+            if len(out) >= limit:
+                break
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            key = x.get("nodeid") or x.get("id") or x.get("path") or i if isinstance(x, dict) else i
+            out += _differences(x, y, f"{where}[{key}]", limit - len(out))
+            if len(out) >= limit:
+                break
+    elif a != b:
+        out.append(f"{where or '/'}: {str(a)[:80]} != {str(b)[:80]}")
+    return out[:limit]
+
+
 def pair(base: list[str], repeat: int) -> dict:
     serial, fast = [], []
     for _ in range(repeat):
@@ -97,6 +118,7 @@ def pair(base: list[str], repeat: int) -> dict:
             "fast_cpu": statistics.median(r["cpu"] for r in fast),
             "serial_peak": max(r["peak_kb"] for r in serial), "fast_peak": max(r["peak_kb"] for r in fast),
             "same": all(a["doc"] == b["doc"] for a in serial for b in fast),
+            "differences": _differences(serial[0]["doc"], fast[0]["doc"]),
             "codes": sorted({r["code"] for r in serial + fast}),
             "verdicts": [p.get("verdict") for p in (fast[0]["doc"] or {}).get("patches", [])]  # type: ignore[union-attr]
             if isinstance(fast[0]["doc"], dict) else []}
@@ -125,6 +147,9 @@ def proof_rows(repeat: int = 1, vllm: str = "0.29.0") -> list[str]:
             goals.append(f"{name} >= {goal:.0f}x: {'met' if r['ratio'] >= goal else 'MISSED'} ({r['ratio']:.2f}x)")
         else:
             goals.append(f"{name} < 120 s: {'met' if r['fast'] < 120 else 'MISSED'} ({r['fast']:.0f} s)")
+    for name, r, _ in rows:
+        if not r["same"]:
+            out.append(f"{name}: the documents differ (--jobs 1 != --jobs auto) at " + "; ".join(r["differences"]))
     return [*out, "", "goals: " + "; ".join(goals)]
 
 

@@ -166,7 +166,142 @@ def test_jobs_by_default_fit_the_cores_and_the_memory(monkeypatch):
     assert warm.default_jobs(6, per_run_bytes=2 << 30) == 6
     monkeypatch.setattr("patchset.parallel.usable_cores", lambda: 2)
     assert warm.default_jobs(6, per_run_bytes=2 << 30) == 2
+    runner = VenvRunner(PythonEnv(Path(sys.executable), Path("site"), "this interpreter"))
+    # the default (no --jobs) is the fast path, as --jobs auto; --jobs 1 the serial one
+    assert (vt.side_by_side(runner, None, 6), vt.side_by_side(runner, 0, 6), vt.side_by_side(runner, 1, 6)) == (2, 2, 1)
 
 
 def test_the_server_script_is_shipped_beside_the_plugin():
     assert warm.SERVER.is_file() and textwrap.dedent(warm.SERVER.read_text()).startswith('"""A warm interpreter')
+
+
+#: An upstream-shaped test (vLLM's kv_offload tests do this through get_mp_context()): processes started
+#: with multiprocessing inside a configuration, by fork and by spawn, must import the package from that
+#: configuration's overlay, exactly as the test process does.
+GRANDCHILDREN = """import multiprocessing
+
+import toypkg.proven
+
+
+def report(queue):
+    import toypkg.proven as again
+
+    queue.put((again.value(), again.__file__))
+
+
+def test_processes_it_starts_see_its_overlay():
+    for method in ("fork", "spawn"):
+        ctx = multiprocessing.get_context(method)
+        queue = ctx.Queue()
+        p = ctx.Process(target=report, args=(queue,))
+        p.start()
+        seen = queue.get(timeout=60)
+        p.join(60)
+        assert seen == (toypkg.proven.value(), toypkg.proven.__file__), method
+"""
+
+
+@pytest.mark.slow
+def test_processes_a_configurations_tests_start_import_the_package_from_its_overlay(tmp_path):
+    src, _, manifest = project(tmp_path)
+    (src / "tests" / "test_grandchildren.py").write_text(GRANDCHILDREN)
+    manifest.write_text(manifest.read_text().replace('suites: ["tests/test_nothing.py"]',
+                                                     'suites: ["tests/test_grandchildren.py"]'))
+    runner = VenvRunner(PythonEnv(Path(sys.executable), tmp_path / "site", "this interpreter"), cpu=False)
+    (tmp_path / "fast").mkdir()
+    report = vt.prove(load_manifest(manifest), "1.0", runner, DirSource(src), workdir=tmp_path / "fast",
+                      options=proof.ProofOptions(patch_ids=("proven",), timeout=60, jobs=2),
+                      cache=Cache(tmp_path / "cache"))
+    assert report.jobs == 2 and report.warnings == []
+    (suite,) = report.suites
+    # with the series, value() is 2 in the test process: a grandchild that imported the installed
+    # package (1), or one the warm interpreter had imported, would differ
+    assert [(t.nodeid, str(t.outcome)) for t in suite.run.results] == [
+        ("tests/test_grandchildren.py::test_processes_it_starts_see_its_overlay", "passed")]
+    assert str(report.patches[0].verdict) == "proven"
+
+
+#: Each planted test notes when it ran (the configurations run side by side in the same tree).
+TIMED = """import os
+import sys
+import time
+
+
+def test_timed():
+    start = time.monotonic()
+    junit = next(a for a in sys.argv if a.startswith("--junitxml="))
+    label = os.path.basename(os.path.dirname(junit))  # the configuration's workdir
+    time.sleep(3.0 if label == "first" else 0.5)
+    with open(os.environ["TOY_TIMES"], "a") as f:
+        f.write(f"{label} {start} {time.monotonic()} {os.getppid()}\\n")
+"""
+
+
+def test_a_rerun_that_decides_a_regression_runs_as_the_serial_path_alone(tmp_path):
+    """A timing-sensitive upstream test (kv_offload's test_mp_barrier_unlinks_file_and_survives_sigkill races
+    its own worker processes by some milliseconds) can fail only because another configuration shares the
+    cores. Its re-runs (RunConfig.alone) must then run as the serial path runs everything: a fresh process,
+    nothing beside it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from patchset.runners import RunConfig
+
+    src, site, _ = project(tmp_path)
+    (src / "tests" / "test_timed.py").write_text(TIMED)
+    times = tmp_path / "times"
+    runner = VenvRunner(PythonEnv(Path(sys.executable), site, "this interpreter", {"TOY_TIMES": str(times)}),
+                        cpu=False, jobs=2)
+
+    def run(label: str, alone: bool = False):
+        return runner.run(RunConfig(label, "toypkg", {}, src, ("tests/test_timed.py",), tmp_path / label, 60,
+                                    alone=alone))
+
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(run, "first")
+            import time
+
+            time.sleep(0.5)
+            again = pool.submit(run, "again", True)
+            time.sleep(0.5)
+            after = pool.submit(run, "after")
+            codes = [f.result().exit_code for f in (first, again, after)]
+    finally:
+        runner.close()
+    assert codes == [0, 0, 0]
+    spans = {label: (float(a), float(b), int(parent))
+             for label, a, b, parent in (line.split() for line in times.read_text().splitlines())}
+    assert spans["first"][1] <= spans["again"][0], "the re-run started while another run was under way"
+    assert spans["again"][1] <= spans["after"][0], "a run started beside the re-run"
+    # the others are children of the warm interpreter; the re-run is a fresh process, as on the serial path
+    assert spans["again"][2] == os.getpid() and spans["first"][2] == spans["after"][2] != os.getpid()
+
+
+def test_the_warm_interpreter_starts_before_the_first_run_once_its_imports_are_known(tmp_path):
+    from patchset.runners import RunConfig
+
+    src, site, _ = project(tmp_path)
+
+    def runner() -> VenvRunner:
+        return VenvRunner(PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False, jobs=2)
+
+    first = runner()
+    try:
+        first.warm_up("toypkg")  # nothing known of this venv yet: the first run finds what to import
+        assert first._warming is not None
+        first._warming.join()
+        assert first._server is None and not first._server_failed
+        config = RunConfig("first", "toypkg", {}, src, ("tests/test_nothing.py",), tmp_path / "first", 60)
+        assert first.run(config).exit_code == 0 and first._server is not None
+    finally:
+        first.close()
+    second = runner()
+    try:
+        second.warm_up("toypkg")
+        assert second._warming is not None
+        second._warming.join()
+        assert second._server is not None and second._server.hello["ready"]  # before any run
+        config = RunConfig("second", "toypkg", {}, src, ("tests/test_nothing.py",), tmp_path / "second", 60)
+        assert second.run(config).exit_code == 0
+    finally:
+        second.close()

@@ -41,7 +41,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=jobs, default=None, metavar="N|auto",
                    help="configurations run side by side, each forked from a warm interpreter that imported "
                         "torch and the test dependencies once (venv runner; auto: what the cores and the "
-                        "memory allow); default 1: one process per configuration, one after another")
+                        "memory allow, the default); 1: one process per configuration, one after another")
     p.add_argument("--workdir", metavar="DIR",
                    help="keep the test tree, overlays, JUnit files and pytest logs in DIR (default: a "
                         "temporary folder, removed afterwards)")

@@ -77,6 +77,10 @@ class RunConfig:
     workdir: Path  # scratch space of this configuration on the host (junit, logs, overlay)
     timeout: float | None = None
     progress: Progress = no_progress
+    #: Run as the serial path runs, whatever the jobs: a fresh process with no other configuration of this
+    #: proof beside it. The re-runs that decide a regression are made so: a timing-sensitive test that fails
+    #: only when its processes wait for a core must not be called a regression of the series.
+    alone: bool = False
 
     def package_files(self) -> dict[str, bytes | None]:
         """``files`` relative to the package folder (``distributed/...`` for ``vllm/distributed/...``)."""

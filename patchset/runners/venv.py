@@ -300,6 +300,8 @@ class VenvRunner:
         self._server_failed = False
         self._server_lock = threading.Lock()
         self._scratch: Path | None = None
+        self._warming: threading.Thread | None = None
+        self._turns = warm.Turns()  # runs side by side; a re-run of a possible regression runs alone
 
     def prepare(self, project: str, version: str, progress: Progress = no_progress) -> str:
         if self.env is None:
@@ -310,12 +312,19 @@ class VenvRunner:
     def run(self, config: RunConfig) -> RunOutcome:
         if self.env is None:
             raise PatchsetError("VenvRunner.run before prepare")
+        if self.jobs <= 1:
+            return self._run(config)
+        with self._turns.turn(config.alone):
+            return self._run(config)
+
+    def _run(self, config: RunConfig) -> RunOutcome:
+        assert self.env is not None
         work = config.workdir
         work.mkdir(parents=True, exist_ok=True)
         installed = self.env.site_packages / config.package
         overlay = make_overlay(installed, work / "overlay", config.package_files())
         junit = work / "junit.xml"
-        server = self._warm_server(config, overlay) if self.jobs > 1 else None
+        server = self._warm_server(config, overlay) if self.jobs > 1 and not config.alone else None
         # A warm child shares its server's HF_HOME: the hub library reads it when it is imported, in the server.
         hf_home = self._scratch / "hf" if server is not None and self._scratch else work / "hf"
         env = self._base_env(hf_home)
@@ -368,32 +377,50 @@ class VenvRunner:
         results, problem = read_junit(junit)
         return RunOutcome(results, code, ran.seconds, cmd, out.tail, junit, problem)
 
+    def warm_up(self, package: str) -> None:
+        """Start the warm interpreter now, in the background, where what it imports is already known (kept
+        in the cache): its imports then overlap the making of the test tree and the first overlays."""
+        if self.jobs <= 1 or self.env is None:
+            return
+        self._warming = threading.Thread(target=self._start_server, args=(package, None, None),
+                                         name="patchset-warm-up", daemon=True)
+        self._warming.start()
+
     def _warm_server(self, config: RunConfig, overlay: Path) -> WarmServer | None:
-        """The warm interpreter, started on the first run; None (and a warning, once) where it cannot fork.
+        """The warm interpreter, started on the first run (unless warm_up started it); None (and a warning,
+        once) where it cannot fork."""
+        return self._start_server(config.package, config.tree, overlay)
+
+    def _start_server(self, package: str, tree: Path | None, overlay: Path | None) -> WarmServer | None:
+        """Start the warm interpreter unless it is started or has failed; None where it cannot fork.
 
         What it imports: :data:`warm.WARM_MODULES`, and every module importing the package and the test
         tree's conftest imports besides them. That list is found once per venv (by a child of the server
-        that imports the package from this first run's overlay) and kept in the cache.
+        that imports the package from the first run's overlay) and kept in the cache. Without the list
+        and without a run (``tree`` None: warm_up), nothing is started yet.
         """
         with self._server_lock:
             if self._server is not None or self._server_failed:
                 return self._server
             assert self.env is not None
-            self._scratch = Path(tempfile.mkdtemp(prefix="patchset-warm-"))
             import hashlib
 
-            key = hashlib.sha256(f"{self.env.site_packages.resolve()}\0{config.package}".encode()).hexdigest()[:24]
+            key = hashlib.sha256(f"{self.env.site_packages.resolve()}\0{package}".encode()).hexdigest()[:24]
             kept = Cache().path("warm", f"{key}.json")
             if (found := read_probed(kept)) is not None:
                 probed, probe = found, None
             else:
+                if tree is None or overlay is None:
+                    return None
                 probed = ()
-                conftest = ["tests.conftest"] if (config.tree / "tests" / "conftest.py").is_file() else []
-                probe = {"cwd": str(config.tree), "path": [str(overlay), str(PLUGIN_DIR)], "also": conftest}
-            server = WarmServer(self.env.python, config.package, self._base_env(self._scratch / "hf"),
+                conftest = ["tests.conftest"] if (tree / "tests" / "conftest.py").is_file() else []
+                probe = {"cwd": str(tree), "path": [str(overlay), str(PLUGIN_DIR)], "also": conftest}
+            if self._scratch is None:
+                self._scratch = Path(tempfile.mkdtemp(prefix="patchset-warm-"))
+            server = WarmServer(self.env.python, package, self._base_env(self._scratch / "hf"),
                                 self._scratch, (*warm.WARM_MODULES, *probed), probe)
             why = server.start()
-            if why is None and probe is not None and server.hello.get("probed"):
+            if why is None and probe is not None and isinstance(server.hello.get("probed"), list):
                 with contextlib.suppress(OSError):
                     Cache().put_bytes(json.dumps(server.hello["probed"]).encode(), "warm", f"{key}.json")
             if why is None:
@@ -410,6 +437,9 @@ class VenvRunner:
 
     def close(self) -> None:
         """Stop the warm interpreter, if one was started."""
+        if self._warming is not None:
+            self._warming.join()
+            self._warming = None
         with self._server_lock:
             if self._server is not None:
                 self._server.close()

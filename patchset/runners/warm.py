@@ -24,6 +24,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,6 +157,38 @@ class WarmServer:
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid)
             proc.wait()
+
+
+class Turns:
+    """Runs side by side, except one that asks to run alone: it waits until the runs under way have ended,
+    and no other starts until it has ended (those waiting to run alone go first)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._running = 0
+        self._alone = False
+        self._waiting_alone = 0
+
+    @contextlib.contextmanager
+    def turn(self, alone: bool) -> Iterator[None]:
+        with self._changed:
+            if alone:
+                self._waiting_alone += 1
+                self._changed.wait_for(lambda: self._running == 0 and not self._alone)
+                self._waiting_alone -= 1
+                self._alone = True
+            else:
+                self._changed.wait_for(lambda: not self._alone and not self._waiting_alone)
+                self._running += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                if alone:
+                    self._alone = False
+                else:
+                    self._running -= 1
+                self._changed.notify_all()
 
 
 def _kill_group(pid: int) -> None:

@@ -224,7 +224,7 @@ def _rerun(job: SuiteJob, suite: Suite, candidates: list[str]) -> list[dict[str,
         job.progress(f"suite {suite.path}: {len(candidates)} test(s) fail with the series and passed on the "
                      f"pristine release; running them again before a verdict ({i + 1} of {FLAKY_RERUNS})")
         again = _selected(job, suite, f"{_label(suite)} (again {i + 1})", job.files, job.tree,
-                          tuple(candidates)).results
+                          tuple(candidates), alone=True).results
         reruns.append(again)
         # one pass is enough to show the series does not always break it
         candidates = [n for n in candidates if n in again and again[n].outcome in (FAILED, ERROR)]
@@ -242,12 +242,13 @@ class _Ran:
 
 
 def _selected(job: SuiteJob, suite: Suite, label: str, files: Mapping[str, bytes | None], tree: Path,
-              selectors: tuple[str, ...]) -> _Ran:
-    """Run ``selectors`` in one configuration; the results of the tests they name, by node id."""
+              selectors: tuple[str, ...], *, alone: bool = False) -> _Ran:
+    """Run ``selectors`` in one configuration; the results of the tests they name, by node id. ``alone``: a
+    re-run of what may be a regression, run as the serial path runs (RunConfig.alone)."""
 
     timeout = suite.timeout or job.timeout
     config = RunConfig(label, job.package, files, tree, selectors, job.workdir / "runs" / slug(label), timeout,
-                       job.progress)
+                       job.progress, alone)
     outcome, not_found = run_pytest(job.runner, config, job.progress)
     job.seconds[label] = round(outcome.duration, 1)
     crash = crash_reason(outcome, selectors, not_found, timeout)

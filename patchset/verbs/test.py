@@ -171,17 +171,12 @@ def configurations(manifest: Manifest, testable: list[Patch], suites: bool) -> i
 
 
 def side_by_side(runner: Runner, asked: int | None, runs: int) -> int:
-    """Configurations to run at once: ``asked`` (--jobs; 0 for what the cores and memory allow), else one.
-    Only a runner with ``jobs`` runs them so (the venv runner); elsewhere one process per configuration.
-
-    One is the default: side by side, a timing-sensitive upstream test (kv_offload's
-    test_mp_barrier_unlinks_file_and_survives_sigkill) failed in the patched runs only, a false regression,
-    on a loaded 2-core machine; the fast path stays opt-in until that is understood."""
+    """Configurations to run at once: ``asked`` (--jobs N), else (None, or 0 for --jobs auto) what the cores and
+    the memory allow. Only a runner with ``jobs`` runs them so (the venv runner); elsewhere one process per
+    configuration. Second looks at failures run alone whatever this says (RunConfig.alone)."""
     if not hasattr(runner, "jobs"):
         return 1
-    if asked is None:
-        return 1
-    if asked == 0:
+    if not asked:
         from patchset.runners.warm import default_jobs
 
         asked = default_jobs(runs)
@@ -236,17 +231,20 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
     status = {r.id: r for r in full.patches}
     package = import_name(manifest.pypi)
     package_paths = sorted(p for p in full.files if p.startswith(package + "/"))
-    progress("preparing the test tree (upstream tests/ + the series' test hunks) ...")
-    tree = prepare_test_tree(pristine_tests_root(source), full.files, workdir / "tree")
     environment = runner.prepare(manifest.pypi, version, progress)
-    session = _Session(manifest=manifest, version=version, source=source, evaluate=evaluate, full=full,
-                       package_paths=package_paths, tree=tree, runner=runner, workdir=workdir, options=options,
-                       seconds={"prepare": round(time.monotonic() - t0, 1)})
-
     testable = [p for p in selected if status[p.id].status == PatchStatus.APPLIES and p.tests]
     jobs = side_by_side(runner, options.jobs, configurations(manifest, testable, options.suites))
     if hasattr(runner, "jobs"):
         runner.jobs = jobs
+    warm_up = getattr(runner, "warm_up", None)
+    if warm_up is not None:  # the warm interpreter imports while the test tree is made
+        warm_up(package)
+    progress("preparing the test tree (upstream tests/ + the series' test hunks) ...")
+    tree = prepare_test_tree(pristine_tests_root(source), full.files, workdir / "tree")
+    session = _Session(manifest=manifest, version=version, source=source, evaluate=evaluate, full=full,
+                       package_paths=package_paths, tree=tree, runner=runner, workdir=workdir, options=options,
+                       seconds={"prepare": round(time.monotonic() - t0, 1)})
+
     pool = ThreadPoolExecutor(jobs, thread_name_prefix="patchset-run") if jobs > 1 else None
     session = replace(session, pool=pool)
     with_suites = options.suites and bool(manifest.suites)

@@ -133,7 +133,7 @@ def _probe(package, spec, base_path):
     try:
         return json.loads(data)
     except ValueError:
-        return []
+        return None  # the probe broke: nothing learnt, nothing to keep
 
 
 def main():
@@ -149,7 +149,7 @@ def main():
     imported, failed = [], []
     started = time.monotonic()
     probed = _probe(package, probe, base_path) if probe else []
-    for name in [*modules, *probed]:
+    for name in [*modules, *(probed or [])]:
         try:
             __import__(name)
             imported.append(name)
