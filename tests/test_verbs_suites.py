@@ -205,7 +205,9 @@ def flaky_project(tmp_path, bad: set[int], breaks: bool):
         - id: util
           patch: recipes/util.patch
         """, suites='suites: ["tests/test_flaky.py"]')
-    return run_prove(tmp_path, src, site, manifest).suites[0]
+    # the counter numbers the runs in the serial path's order (side by side, the pristine run is made beside
+    # the run with the series: which comes first is a race)
+    return run_prove(tmp_path, src, site, manifest, jobs=1).suites[0]
 
 
 def test_a_flaky_pristine_failure_does_not_hide_a_regression(tmp_path):

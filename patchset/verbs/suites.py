@@ -22,7 +22,9 @@ import hashlib
 import json
 import math
 import os
+import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -75,23 +77,27 @@ class SuiteJob:
     seconds: dict[str, float] = field(default_factory=dict)
     _pristine_tree: Path | None = None
     _digest: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)  # suites run side by side (--jobs)
 
     def pristine_tree(self) -> Path:
         """The pristine test tree, copied out of the source only when a pristine run is due."""
-        if self._pristine_tree is None:
-            self._pristine_tree = prepare_test_tree(self.pristine_root, {}, self.workdir / "pristine-tree")
-        return self._pristine_tree
+        with self._lock:
+            if self._pristine_tree is None:
+                self._pristine_tree = prepare_test_tree(self.pristine_root, {}, self.workdir / "pristine-tree")
+            return self._pristine_tree
 
     def pristine_digest(self) -> str:
         """The digest of the pristine test tree: what prepare_test_tree copies (tests/, pytest's config)."""
-        if self._digest is None:
-            files = [self.pristine_root / name for name in PYTEST_CONFIG_FILES]
-            self._digest = tree_digest(self.pristine_root, [self.pristine_root / "tests", *files])
-        return self._digest
+        with self._lock:
+            if self._digest is None:
+                files = [self.pristine_root / name for name in PYTEST_CONFIG_FILES]
+                self._digest = tree_digest(self.pristine_root, [self.pristine_root / "tests", *files])
+            return self._digest
 
 
-def run_suite(job: SuiteJob, suite: Suite) -> SuiteResult:
-    """Run one suite with the series and judge it against the pristine release."""
+def run_suite(job: SuiteJob, suite: Suite, pristine: Future[Baseline] | None = None) -> SuiteResult:
+    """Run one suite with the series and judge it against the pristine release (``pristine``: its pristine
+    result, being made beside this run; None: made here, after it)."""
     if suite.gpu and job.runner.needs_accelerator_reason:
         job.progress(f"suite {suite.path}: needs-gpu, not run ({job.runner.needs_accelerator_reason})")
         return SuiteResult(suite.path, ConfigRun(_label(suite), (), (suite.path,), []), gpu=True,
@@ -103,7 +109,7 @@ def run_suite(job: SuiteJob, suite: Suite) -> SuiteResult:
                     accelerator)
     if out.crash:  # nothing to judge: the suite fails, as any crashed run is no evidence
         return SuiteResult(suite.path, run, None, None, gpu=suite.gpu)
-    base = pristine_baseline(job, suite)
+    base = pristine.result() if pristine is not None else pristine_baseline(job, suite)
     if base.error:
         job.progress(f"suite {suite.path}: no pristine baseline ({base.error}): every failure counts")
         return SuiteResult(suite.path, run, None, base, gpu=suite.gpu)

@@ -68,7 +68,7 @@ from patchset.runners.venv import VenvRunner
 from patchset.sources import open_source
 from patchset.sources.local import import_name
 from patchset.verbs.proof import PatchVerdict, ProofOptions, ProofReport, SuiteResult, Verdict
-from patchset.verbs.suites import SuiteJob, run_suite
+from patchset.verbs.suites import SuiteJob, pristine_baseline, run_suite
 
 SERIES = "series"
 _T = TypeVar("_T")
@@ -252,9 +252,9 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
         if pool is None:  # one configuration after another, in this thread: the proofs, then the suites
             verdicts, _ = session.prove(testable, [])
             suite_results = [s.result() for s in _suites(session, cache)] if with_suites else []
-        else:  # all handed to the pool first, then read in the same order
-            started = session.start(testable)
+        else:  # all handed to the pool first (the suites, the longest runs, first), then read in order
             suites = _suites(session, cache) if with_suites else []
+            started = session.start(testable)
             verdicts = session.finish(testable, started)
             suite_results = [s.result() for s in suites]
     finally:
@@ -408,7 +408,12 @@ def _suites(session: _Session, cache: Cache | None) -> list[Future[SuiteResult] 
                    {p.id: p.tests for p in s.manifest.patches}, cache or Cache(), s.options.rebaseline, s.seconds)
     if s.pool is None:
         return [_Done(run_suite(job, suite)) for suite in s.manifest.suites]
-    return [s.pool.submit(run_suite, job, suite) for suite in s.manifest.suites]
+    # Each pristine result is a task of its own, handed to the pool before its suite: it runs beside the
+    # suite's run with the series instead of after it, and a suite waits only on a task taken before it.
+    runs = [not (suite.gpu and s.runner.needs_accelerator_reason) for suite in s.manifest.suites]
+    pristine = [s.pool.submit(pristine_baseline, job, suite) if run else None
+                for suite, run in zip(s.manifest.suites, runs, strict=True)]
+    return [s.pool.submit(run_suite, job, suite, base) for suite, base in zip(s.manifest.suites, pristine, strict=True)]
 
 
 class _Done(Generic[_T]):
