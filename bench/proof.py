@@ -67,7 +67,21 @@ def run(args: list[str]) -> dict:
         out = sink.read()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return {"seconds": seconds, "cpu": cpu, "code": proc.returncode, "peak_kb": peak, "doc": _timeless(out)}
+    return {"seconds": seconds, "cpu": cpu, "load": os.getloadavg()[0], "niced": _niced(),
+            "code": proc.returncode, "peak_kb": peak, "doc": _timeless(out)}
+
+
+def _niced() -> int:
+    """How many processes on the machine run niced (a fuzzer beside the benchmark), at the end of a run."""
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        count += int(fields[16]) > 0  # the nice value (field 19 of stat)
+    return count
 
 
 def _timeless(text: str) -> object:
@@ -119,6 +133,8 @@ def pair(base: list[str], repeat: int) -> dict:
             "serial_peak": max(r["peak_kb"] for r in serial), "fast_peak": max(r["peak_kb"] for r in fast),
             "same": all(a["doc"] == b["doc"] for a in serial for b in fast),
             "differences": _differences(serial[0]["doc"], fast[0]["doc"]),
+            "load": [round(r["load"], 1) for pair in zip(serial, fast, strict=True) for r in pair],
+            "niced": max(r["niced"] for r in serial + fast),
             "codes": sorted({r["code"] for r in serial + fast}),
             "verdicts": [p.get("verdict") for p in (fast[0]["doc"] or {}).get("patches", [])]  # type: ignore[union-attr]
             if isinstance(fast[0]["doc"], dict) else []}
@@ -147,6 +163,9 @@ def proof_rows(repeat: int = 1, vllm: str = "0.29.0") -> list[str]:
             goals.append(f"{name} >= {goal:.0f}x: {'met' if r['ratio'] >= goal else 'MISSED'} ({r['ratio']:.2f}x)")
         else:
             goals.append(f"{name} < 120 s: {'met' if r['fast'] < 120 else 'MISSED'} ({r['fast']:.0f} s)")
+    for name, r, _ in rows:
+        out.append(f"{name}: 1-minute load average at the end of each run (--jobs 1, auto, ...): "
+                   f"{', '.join(map(str, r['load']))}; niced processes on the machine: up to {r['niced']}")
     for name, r, _ in rows:
         if not r["same"]:
             out.append(f"{name}: the documents differ (--jobs 1 != --jobs auto) at " + "; ".join(r["differences"]))
