@@ -56,6 +56,8 @@ class WarmRun:
     seconds: float
     maxrss_kb: int
     timed_out: bool
+    cpu: float = 0.0  # the child's user + system seconds
+    minflt: int = 0  # its minor page faults (copy-on-write of the server's pages among them)
 
 
 class WarmServer:
@@ -142,7 +144,8 @@ class WarmServer:
                     _kill_group(self._waiting[rid]["pid"])  # the server reaps it and says so
                     killed = True
             answer = self._waiting.pop(rid)
-        return WarmRun(int(answer["exit"]), time.monotonic() - started, int(answer.get("maxrss_kb", 0)), killed)
+        return WarmRun(int(answer["exit"]), time.monotonic() - started, int(answer.get("maxrss_kb", 0)), killed,
+                       float(answer.get("cpu", 0)), int(answer.get("minflt", 0)))
 
     def close(self) -> None:
         """End the server: closing its input makes it kill what still runs and leave."""
