@@ -229,6 +229,17 @@ def test_problems_stop_at_the_limit(tmp_path):
     assert len(e.errors) == MAX_ERRORS == 50
 
 
+def test_duplicate_keys_stop_at_the_limit_too(tmp_path):
+    """Found by the long fuzz run (issue 26): 50 duplicate keys raised the loader's own _TooMany, an internal error."""
+    path = tmp_path / "patches.yaml"
+    path.write_text("schema: 1\n" + "".join(f"k{i}: 1\nk{i}: 2\n" for i in range(60)))
+    with pytest.raises(ManifestErrors) as e:
+        load_manifest(path)
+    assert len(e.value.errors) == MAX_ERRORS and e.value.file == str(path) and e.value.line == 3
+    _, errors = inspect_manifest(path)
+    assert len(errors) == MAX_ERRORS and "written twice" in errors[-1].message
+
+
 def test_schema_true_is_not_schema_1(tmp_path):
     m = make(tmp_path, ONE)
     m.write_text(m.read_text().replace("schema: 1", "schema: true"))

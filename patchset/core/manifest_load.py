@@ -139,10 +139,10 @@ class _Loader:
             return default
 
     def load(self) -> Manifest | None:
-        for dup in self.doc.duplicates:
-            self.note(f"key {dup.key!r} is written twice, at lines {dup.first} and {dup.again}", dup.again,
-                      hint="YAML would silently keep only one: delete or merge the other")
-        try:
+        try:  # MAX_ERRORS duplicate keys stop the reading too (found by fuzzing: _TooMany escaped)
+            for dup in self.doc.duplicates:
+                self.note(f"key {dup.key!r} is written twice, at lines {dup.first} and {dup.again}", dup.again,
+                          hint="YAML would silently keep only one: delete or merge the other")
             return self.manifest()
         except (_Abandon, _TooMany):
             return None
