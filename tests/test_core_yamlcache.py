@@ -172,3 +172,12 @@ def test_a_list_or_mapping_used_as_a_key_is_a_syntax_problem_at_its_line(tmp_pat
     path.write_text(text)
     _, errors = inspect_manifest(path)
     assert errors and (errors[0].file, errors[0].line) == (str(path), line)
+
+
+def test_a_merge_key_written_twice_is_a_syntax_problem(tmp_path: Path) -> None:
+    """Found by the long fuzz run (issue 26): ruamel.yaml's DuplicateKeyError for '<<' escaped the retry that
+    allows duplicate keys (merge keys are never allowed twice): an internal error."""
+    path = tmp_path / "patches.yaml"
+    path.write_bytes((REPO / "tests" / "fuzz" / "corpus" / "manifest" / "regression-f460218f2bae").read_bytes())
+    _, errors = inspect_manifest(path)
+    assert errors and all(e.file == str(path) for e in errors)

@@ -45,7 +45,10 @@ def parse(text: str) -> Document:
         key = re.search(r'duplicate key "(.*?)"', str(e.problem))
         doc.duplicates.append(Duplicate(key.group(1) if key else str(e.problem), _line(e.context_mark) or 0,
                                         _line(e.problem_mark) or 0))
-        doc.data = _construct(root, allow_duplicates=True)
+        try:
+            doc.data = _construct(root, allow_duplicates=True)
+        except YAMLError as again:  # a merge key (<<) written twice: never allowed (found by fuzzing)
+            raise _syntax(again) from again
     except YAMLError as e:
         raise _syntax(e) from e
     except (TypeError, ValueError, OverflowError, RecursionError) as e:  # what ruamel.yaml lets through constructing
