@@ -15,10 +15,13 @@ def res(outcome: str, nodeid: str = T, message: str = "") -> NodeResult:
     return NodeResult(nodeid, outcome, message or ("boom" if outcome in (FAILED, ERROR) else ""))
 
 
-def one(patched: str, *pristine: str, reruns: tuple[str, ...] = (), message: str = "") -> bl.TestComparison:
+def one(patched: str, *pristine: str, reruns: tuple[str, ...] = (), message: str = "",
+        control: tuple[str, ...] = ()) -> bl.TestComparison:
     runs = [{T: res(o)} for o in pristine]
     again = [{T: res(o)} for o in reruns]
-    (t,) = bl.classify({T: res(patched, message=message)}, runs, gpu_reason=gpu_reason, reruns=again).tests
+    controls = [{T: res(o)} for o in control]
+    (t,) = bl.classify({T: res(patched, message=message)}, runs, gpu_reason=gpu_reason, reruns=again,
+                       controls=controls).tests
     return t
 
 
@@ -68,6 +71,23 @@ def test_a_failure_with_the_series_that_passes_when_run_again_is_flaky_not_a_reg
     assert one(FAILED, PASSED, reruns=(PASSED,)).status == bl.FLAKY
     t = one(FAILED, PASSED, reruns=(FAILED, FAILED))
     assert t.status == bl.REGRESSION and t.patched == (FAILED, FAILED, FAILED)
+
+
+def test_a_failure_the_pristine_control_run_shares_is_the_machines_not_a_regression():
+    # failed every time with the series, and the pristine release fails it too when run again after them
+    t = one(FAILED, PASSED, reruns=(FAILED, FAILED), control=(FAILED,))
+    assert t.status == bl.FLAKY and not t.fails_suite
+    assert t.pristine == (PASSED, FAILED) and "the machine's, not the series'" in t.message
+    # the control passes: the series breaks it, every time
+    t = one(FAILED, PASSED, reruns=(FAILED, FAILED), control=(PASSED,))
+    assert t.status == bl.REGRESSION and t.fails_suite and t.pristine == (PASSED, PASSED)
+
+
+def test_control_candidates_are_the_failures_every_rerun_repeated():
+    patched = {"a": res(FAILED, "a"), "b": res(FAILED, "b"), "c": res(FAILED, "c")}
+    pristine = [{"a": res(PASSED, "a"), "b": res(PASSED, "b"), "c": res(FAILED, "c")}]
+    reruns = [{"a": res(FAILED, "a"), "b": res(PASSED, "b")}, {"a": res(ERROR, "a")}]
+    assert bl.control_candidates(patched, pristine, reruns) == ["a"]
 
 
 def test_rerun_candidates_are_the_failures_that_passed_on_the_pristine_release():

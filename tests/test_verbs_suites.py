@@ -93,8 +93,9 @@ def test_a_regression_is_named_and_pre_existing_failures_do_not_fail_the_suite(t
     assert pre.message.startswith("AssertionError: pin_memory is not supported")
     data = json.loads(testreport.render_json(report))["suites"][0]
     assert [r["nodeid"] for r in data["regressions"]] == ["tests/test_util.py::test_double"]
-    # run again before the verdict: it fails every time with the series
-    assert data["regressions"][0]["pristine"] == ["passed"] and data["regressions"][0]["patched"] == ["failed"] * 3
+    # run again before the verdict: it fails every time with the series, and passes on the pristine
+    # release run once more after those runs (the control)
+    assert data["regressions"][0]["pristine"] == ["passed"] * 2 and data["regressions"][0]["patched"] == ["failed"] * 3
     assert [r["nodeid"] for r in data["pre_existing"]] == ["tests/test_transfer.py::test_transfer[cpu:0]"]
     assert data["needs_gpu"] == [{"nodeid": "tests/test_gpu.py::test_kernel", "reason": "requires CUDA"}]
     assert data["fixed"] == data["flaky"] == [] and data["baseline"]["cached"] is False
@@ -191,7 +192,8 @@ FLAKY = textwrap.dedent('''\
     def test_sometimes():
         n = int(COUNTER.read_text()) if COUNTER.exists() else 0
         COUNTER.write_text(str(n + 1))
-        # runs in order: with the series (0), pristine (1), pristine failures again (2), re-runs (3, 4)
+        # runs in order: with the series (0), pristine (1), pristine failures again (2, only if 1 failed),
+        # re-runs (then 3, 4), the pristine control (then 5, only if both re-runs failed)
         assert n not in {bad}, "flaked"
         assert double(2) == 4
     ''')
@@ -213,8 +215,17 @@ def flaky_project(tmp_path, bad: set[int], breaks: bool):
 def test_a_flaky_pristine_failure_does_not_hide_a_regression(tmp_path):
     s = flaky_project(tmp_path, {1}, breaks=True)
     (t,) = s.comparison.tests
-    assert t.status == bl.REGRESSION and t.pristine == ("failed", "passed")
+    assert t.status == bl.REGRESSION and t.pristine == ("failed", "passed", "passed")
     assert t.patched == ("failed", "failed", "failed") and not s.ok
+
+
+def test_a_failure_the_pristine_control_run_shares_is_not_blamed_on_the_series(tmp_path):
+    # the series changes nothing the test uses: it fails with the series (0) and in both re-runs (2, 3) as
+    # a loaded machine fails a timing test, and in the pristine control run after them (4)
+    s = flaky_project(tmp_path, {0, 2, 3, 4}, breaks=False)
+    (t,) = s.comparison.tests
+    assert t.status == bl.FLAKY and t.pristine == ("passed", "failed")
+    assert t.patched == ("failed", "failed", "failed") and s.comparison.ok
 
 
 def test_a_test_flaky_both_ways_is_reported_flaky(tmp_path):
@@ -425,5 +436,6 @@ def test_a_planted_regression_in_the_file_mapper_is_named(tmp_path):
     assert not tree["ok"] and not data["ok"]
     regressions = [t["nodeid"] for t in tree["regressions"]]
     assert "tests/v1/kv_offload/test_file_mapper.py::test_get_config_file_path" in regressions
-    assert all(t["pristine"] == ["passed"] for t in tree["regressions"])
+    # passed on the pristine release, and again in the control run after the series' re-runs
+    assert all(t["pristine"] == ["passed", "passed"] for t in tree["regressions"])
     assert all(not n.startswith(TRANSFER) for n in regressions)  # the CPU limits stay pre-existing

@@ -25,8 +25,12 @@ with the same test on the pristine release, run by the same runner:
     pristine failures are run twice), or it failed with the series and
     passed when run again. Every test that fails with the series and passed
     on the pristine release is re-run with the series (bounded) before its
-    verdict: failing every time, it is a regression; otherwise flaky. A
-    flaky result, pristine or patched, never hides a regression nor makes one.
+    verdict: failing every time, it is a regression; otherwise flaky. One
+    that failed every time is then run once more on the pristine release, at
+    once and alone (the *control*): failing there too, under the same
+    conditions, it is flaky (the machine's load or state fails it, not the
+    series); passing, the regression stands. A flaky result, pristine or
+    patched, never hides a regression nor makes one.
 
 Everything else (passed both ways, skipped both ways) is unremarkable.
 This module is pure: results in, classification out.
@@ -130,33 +134,42 @@ def pristine_view(nodeid: str, runs: Sequence[Results]) -> tuple[Outcome, ...]:
 
 
 def classify(patched: Results, pristine: Sequence[Results], *, gpu_reason: GpuReason,
-             reruns: Sequence[Results] = (), credit: Mapping[str, Sequence[str]] | None = None) -> Comparison:
+             reruns: Sequence[Results] = (), credit: Mapping[str, Sequence[str]] | None = None,
+             controls: Sequence[Results] = ()) -> Comparison:
     """Classify every test ``patched`` reports.
 
     ``pristine``: the pristine run first, then any re-runs of some of its
     tests (a re-run reports only the tests it ran). ``reruns``: re-runs of
     flaky tests with the series. ``credit``: node id selectors by patch id,
-    to name the patches whose tests cover a fixed test.
+    to name the patches whose tests cover a fixed test. ``controls``: the
+    pristine runs made after the re-runs of the tests that failed every time
+    (see :func:`control_candidates`).
     """
     out = Comparison()
     for nodeid in sorted(patched):
         result = patched[nodeid]
         again = tuple(run[nodeid].outcome for run in reruns if nodeid in run)
-        out.tests.append(compare(result, pristine_view(nodeid, pristine), again, gpu_reason, credit or {}))
+        control = tuple(run[nodeid].outcome for run in controls if nodeid in run)
+        out.tests.append(compare(result, pristine_view(nodeid, pristine), again, gpu_reason, credit or {},
+                                 control))
     return out
 
 
 def compare(result: NodeResult, before: tuple[Outcome, ...], again: tuple[Outcome, ...], gpu_reason: GpuReason,
-            credit: Mapping[str, Sequence[str]]) -> TestComparison:
-    """One test: ``result`` with the series, ``before`` its pristine outcomes, ``again`` its re-runs."""
+            credit: Mapping[str, Sequence[str]], control: tuple[Outcome, ...] = ()) -> TestComparison:
+    """One test: ``result`` with the series, ``before`` its pristine outcomes, ``again`` its re-runs,
+    ``control`` its pristine run made after them (shown after ``before``)."""
     nodeid, outcome = result.nodeid, result.outcome
     seen = (outcome, *again)
     gpu = gpu_reason(result)
     first_line = result.message or _first_error_line(result.detail)
 
     def make(status: BaselineClass, message: str = "", patches: tuple[str, ...] = ()) -> TestComparison:
-        return TestComparison(nodeid, status, seen, before, message, patches)
+        return TestComparison(nodeid, status, seen, (*before, *control), message, patches)
 
+    if outcome in _BAD and PASSED not in again and any(o in _BAD for o in control):
+        return make(FLAKY, f"fails {len(seen)} of {len(seen)} runs with the series, and on the pristine "
+                           f"release too when run again after them: the machine's, not the series': {first_line}")
     if not before:
         return make(NEEDS_GPU, gpu) if gpu else make(NEW, first_line if outcome in _BAD else "")
     if outcome in _BAD and PASSED in again:
@@ -190,6 +203,13 @@ def rerun_candidates(patched: Results, pristine: Sequence[Results]) -> list[str]
     """
     return [nodeid for nodeid, r in sorted(patched.items())
             if r.outcome in _BAD and PASSED in pristine_view(nodeid, pristine)]
+
+
+def control_candidates(patched: Results, pristine: Sequence[Results], reruns: Sequence[Results]) -> list[str]:
+    """The re-run candidates that failed in every re-run with the series: each is run once more on the
+    pristine release before it is called a regression (the control)."""
+    return [nodeid for nodeid in rerun_candidates(patched, pristine)
+            if all(nodeid in run and run[nodeid].outcome in _BAD for run in reruns)]
 
 
 def _disagree(outcomes: Sequence[Outcome]) -> bool:

@@ -114,8 +114,9 @@ def run_suite(job: SuiteJob, suite: Suite, pristine: Future[Baseline] | None = N
         job.progress(f"suite {suite.path}: no pristine baseline ({base.error}): every failure counts")
         return SuiteResult(suite.path, run, None, base, gpu=suite.gpu)
     reruns = _rerun(job, suite, bl.rerun_candidates(patched, base.runs))
+    controls = _control(job, suite, bl.control_candidates(patched, base.runs, reruns))
     comparison = bl.classify(patched, base.runs, gpu_reason=partial(gpu_reason, accelerator=accelerator),
-                             reruns=reruns, credit=job.credit)
+                             reruns=reruns, credit=job.credit, controls=controls)
     counts = ", ".join(f"{n} {c}" for c, n in comparison.counts().items())
     job.progress(f"suite {suite.path}: {counts or 'no tests'} (pristine baseline "
                  f"{'reused from the cache' if base.cached else 'run now and cached'}, key {base.key[:12]})")
@@ -235,6 +236,17 @@ def _rerun(job: SuiteJob, suite: Suite, candidates: list[str]) -> list[dict[str,
         # one pass is enough to show the series does not always break it
         candidates = [n for n in candidates if n in again and again[n].outcome in (FAILED, ERROR)]
     return reruns
+
+
+def _control(job: SuiteJob, suite: Suite, candidates: list[str]) -> list[dict[str, NodeResult]]:
+    """Run on the pristine release, once and alone, what failed every time with the series: the same
+    conditions as those re-runs, so that a failure the machine causes is not blamed on the series."""
+    if not candidates:
+        return []
+    job.progress(f"suite {suite.path}: {len(candidates)} test(s) failed every run with the series; running "
+                 "them once more on the pristine release before a verdict")
+    return [_selected(job, suite, f"pristine {suite.path} (control)", job.pristine_files, job.pristine_tree(),
+                      tuple(candidates), alone=True).results]
 
 
 @dataclass
