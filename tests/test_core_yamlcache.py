@@ -181,3 +181,12 @@ def test_a_merge_key_written_twice_is_a_syntax_problem(tmp_path: Path) -> None:
     path.write_bytes((REPO / "tests" / "fuzz" / "corpus" / "manifest" / "regression-f460218f2bae").read_bytes())
     _, errors = inspect_manifest(path)
     assert errors and all(e.file == str(path) for e in errors)
+
+
+@pytest.mark.parametrize("text", ["+_", "a: -_\n", "a: [+_]\n"])
+def test_a_sign_and_underscores_alone_are_a_syntax_problem(tmp_path: Path, text: str) -> None:
+    """Found by the long fuzz run (issue 26): ruamel.yaml reads "+_" as an int and fails with IndexError."""
+    path = tmp_path / "patches.yaml"
+    path.write_text(text)
+    _, errors = inspect_manifest(path)
+    assert len(errors) == 1 and errors[0].file == str(path) and "cannot be read as data" in errors[0].message

@@ -40,18 +40,11 @@ def parse(text: str) -> Document:
         elif isinstance(node, ScalarNode) and _tag(node) != STR_TAG:
             doc.written[(node.start_mark.line, node.start_mark.column)] = node.value
     try:  # built from the nodes already composed: the text is parsed once
-        doc.data = _construct(root, allow_duplicates=bool(doc.duplicates))
-    except DuplicateKeyError as e:  # keys written differently but equal once loaded: 0.3 and 0.30
-        key = re.search(r'duplicate key "(.*?)"', str(e.problem))
-        doc.duplicates.append(Duplicate(key.group(1) if key else str(e.problem), _line(e.context_mark) or 0,
-                                        _line(e.problem_mark) or 0))
-        try:
-            doc.data = _construct(root, allow_duplicates=True)
-        except YAMLError as again:  # a merge key (<<) written twice: never allowed (found by fuzzing)
-            raise _syntax(again) from again
-    except YAMLError as e:
+        doc.data = _construct_reporting(root, doc)
+    except YAMLError as e:  # a merge key (<<) written twice, even in the retry: never allowed (found by fuzzing)
         raise _syntax(e) from e
-    except (TypeError, ValueError, OverflowError, RecursionError) as e:  # what ruamel.yaml lets through constructing
+    # What ruamel.yaml lets through constructing: IndexError for a plain "+_" read as an int (found by fuzzing).
+    except (TypeError, ValueError, OverflowError, RecursionError, IndexError) as e:
         raise SyntaxProblem(f"cannot be read as data ({type(e).__name__}: {str(e)[:200]})", None) from e
     converted = _Converted()
     doc.data = converted.node(doc.data)
@@ -83,6 +76,17 @@ class _Converted:
         elif isinstance(out, Sequence):
             out.extend(self.node(v) for v in value)
         return out
+
+
+def _construct_reporting(root: Node, doc: Document) -> object:
+    """The data of ``root``; a key equal to another once loaded (0.3 and 0.30) is added to ``doc``'s duplicates."""
+    try:
+        return _construct(root, allow_duplicates=bool(doc.duplicates))
+    except DuplicateKeyError as e:
+        key = re.search(r'duplicate key "(.*?)"', str(e.problem))
+        doc.duplicates.append(Duplicate(key.group(1) if key else str(e.problem), _line(e.context_mark) or 0,
+                                        _line(e.problem_mark) or 0))
+        return _construct(root, allow_duplicates=True)
 
 
 def _construct(root: Node, *, allow_duplicates: bool) -> object:
