@@ -190,3 +190,10 @@ def test_a_sign_and_underscores_alone_are_a_syntax_problem(tmp_path: Path, text:
     path.write_text(text)
     _, errors = inspect_manifest(path)
     assert len(errors) == 1 and errors[0].file == str(path) and "cannot be read as data" in errors[0].message
+
+
+def test_comments_ruamel_yaml_cannot_place_are_a_syntax_problem() -> None:
+    # found by the long fuzz run: ruamel.yaml's parser raised NotImplementedError ("overlap in comment")
+    seed = Path(__file__).parent / "fuzz" / "corpus" / "manifest" / "regression-53584df5d556"
+    with pytest.raises(yamlnodes.SyntaxProblem, match="cannot be read as YAML"):
+        yamlparse.parse(seed.read_text())

@@ -27,6 +27,8 @@ def parse(text: str) -> Document:
         root = _loader().compose(io.StringIO(text))
     except YAMLError as e:
         raise _syntax(e) from e
+    except NotImplementedError as e:  # ruamel.yaml's "overlap in comment" while parsing (found by fuzzing)
+        raise SyntaxProblem(f"cannot be read as YAML ({str(e)[:200]})", None) from e
     doc = Document(None)
     if root is None:
         return doc
