@@ -245,9 +245,22 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
                        package_paths=package_paths, tree=tree, runner=runner, workdir=workdir, options=options,
                        seconds={"prepare": round(time.monotonic() - t0, 1)})
 
+    verdicts, suite_results = _run_all(session, testable, cache, jobs)
+    out = [_verdict(p, status[p.id], verdicts) for p in selected]
+    session.seconds["total"] = round(time.monotonic() - t0, 1)
+    warnings = [*full.warnings, *getattr(runner, "warnings", [])]
+    peak = getattr(runner, "peak_rss_kb", 0) / 1024
+    return ProofReport(version, runner.name, environment, out, suite_results, warnings, session.seconds,
+                       round(peak, 1), jobs)
+
+
+
+def _run_all(session: _Session, testable: list, cache: Cache | None, jobs: int) -> tuple[dict, list]:
+    """Every configuration: one after another in this thread, or handed to a pool of ``jobs`` (the
+    suites, the longest runs, first) and read in order; the runner is closed either way."""
     pool = ThreadPoolExecutor(jobs, thread_name_prefix="patchset-run") if jobs > 1 else None
     session = replace(session, pool=pool)
-    with_suites = options.suites and bool(manifest.suites)
+    with_suites = session.options.suites and bool(session.manifest.suites)
     try:
         if pool is None:  # one configuration after another, in this thread: the proofs, then the suites
             verdicts, _ = session.prove(testable, [])
@@ -260,15 +273,10 @@ def prove(manifest: Manifest, version: str, runner: Runner, source, *, workdir: 
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
-        close = getattr(runner, "close", None)
+        close = getattr(session.runner, "close", None)
         if close is not None:
             close()
-    out = [_verdict(p, status[p.id], verdicts) for p in selected]
-    session.seconds["total"] = round(time.monotonic() - t0, 1)
-    warnings = [*full.warnings, *getattr(runner, "warnings", [])]
-    peak = getattr(runner, "peak_rss_kb", 0) / 1024
-    return ProofReport(version, runner.name, environment, out, suite_results, warnings, session.seconds,
-                       round(peak, 1), jobs)
+    return verdicts, suite_results
 
 
 def _series_that_applies(manifest: Manifest, version: str, source, evaluate: Evaluate) -> ReleaseResult:
