@@ -147,15 +147,9 @@ def main():
     if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
         sys.path.pop(0)  # this script's folder is not a path of the runs
     base_path = list(sys.path)
-    imported, failed = [], []
     started = time.monotonic()
     probed = _probe(package, probe, base_path) if probe else []
-    for name in [*modules, *(probed or [])]:
-        try:
-            __import__(name)
-            imported.append(name)
-        except BaseException as e:  # noqa: BLE001 -- a module that cannot be imported is left to the runs
-            failed.append(f"{name}: {type(e).__name__}: {e}")
+    imported, failed = _import_all([*modules, *(probed or [])])
     unsafe = _unsafe(package)
     _reply(out, {"ready": unsafe is None, "unsafe": unsafe, "imported": imported, "failed": failed,
                  "probed": probed, "seconds": round(time.monotonic() - started, 2)})
@@ -164,6 +158,25 @@ def main():
     # Everything imported so far is left out of the children's garbage collections: a collection writes to
     # every object it visits, and each page it writes to is copied out of the server's (docs/performance.md).
     gc.freeze()
+    _serve(out, base_path)
+    return 0
+
+
+def _import_all(names):
+    """Import each module; those that cannot be imported are left to the runs."""
+    imported, failed = [], []
+    for name in names:
+        try:
+            __import__(name)
+            imported.append(name)
+        except BaseException as e:  # noqa: BLE001 -- a module that cannot be imported is left to the runs
+            failed.append(f"{name}: {type(e).__name__}: {e}")
+    return imported, failed
+
+
+def _serve(out, base_path):
+    """Fork a child per request line on stdin, answer its pid, then its exit and usage; at end of input
+    kill what still runs."""
     stdin = sys.stdin.fileno()
     running = {}  # pid -> (request id, start time)
     buffered = b""
@@ -189,17 +202,21 @@ def main():
                         os.killpg(pid, signal.SIGKILL)
         else:
             time.sleep(0.05)
-        while running:
-            pid, status, usage = os.wait4(-1, os.WNOHANG)
-            if pid == 0:
-                break
-            if pid not in running:
-                continue
-            rid, t0 = running.pop(pid)
-            _reply(out, {"id": rid, "exit": os.waitstatus_to_exitcode(status), "maxrss_kb": usage.ru_maxrss,
-                         "minflt": usage.ru_minflt, "cpu": round(usage.ru_utime + usage.ru_stime, 3),
-                         "seconds": round(time.monotonic() - t0, 3)})
-    return 0
+        _reap(out, running)
+
+
+def _reap(out, running):
+    """Answer each child that has ended: its exit code and what it used."""
+    while running:
+        pid, status, usage = os.wait4(-1, os.WNOHANG)
+        if pid == 0:
+            break
+        if pid not in running:
+            continue
+        rid, t0 = running.pop(pid)
+        _reply(out, {"id": rid, "exit": os.waitstatus_to_exitcode(status), "maxrss_kb": usage.ru_maxrss,
+                     "minflt": usage.ru_minflt, "cpu": round(usage.ru_utime + usage.ru_stime, 3),
+                     "seconds": round(time.monotonic() - t0, 3)})
 
 
 if __name__ == "__main__":
