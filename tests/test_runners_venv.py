@@ -32,6 +32,8 @@ def test_overlay_links_every_file_and_writes_the_configurations_files(tmp_path):
     (pkg / "sub" / "__pycache__" / "mod.cpython-311.pyc").write_bytes(b"stale")
     (pkg / "sub" / "gone.py").write_text("")
     (pkg / "data.bin").write_bytes(b"\0")
+    (pkg / "untouched" / "deep").mkdir(parents=True)
+    (pkg / "untouched" / "deep" / "x.py").write_text("X = 1\n")
     (tmp_path / "elsewhere").mkdir()
     os.symlink(tmp_path / "elsewhere", pkg / "linked")
     root = make_overlay(pkg, tmp_path / "ov", {"sub/mod.py": b"NEW = 1\n", "sub/gone.py": None,
@@ -43,6 +45,9 @@ def test_overlay_links_every_file_and_writes_the_configurations_files(tmp_path):
     assert not (top / "sub" / "gone.py").exists()
     assert (top / "sub" / "new" / "added.py").read_text() == "ADDED = 1\n"
     assert (top / "linked").is_symlink()
+    # a folder the configuration leaves alone is one link, not a farm of links (cheap to make and remove)
+    assert (top / "untouched").is_symlink() and (top / "untouched" / "deep" / "x.py").read_text() == "X = 1\n"
+    assert not (top / "sub").is_symlink() and not (top / "sub" / "__pycache__").is_symlink()
     assert (pkg / "sub" / "mod.py").read_text() == "OLD = 1\n" and (pkg / "sub" / "gone.py").exists()
     out = subprocess.run([sys.executable, "-c", "import pkg.sub.mod as m; print(m.NEW, m.__file__)"],
                          env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, check=True)
