@@ -368,3 +368,10 @@ def test_damaged_probed_modules_are_probed_again(tmp_path, content):
     assert venv_mod.read_probed(tmp_path / "w.json") is None
     (tmp_path / "w.json").write_text('["vllm", "vllm.config", "tests.conftest"]')
     assert venv_mod.read_probed(tmp_path / "w.json") == ("vllm", "vllm.config", "tests.conftest")
+
+
+def test_probed_modules_keep_cpythons_own_hyphenated_module(tmp_path):
+    """Every real probe lists sysconfig's data module; refusing its name made every run probe again (8-10 s)."""
+    names = ["torch", "_sysconfigdata__linux_x86_64-linux-gnu", "vllm.config"]
+    (tmp_path / "w.json").write_text(json.dumps(names))
+    assert venv_mod.read_probed(tmp_path / "w.json") == tuple(names)

@@ -281,6 +281,13 @@ def test_the_warm_interpreter_starts_before_the_first_run_once_its_imports_are_k
     from patchset.runners import RunConfig
 
     src, site, _ = project(tmp_path)
+    # as importing vLLM imports sysconfig's _sysconfigdata__linux_x86_64-linux-gnu: a module named with hyphens
+    (tmp_path / "extra").mkdir()
+    (tmp_path / "extra" / "_toydata__linux_x86_64-linux-gnu.py").write_text("")
+    for where in (site, src):  # the runs' folder is src here: its toypkg comes first on their path
+        with open(where / "toypkg" / "__init__.py", "a") as init:
+            init.write(f"\nimport importlib as _il, sys as _sys\n_sys.path.append({str(tmp_path / 'extra')!r})\n"
+                       "_il.import_module('_toydata__linux_x86_64-linux-gnu')\n")
 
     def runner() -> VenvRunner:
         return VenvRunner(PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False, jobs=2)
@@ -301,6 +308,8 @@ def test_the_warm_interpreter_starts_before_the_first_run_once_its_imports_are_k
         assert second._warming is not None
         second._warming.join()
         assert second._server is not None and second._server.hello["ready"]  # before any run
+        assert second._server.probe is None  # what the first run found was read back, not probed again
+        assert "_toydata__linux_x86_64-linux-gnu" in second._server.modules
         config = RunConfig("second", "toypkg", {}, src, ("tests/test_nothing.py",), tmp_path / "second", 60)
         assert second.run(config).exit_code == 0
     finally:

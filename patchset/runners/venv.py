@@ -85,13 +85,17 @@ def read_marker(path: Path) -> dict | None:
 
 def read_probed(path: Path) -> tuple[str, ...] | None:
     """The modules a venv's warm server was found to import, as kept in the cache; None when missing or
-    damaged (not a JSON list of module names): the server finds them again (fuzzed: docs/fuzzing.md)."""
+    damaged (not a JSON list of module names): the server finds them again (fuzzed: docs/fuzzing.md).
+
+    A name's dotted parts are identifiers, or may hold a ``-`` as CPython's own
+    ``_sysconfigdata__linux_x86_64-linux-gnu`` does (refusing that name made every run probe again)."""
     try:
         probed = json.loads(path.read_bytes())
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(probed, list) or not all(
-            isinstance(m, str) and m and all(part.isidentifier() for part in m.split(".")) for m in probed):
+            isinstance(m, str) and m and all(part.replace("-", "_").isidentifier() for part in m.split("."))
+            for m in probed):
         return None
     return tuple(probed)
 

@@ -554,7 +554,8 @@ def cache_entries(data: bytes) -> None:
             raise Finding(f"a venv marker led outside the venv: {info['site_packages']!r}")
     elif which == 1:
         probed = read_probed(path)
-        if probed is not None and not all(isinstance(m, str) and m.replace(".", "_").isidentifier() for m in probed):
+        if probed is not None and not all(isinstance(m, str) and m.replace(".", "_").replace("-", "_").isidentifier()
+                                        for m in probed):
             raise Finding(f"probed modules of another shape: {probed!r}")
     else:
         about = read_about(path)
