@@ -183,9 +183,10 @@ def test_a_merge_key_written_twice_is_a_syntax_problem(tmp_path: Path) -> None:
     assert errors and all(e.file == str(path) for e in errors)
 
 
-@pytest.mark.parametrize("text", ["+_", "a: -_\n", "a: [+_]\n"])
+@pytest.mark.parametrize("text", ["+_", "a: -_\n", "a: [+_]\n", "+_:", "? +_", "{+_}"])
 def test_a_sign_and_underscores_alone_are_a_syntax_problem(tmp_path: Path, text: str) -> None:
-    """Found by the long fuzz run (issue 26): ruamel.yaml reads "+_" as an int and fails with IndexError."""
+    """Found by the long fuzz run (issue 26): ruamel.yaml reads "+_" as an int and fails with IndexError;
+    as a key (the last three) it failed earlier, where keys are compared for duplicates."""
     path = tmp_path / "patches.yaml"
     path.write_text(text)
     _, errors = inspect_manifest(path)

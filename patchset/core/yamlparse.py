@@ -136,9 +136,11 @@ def _duplicates(node: MappingNode) -> list[Duplicate]:
 
 
 def _scalar(text: str) -> object:
+    """A plain key's loaded value; its text where ruamel.yaml cannot load it (a key "+_" raises IndexError:
+    found by the long fuzz run), which constructing the document then refuses with the rest."""
     try:
         value = _loader().load(text)
-    except YAMLError:
+    except (YAMLError, TypeError, ValueError, OverflowError, RecursionError, IndexError, NotImplementedError):
         return text
     return value if isinstance(value, (int, float, bool, type(None))) else text
 

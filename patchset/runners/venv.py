@@ -398,10 +398,11 @@ class VenvRunner:
     def _start_server(self, package: str, tree: Path | None, overlay: Path | None) -> WarmServer | None:
         """Start the warm interpreter unless it is started or has failed; None where it cannot fork.
 
-        What it imports: :data:`warm.WARM_MODULES`, and every module importing the package and the test
-        tree's conftest imports besides them. That list is found once per venv (by a child of the server
-        that imports the package from the first run's overlay) and kept in the cache. Without the list
-        and without a run (``tree`` None: warm_up), nothing is started yet.
+        What it imports: every module importing the package and the test tree's conftest imports besides
+        them, and pytest. That list is found once per venv (by a child of the server that imports the
+        package from the first run's overlay; that first server imports :data:`warm.WARM_MODULES` too)
+        and kept in the cache. Without the list and without a run (``tree`` None: warm_up), nothing is
+        started yet.
         """
         with self._server_lock:
             if self._server is not None or self._server_failed:
@@ -412,17 +413,19 @@ class VenvRunner:
             key = hashlib.sha256(f"{self.env.site_packages.resolve()}\0{package}".encode()).hexdigest()[:24]
             kept = Cache().path("warm", f"{key}.json")
             if (found := read_probed(kept)) is not None:
-                probed, probe = found, None
+                # exactly what importing the package and the conftest imported, not the guessed list: a module
+                # of the list they never import (compressed_tensors 4 s, anthropic 2 s) delayed every run
+                modules, probe = ("pytest", *found), None
             else:
                 if tree is None or overlay is None:
                     return None
-                probed = ()
+                modules = warm.WARM_MODULES
                 conftest = ["tests.conftest"] if (tree / "tests" / "conftest.py").is_file() else []
                 probe = {"cwd": str(tree), "path": [str(overlay), str(PLUGIN_DIR)], "also": conftest}
             if self._scratch is None:
                 self._scratch = Path(tempfile.mkdtemp(prefix="patchset-warm-"))
             server = WarmServer(self.env.python, package, self._base_env(self._scratch / "hf"),
-                                self._scratch, (*warm.WARM_MODULES, *probed), probe)
+                                self._scratch, modules, probe)
             why = server.start()
             if why is None and probe is not None and isinstance(server.hello.get("probed"), list):
                 with contextlib.suppress(OSError):

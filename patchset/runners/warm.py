@@ -32,8 +32,8 @@ from patchset.runners import PLUGIN_DIR
 
 SERVER = PLUGIN_DIR / "patchset_forkserver.py"
 
-#: Imported once in the server, each when the venv has it: what every run of vLLM's tests imports
-#: besides vLLM itself (its heavy dependencies, pytest and the plugins its test tree loads).
+#: Imported once in the first server of a venv, each when the venv has it: what a run of vLLM's tests is
+#: expected to import besides vLLM itself. Later servers import what that server's probe found instead.
 WARM_MODULES = (
     "torch", "numpy", "pytest", "pytest_asyncio", "tblib", "transformers", "tokenizers", "huggingface_hub",
     "safetensors", "pydantic", "fastapi", "msgspec", "zmq", "psutil", "cloudpickle", "yaml", "regex",
