@@ -87,7 +87,8 @@ def compare(manifest: Manifest | Path, to: str, hand: list[Path], tmp: Path,
             for f in r.files:
                 if f not in flagged:
                     flagged[f] = [f"merged cleanly, but its patch conflicts in {len(elsewhere)} other file(s) ("
-                                  + ", ".join(elsewhere) + "): it waits in the workspace"]
+                                  + ", ".join(elsewhere) + "): it waits in the workspace"
+                                  + ("; port says V already carries its change" if f in r.already_in_v else "")]
                     waiting[f] = walk.workspaces[p.id][1].get(f) if p.id in walk.workspaces else None
         if r.result == PortStatus.CONFLICT and p.id in walk.workspaces:
             merged.update(walk.workspaces[p.id][1])
@@ -193,6 +194,9 @@ def _flag_kind(path: str, reasons: list[str], hand_changed: bool, gone: bool,
       take (``flagged (another place ...)``), not the right reason;
     * the file's own hunks conflict (or would not import) and the hand port drops the change
       (``flagged (the maintainer dropped ...)``): refused where the maintainer refused too;
+    * the file merged cleanly and only waits for its patch's other conflicts, port says V already carries
+      its change (the merge leaves the file as V has it: ``already_in_v``, added 2026-12-02), and the hand
+      port leaves it as V has it (``flagged (already in V ...)``): port's word for it is the maintainer's;
     * the file merged cleanly and only waits for its patch's other conflicts, and the hand port drops
       the change (``flagged (held ...)``): nothing was wrong with it, so not counted as the right reason.
     """
@@ -206,6 +210,8 @@ def _flag_kind(path: str, reasons: list[str], hand_changed: bool, gone: bool,
         return "flagged (the gone file's rename; the maintainer dropped the change)"
     if followed:
         return "flagged (another place than the maintainer's: the hand port leaves it alone)"
+    if held and all(r.endswith("port says V already carries its change") for r in reasons):
+        return "flagged (already in V: port says so; the hand port leaves it as V has it)"
     if held:
         return "flagged (held: merged cleanly, waits for its patch; the maintainer dropped the change)"
     return "flagged (the maintainer dropped the change: the hand port leaves it alone)"

@@ -25,3 +25,16 @@ def test_a_gone_file_whose_flag_says_the_code_is_gone_is_a_right_flag() -> None:
     path = "vllm/executor/ray_distributed_executor.py"
     assert handports._flag_kind(path, [GONE], False, True, {path: None}).startswith("flagged (gone from V")
     assert handports._flag_kind(path, [HELD, GONE], False, True, {path: None}).startswith("flagged (gone from V")
+
+
+def test_a_held_file_port_says_v_already_carries_is_a_right_flag_only_where_the_hand_port_agrees() -> None:
+    """omni-infer 0.8.3 -> 0.9.0: clean files of conflicting patches whose merge is 0.9.0's own file."""
+    said = HELD + "; port says V already carries its change"
+    path = "vllm/model_executor/layers/linear.py"
+    kind = handports._flag_kind(path, [said], False, False, {path: b"V's own file\n"})
+    assert kind.startswith("flagged (already in V")
+    assert handports.summary([(path, kind, said, "identical")])["right"] == 1
+    # the hand port changes the file after all: a person had to, and the plain flag says so
+    assert handports._flag_kind(path, [said], True, False, {path: b"changed\n"}) == "flagged"
+    # a held file port says nothing about stays held
+    assert handports._flag_kind(path, [HELD], False, False, {path: b"V's own file\n"}).startswith("flagged (held")

@@ -577,3 +577,39 @@ def test_a_hunk_of_a_gone_file_whose_lines_stand_nowhere_names_no_place_only_a_w
     seen = next_release(load_manifest(manifest), "0.11.2", released=["0.11.2"])
     (change,) = seen.patches[0].upstream_change
     assert change.moved == "" and "moved_to" not in change.summary
+
+
+def test_a_conflicting_patch_says_which_of_its_files_the_new_release_already_carries(tmp_path):
+    """omni-infer 0.8.3 -> 0.9.0 (docs/port.md): ten clean files of conflicting patches merged into 0.9.0's own
+    files; the maintainer left them as 0.9.0 has them. port now says so, in the result and the README."""
+    a_old, b_old = "A = 1\nB = 2\nC = 3\n", "X = 1\nY = 2\nZ = 3\n"
+    a_fixed, b_fixed = a_old.replace("B = 2", "B = 20"), b_old.replace("Y = 2", "Y = 20")
+    trees = {"0.28.0": {"a.py": a_old, "b.py": b_old},
+             "0.29.0": {"a.py": a_fixed, "b.py": b_old.replace("Y = 2", "Y = 200")}}  # a.py: upstream took it
+    for version, files in trees.items():
+        for name, text in {"__init__.py": f'__version__ = "{version}"\n', **files}.items():
+            f = tmp_path / "trees" / version / "vllm" / name
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(text)
+    project = tmp_path / "project"
+    write_patch(project, "recipes/f/vllm-0.28.patch", udiff("vllm/a.py", a_old, a_fixed) + udiff("vllm/b.py", b_old,
+                                                                                                  b_fixed))
+    manifest = write_manifest(project, """\
+        schema: 1
+        targets:
+          "0.28.0": {}
+        patches:
+          - id: f
+            releases: ">=0.28.0"
+            patch: recipes/f/vllm-0.28.patch
+        """)
+    r = port(load_manifest(manifest), "0.29.0", source=f"dir:{tmp_path / 'trees'}/{{version}}")
+    (p,) = r.patches
+    assert p.result == "conflict" and [c.file for c in p.conflicts] == ["vllm/b.py"]
+    assert p.already_in_v == ("vllm/a.py",)
+    from patchset.report.port import port_doc, port_table
+
+    assert port_doc(r)["patches"][0]["already_in_v"] == ["vllm/a.py"]
+    assert "[its change already in vllm/a.py]" in port_table(r)
+    readme = (Path(p.workspace or "") / "README.md").read_text()
+    assert "## Already in vLLM 0.29.0" in readme and "- `vllm/a.py`" in readme

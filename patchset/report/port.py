@@ -13,8 +13,10 @@ def port_detail(p: PortedPatch) -> str:
         return p.evidence
     if p.result == PortStatus.CONFLICT:
         where = "; ".join(f"{c.file}:{c.line}" if c.line else c.file for c in p.conflicts)
-        return " ".join(x for x in (p.message, f"({where})" if where else "", f"workspace {p.workspace}"
-                                    if p.workspace else "") if x)
+        already = f"its change already in {p.already_in_v[0]}" if len(p.already_in_v) == 1 else \
+            f"its change already in {len(p.already_in_v)} files" if p.already_in_v else ""
+        return " ".join(x for x in (p.message, f"({where})" if where else "", f"[{already}]" if already else "",
+                                    f"workspace {p.workspace}" if p.workspace else "") if x)
     if p.result == PortStatus.BLOCKED:
         return p.message
     if not p.patch:
@@ -45,7 +47,8 @@ def conflict_doc(c: Conflict) -> dict:
 def ported_doc(p: PortedPatch) -> dict:
     return {"id": p.id, "result": p.result, "from": p.from_release, "patch": p.patch,
             "workspace": p.workspace, "conflicts": [conflict_doc(c) for c in p.conflicts],
-            "evidence": p.evidence or None, "message": p.message or None, "files": list(p.files)}
+            "evidence": p.evidence or None, "message": p.message or None, "files": list(p.files),
+            "already_in_v": list(p.already_in_v)}
 
 
 def port_doc(report: PortReport) -> dict:

@@ -94,6 +94,9 @@ class PortedPatch:
     conflicts: list[Conflict] = field(default_factory=list)
     files: tuple[str, ...] = ()  # files the patch changes on V
     text: str | None = None  # the new patch file's content (ported)
+    # conflict: files of the patch whose merge leaves them as V (with the patches before) has them: V already
+    # carries this patch's change there, nothing of it is left to carry in those files
+    already_in_v: tuple[str, ...] = ()
 
 
 @dataclass
@@ -396,7 +399,11 @@ def _merge_result(manifest: Manifest, walk: Walk, p: Patch, u: str, pf: PatchFil
     if m.conflicts:
         _explain(m.conflicts, p, u, walk, pf)
         walk.workspaces[p.id] = (dict(walk.ours), m.files, u)
+        conflicted = {c.file for c in m.conflicts}
+        already = tuple(sorted(f.path for f in pf.files if f.path not in conflicted and f.path in m.files
+                               and m.files[f.path] is not None and m.files[f.path] == walk.ours.get(f.path)))
         return PortedPatch(p.id, PortStatus.CONFLICT, u, conflicts=m.conflicts, files=tuple(sorted(m.files)),
+                           already_in_v=already,
                            message=f"{len(m.conflicts)} conflict(s); resolve them in the workspace, then run "
                                    f"patchset refresh {p.id} --vllm {walk.to}")
     changed = {k: v for k, v in m.files.items() if v != walk.ours.get(k)}
@@ -742,6 +749,11 @@ def workspace_readme(r: PortedPatch, to: str, folder: Path) -> str:
             lines += ["", "  What upstream changed there:", "", "  ```diff"]
             lines += ["  " + x for x in c.upstream.rstrip("\n").splitlines()]
             lines += ["  ```", ""]
+    if r.already_in_v:
+        lines += ["", f"## Already in vLLM {to}", "",
+                  f"This patch's change to these files is already in vLLM {to} (with the patches before it): "
+                  "the merge leaves each as it is there, and nothing of it is left to carry.", ""]
+        lines += [f"- `{f}`" for f in r.already_in_v]
     lines += ["", "## Then", "",
               "Edit the files until no marker is left and every Python file compiles, then run:", "",
               f"    patchset refresh {r.id} --vllm {to} --workdir {folder.parent}", "",
