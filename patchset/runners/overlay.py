@@ -5,12 +5,10 @@ the configuration changes are real folders, every other entry (file or
 folder) is one symlink, and the configuration's files are real files (or
 are absent, when the configuration deletes them). Put its parent first on
 PYTHONPATH and ``import vllm`` finds it before site-packages. For a series
-touching a few files of vLLM's ~7,400 that is a few hundred links, made and
-removed in milliseconds (a link per file in ~800 real folders took seconds
-to make and 12-18 s to remove on a disk mounted with ``discard``:
-docs/performance.md), so every configuration gets a fresh one and the
-cached environment stays read-only, safe to share between concurrent runs
-(runs do not write bytecode).
+touching a few files that is a few folders and a few hundred links (why not
+a link per file: docs/performance.md), so every configuration gets a fresh
+one and the cached environment stays read-only, safe to share between
+concurrent runs (runs do not write bytecode).
 
 Bytecode: the ``__pycache__`` entries of replaced files are dropped, so a
 stale ``.pyc`` can never run old code under a patched source.
