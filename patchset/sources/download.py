@@ -48,41 +48,8 @@ def read_through(cache: Cache, sha256: str, url: str, consume: Callable[[Iterato
         with open(final, "rb") as f:
             return consume(iter(lambda: f.read(CHUNK), b""))
     for attempt in range(1, http.RETRIES + 2):
-        digest = hashlib.sha256()
-        oversize: list[SourceError] = []  # what the consumer cannot hide, whatever it makes of the error
-
-        def chunks(digest: hashlib._Hash = digest, oversize: list[SourceError] = oversize) -> Iterator[bytes]:
-            try:
-                for chunk, done, total in _stream(url, size):
-                    digest.update(chunk)
-                    if progress:
-                        progress(done, total)
-                    elif download_progress:
-                        download_progress(_name(url), done, total)
-                    yield chunk
-            except _Oversize as e:
-                oversize.append(e)
-                raise
-
-        body = chunks()
         try:
-            try:
-                got = consume(body)
-            except _Oversize:
-                raise
-            except SourceError:
-                if oversize:
-                    raise oversize[0] from None
-                # a corrupt download can look like a corrupt archive: the digest says which it is
-                for _ in body:
-                    pass
-                if digest.hexdigest() == sha256:
-                    raise
-                got = None
-            for _ in body:  # what the consumer did not need still counts for the digest
-                pass
-            if oversize:
-                raise oversize[0]
+            got, hexdigest = _read_once(url, size, sha256, consume, progress)
         except _CutShort as e:
             if attempt > http.RETRIES:
                 raise SourceError(f"cannot download {_name(url)}: {e} ({attempt} attempts)") from e
@@ -90,11 +57,57 @@ def read_through(cache: Cache, sha256: str, url: str, consume: Callable[[Iterato
             continue
         except OSError as e:
             raise SourceError(f"cannot download {_name(url)}: {urls.redact(str(e))}") from e
-        if digest.hexdigest() != sha256:
-            raise SourceError(f"{_name(url)}: sha256 {digest.hexdigest()} does not match the "
+        if hexdigest != sha256:
+            raise SourceError(f"{_name(url)}: sha256 {hexdigest} does not match the "
                               f"index's {sha256}", hint="the download was corrupted or the index lies")
         return got  # type: ignore[return-value]  # None only when the digest check above raised
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+def _read_once(url: str, size: int | None, sha256: str, consume: Callable[[Iterator[bytes]], _T],
+               progress: Callable[[int, int], None] | None) -> tuple[_T | None, str]:
+    """One streaming of ``url`` through ``consume``: what it returned and the body's sha256.
+
+    None stands for what ``consume`` made of a body whose digest is wrong (it refused it: the caller
+    says the digest is wrong instead). A body longer than ``size`` is refused whatever ``consume``
+    made of the error; one cut short raises ``_CutShort`` for the caller to try again.
+    """
+    digest = hashlib.sha256()
+    oversize: list[SourceError] = []  # what the consumer cannot hide, whatever it makes of the error
+
+    def chunks() -> Iterator[bytes]:
+        try:
+            for chunk, done, total in _stream(url, size):
+                digest.update(chunk)
+                if progress:
+                    progress(done, total)
+                elif download_progress:
+                    download_progress(_name(url), done, total)
+                yield chunk
+        except _Oversize as e:
+            oversize.append(e)
+            raise
+
+    body = chunks()
+    got: _T | None
+    try:
+        got = consume(body)
+    except _Oversize:
+        raise
+    except SourceError:
+        if oversize:
+            raise oversize[0] from None
+        # a corrupt download can look like a corrupt archive: the digest says which it is
+        for _ in body:
+            pass
+        if digest.hexdigest() == sha256:
+            raise
+        got = None
+    for _ in body:  # what the consumer did not need still counts for the digest
+        pass
+    if oversize:
+        raise oversize[0]
+    return got, digest.hexdigest()
 
 
 def _with_retries(sha256: str, url: str, final: Path, progress: Callable[[int, int], None] | None,
