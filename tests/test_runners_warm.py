@@ -179,6 +179,9 @@ def test_the_server_script_is_shipped_beside_the_plugin():
 #: with multiprocessing inside a configuration, by fork and by spawn, must import the package from that
 #: configuration's overlay, exactly as the test process does.
 GRANDCHILDREN = """import multiprocessing
+import subprocess
+import sys
+import tempfile
 
 import toypkg.proven
 
@@ -198,6 +201,14 @@ def test_processes_it_starts_see_its_overlay():
         seen = queue.get(timeout=60)
         p.join(60)
         assert seen == (toypkg.proven.value(), toypkg.proven.__file__), method
+
+
+def test_programs_it_starts_see_its_overlay():
+    # a program, not a multiprocessing child: it finds the package through PYTHONPATH alone (run elsewhere:
+    # this toy's tree holds the pristine package, which a program started here would import first)
+    out = subprocess.run([sys.executable, "-c", "import toypkg.proven as m; print(m.value(), m.__file__)"],
+                         cwd=tempfile.gettempdir(), capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == [str(toypkg.proven.value()), toypkg.proven.__file__], out.stderr
 """
 
 
@@ -217,7 +228,8 @@ def test_processes_a_configurations_tests_start_import_the_package_from_its_over
     # with the series, value() is 2 in the test process: a grandchild that imported the installed
     # package (1), or one the warm interpreter had imported, would differ
     assert [(t.nodeid, str(t.outcome)) for t in suite.run.results] == [
-        ("tests/test_grandchildren.py::test_processes_it_starts_see_its_overlay", "passed")]
+        ("tests/test_grandchildren.py::test_processes_it_starts_see_its_overlay", "passed"),
+        ("tests/test_grandchildren.py::test_programs_it_starts_see_its_overlay", "passed")]
     assert str(report.patches[0].verdict) == "proven"
 
 
