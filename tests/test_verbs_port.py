@@ -400,18 +400,16 @@ def test_next_and_check_report_every_hunk_with_one_file_missing_and_where_its_li
 FUNC_F = "def f(x):\n    total = x * 2\n    total += compute_offset(x)\n    return total\n"
 
 
-def _moved_project(root: Path, b_text: str) -> tuple[Path, str]:
-    """vllm/a.py on 0.28.0 holds f; 0.29.0 moved f to vllm/b.py (``b_text``); a patch edits f in a.py."""
-    a_old = "import os\n\n\n" + FUNC_F + "\n\nKEEP = 1\n"
-    trees = {"0.28.0": {"a.py": a_old}, "0.29.0": {"a.py": "import os\n\n\nKEEP = 1\n", "b.py": b_text}}
+def _one_patch_project(root: Path, trees: dict[str, dict[str, str]], patch: str) -> tuple[Path, str]:
+    """``root/trees/VERSION/vllm/NAME`` for each release's files (an ``__init__.py`` naming the release), and a
+    project whose one patch ``f`` (``patch``) serves 0.28.0 on: its manifest and the source of the trees."""
     for version, files in trees.items():
         for name, text in {"__init__.py": f'__version__ = "{version}"\n', **files}.items():
             f = root / "trees" / version / "vllm" / name
             f.parent.mkdir(parents=True, exist_ok=True)
             f.write_text(text)
     project = root / "project"
-    fixed = a_old.replace("    total += compute_offset(x)\n", "    total += compute_offset(x, fast=True)\n")
-    write_patch(project, "recipes/f/vllm-0.28.patch", udiff("vllm/a.py", a_old, fixed))
+    write_patch(project, "recipes/f/vllm-0.28.patch", patch)
     manifest = write_manifest(project, """\
         schema: 1
         targets:
@@ -422,6 +420,14 @@ def _moved_project(root: Path, b_text: str) -> tuple[Path, str]:
             patch: recipes/f/vllm-0.28.patch
         """)
     return manifest, f"dir:{root / 'trees'}/{{version}}"
+
+
+def _moved_project(root: Path, b_text: str) -> tuple[Path, str]:
+    """vllm/a.py on 0.28.0 holds f; 0.29.0 moved f to vllm/b.py (``b_text``); a patch edits f in a.py."""
+    a_old = "import os\n\n\n" + FUNC_F + "\n\nKEEP = 1\n"
+    trees = {"0.28.0": {"a.py": a_old}, "0.29.0": {"a.py": "import os\n\n\nKEEP = 1\n", "b.py": b_text}}
+    fixed = a_old.replace("    total += compute_offset(x)\n", "    total += compute_offset(x, fast=True)\n")
+    return _one_patch_project(root, trees, udiff("vllm/a.py", a_old, fixed))
 
 
 def test_a_function_moved_to_another_module_is_ported_where_its_lines_stand(tmp_path):
@@ -586,24 +592,9 @@ def test_a_conflicting_patch_says_which_of_its_files_the_new_release_already_car
     a_fixed, b_fixed = a_old.replace("B = 2", "B = 20"), b_old.replace("Y = 2", "Y = 20")
     trees = {"0.28.0": {"a.py": a_old, "b.py": b_old},
              "0.29.0": {"a.py": a_fixed, "b.py": b_old.replace("Y = 2", "Y = 200")}}  # a.py: upstream took it
-    for version, files in trees.items():
-        for name, text in {"__init__.py": f'__version__ = "{version}"\n', **files}.items():
-            f = tmp_path / "trees" / version / "vllm" / name
-            f.parent.mkdir(parents=True, exist_ok=True)
-            f.write_text(text)
-    project = tmp_path / "project"
-    write_patch(project, "recipes/f/vllm-0.28.patch", udiff("vllm/a.py", a_old, a_fixed) + udiff("vllm/b.py", b_old,
-                                                                                                  b_fixed))
-    manifest = write_manifest(project, """\
-        schema: 1
-        targets:
-          "0.28.0": {}
-        patches:
-          - id: f
-            releases: ">=0.28.0"
-            patch: recipes/f/vllm-0.28.patch
-        """)
-    r = port(load_manifest(manifest), "0.29.0", source=f"dir:{tmp_path / 'trees'}/{{version}}")
+    manifest, src = _one_patch_project(tmp_path, trees, udiff("vllm/a.py", a_old, a_fixed)
+                                       + udiff("vllm/b.py", b_old, b_fixed))
+    r = port(load_manifest(manifest), "0.29.0", source=src)
     (p,) = r.patches
     assert p.result == "conflict" and [c.file for c in p.conflicts] == ["vllm/b.py"]
     assert p.already_in_v == ("vllm/a.py",)
