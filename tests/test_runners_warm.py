@@ -14,6 +14,7 @@ import shutil
 import signal
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -326,3 +327,28 @@ def test_the_warm_interpreter_starts_before_the_first_run_once_its_imports_are_k
         assert second.run(config).exit_code == 0
     finally:
         second.close()
+
+
+def test_turns_keep_runs_side_by_side_within_the_limit():
+    """A suite in parts asks for more runs than the pool has workers: the runner's turns hold the limit."""
+    import threading
+
+    turns, lock = warm.Turns(), threading.Lock()
+    now, most = [0], [0]
+
+    def one(alone: bool) -> None:
+        with turns.turn(alone, limit=2):
+            with lock:
+                now[0] += 1
+                most[0] = max(most[0], now[0])
+                assert not alone or now[0] == 1
+            time.sleep(0.05)
+            with lock:
+                now[0] -= 1
+
+    threads = [threading.Thread(target=one, args=(i == 3,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert most[0] == 2 and now[0] == 0

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from helpers import udiff
+from helpers import stable, udiff
 from test_verbs_test import UTIL, WATERMARK, WATERMARK_FIXED, fix_patch, make_project, manifest_with
 
 from patchset.cache import Cache
@@ -117,18 +117,19 @@ def test_the_pristine_result_is_cached_and_reused(tmp_path):
         """)
     first = run_prove(tmp_path, src, site, manifest)
     assert first.ok and not first.suites[0].baseline.cached
-    assert (tmp_path / "work" / "runs" / "pristine-tests" / "pytest.log").is_file()
+    # (side by side, the suite's folder runs in parts: runs/pristine-tests-1-of-2, …)
+    assert list((tmp_path / "work" / "runs").glob("pristine-tests*/pytest.log"))
     lines: list[str] = []
     second = run_prove(tmp_path, src, site, manifest, progress=lines.append)
     (s,) = second.suites
     assert s.baseline.cached and s.baseline.key == first.suites[0].baseline.key
-    assert not (tmp_path / "work1" / "runs" / "pristine-tests").exists()  # nothing ran on the pristine release
+    assert not list((tmp_path / "work1" / "runs").glob("pristine-tests*"))  # nothing ran on the pristine release
     assert not (tmp_path / "work1" / "pristine-tree").exists()  # nor was its test tree copied
     assert by_class(s) == by_class(first.suites[0])
     assert any("pristine baseline reused from the cache" in line for line in lines)
     assert "pristine baseline reused from the cache" in testreport.render_table(second)
     again = run_prove(tmp_path, src, site, manifest, rebaseline=True)
-    assert not again.suites[0].baseline.cached and (tmp_path / "work2" / "runs" / "pristine-tests").is_dir()
+    assert not again.suites[0].baseline.cached and list((tmp_path / "work2" / "runs").glob("pristine-tests*"))
     # a different pristine test tree is a different baseline
     (src / "tests" / "test_more.py").write_text("def test_more():\n    pass\n")
     assert run_prove(tmp_path, src, site, manifest).suites[0].baseline.key != s.baseline.key
@@ -335,7 +336,7 @@ def test_cli_rebaseline_and_a_relative_workdir(tmp_path, monkeypatch, capsys):
         assert s["passed"] == 4 and s["pre_existing"][0]["nodeid"].endswith("[cpu:0]")
         cached.append(s["baseline"]["cached"])
     assert cached == [False, True, False]
-    assert (tmp_path / "w1" / "runs" / "suite-tests" / "junit.xml").is_file()
+    assert list((tmp_path / "w1" / "runs").glob("suite-tests*/junit.xml"))  # in parts, side by side
 
 
 def test_this_repositorys_gpu_suites_run_on_the_gpu_runner():
@@ -439,3 +440,78 @@ def test_a_planted_regression_in_the_file_mapper_is_named(tmp_path):
     # passed on the pristine release, and again in the control run after the series' re-runs
     assert all(t["pristine"] == ["passed", "passed"] for t in tree["regressions"])
     assert all(not n.startswith(TRANSFER) for n in regressions)  # the CPU limits stay pre-existing
+
+
+# --- a suite's folder in parts, side by side --------------------------------------------------------------------
+
+
+def shard_tree(tmp_path: Path) -> Path:
+    tree = tmp_path / "tree"
+    (tree / "tests" / "sub").mkdir(parents=True)
+    (tree / "tests" / "__pycache__").mkdir()
+    for name, size in {"test_big.py": 900, "test_mid.py": 500, "sub/test_small.py": 300, "sub/util_test.py": 200,
+                       "test_gone.py": 100, "helpers.py": 5000, "conftest.py": 10, "__pycache__/test_x.py": 1}.items():
+        (tree / "tests" / name).write_text("#" * size)
+    (tree / "pyproject.toml").write_text("[tool.pytest.ini_options]\nmarkers = []\n")
+    return tree
+
+
+def test_a_suite_folder_is_split_into_parts_that_collect_what_it_does(tmp_path):
+    tree = shard_tree(tmp_path)
+    parts = vs.shard_selectors(tree, ("tests", "--deselect=tests/test_gone.py", "--deselect=tests/test_mid.py::t"), 2)
+    # every test file once (pytest's default names), balanced by size, in pytest's order; the options in each part;
+    # a file the options deselect whole is left out, as are helpers and what hides in dot- or cache folders
+    options = ("--deselect=tests/test_gone.py", "--deselect=tests/test_mid.py::t")
+    assert parts == [("tests/test_big.py", *options),
+                     ("tests/sub/test_small.py", "tests/sub/util_test.py", "tests/test_mid.py", *options)]
+    assert vs.shard_selectors(tree, ("tests",), 8) == [(f,) for f in [
+        "tests/test_big.py", "tests/test_mid.py", "tests/sub/test_small.py", "tests/sub/util_test.py",
+        "tests/test_gone.py"]]
+
+
+@pytest.mark.parametrize("where", ["pyproject.toml", "tests/conftest.py", "tests/sub/conftest.py", "conftest.py"])
+@pytest.mark.parametrize("word", ["python_files", "norecursedirs", "collect_ignore", "pytest_ignore_collect"])
+def test_a_folder_is_run_whole_where_its_configuration_changes_what_is_collected(tmp_path, where, word):
+    tree = shard_tree(tmp_path)
+    with open(tree / where, "a") as f:
+        f.write(f"\n# {word}\n")
+    assert vs.shard_selectors(tree, ("tests",), 2) == []
+
+
+def test_only_one_folder_is_split(tmp_path):
+    tree = shard_tree(tmp_path)
+    for selectors in [("tests/test_big.py",), ("tests/test_big.py::test_x",), ("tests", "tests/sub"), ("nowhere",),
+                      ("tests/sub/util_test.py",)]:
+        assert vs.shard_selectors(tree, selectors, 2) == [], selectors
+    assert vs.shard_selectors(tree, ("tests",), 1) == [("tests/sub/test_small.py", "tests/sub/util_test.py",
+                                                        "tests/test_big.py", "tests/test_gone.py", "tests/test_mid.py")]
+
+
+def test_parts_exit_as_one_run():
+    assert [vs._merged_exit(c) for c in ([0, 0], [0, 1], [5, 0], [5, 5], [1, -9, 2], [0, 4])] == [0, 1, 0, 5, -9, 4]
+
+
+def test_a_suite_in_parts_side_by_side_gives_the_serial_paths_verdicts_and_json(tmp_path):
+    """The regression project above, its suite ("tests", 5 files) run whole (--jobs 1) and in two parts
+    (--jobs 2): the same classes, the same document less timings."""
+    docs = []
+    for jobs in (1, 2):
+        root = tmp_path / f"jobs{jobs}"
+        src, site, manifest = project_with_suite(root, {
+            "watermark": fix_patch(WATERMARK_FIXED),
+            "oops": udiff("toypkg/util.py", UTIL, BROKEN_UTIL)}, """
+            - id: watermark
+              patch: recipes/watermark.patch
+              tests: ["tests/test_watermark.py::test_final_sampled_token_is_not_offloaded"]
+            - id: oops
+              patch: recipes/oops.patch
+            """)
+        report = run_prove(root, src, site, manifest, jobs=jobs)
+        runs = {p.name for p in (root / "work" / "runs").iterdir()}
+        assert ({"suite-tests-1-of-2", "suite-tests-2-of-2"} <= runs) == (jobs == 2), runs  # in parts side by side
+        assert ("suite-tests" in runs) == (jobs == 1), runs
+        doc = json.loads(testreport.render_json(report))
+        docs.append(json.loads(json.dumps(doc).replace(str(root), "ROOT")))
+    volatile = {"duration", "seconds", "key"}  # the key names each project's own site-packages
+    assert stable(docs[0], volatile) == stable(docs[1], volatile)
+    assert [r["nodeid"] for r in docs[1]["suites"][0]["regressions"]] == ["tests/test_util.py::test_double"]

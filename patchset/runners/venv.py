@@ -318,7 +318,7 @@ class VenvRunner:
             raise PatchsetError("VenvRunner.run before prepare")
         if self.jobs <= 1:
             return self._run(config)
-        with self._turns.turn(config.alone):
+        with self._turns.turn(config.alone, limit=self.jobs):
             return self._run(config)
 
     def _run(self, config: RunConfig) -> RunOutcome:

@@ -163,8 +163,9 @@ class WarmServer:
 
 
 class Turns:
-    """Runs side by side, except one that asks to run alone: it waits until the runs under way have ended,
-    and no other starts until it has ended (those waiting to run alone go first)."""
+    """Runs side by side, at most ``limit`` at a time, except one that asks to run alone: it waits until the
+    runs under way have ended, and no other starts until it has ended (those waiting to run alone go first).
+    The limit holds where more threads ask than the pool has workers (a suite split into parts)."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
@@ -173,7 +174,7 @@ class Turns:
         self._waiting_alone = 0
 
     @contextlib.contextmanager
-    def turn(self, alone: bool) -> Iterator[None]:
+    def turn(self, alone: bool, limit: int | None = None) -> Iterator[None]:
         with self._changed:
             if alone:
                 self._waiting_alone += 1
@@ -181,7 +182,8 @@ class Turns:
                 self._waiting_alone -= 1
                 self._alone = True
             else:
-                self._changed.wait_for(lambda: not self._alone and not self._waiting_alone)
+                self._changed.wait_for(lambda: not self._alone and not self._waiting_alone
+                                       and (limit is None or self._running < limit))
                 self._running += 1
         try:
             yield

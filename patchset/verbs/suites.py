@@ -24,7 +24,7 @@ import math
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -39,6 +39,7 @@ from patchset.runners.pytestrun import (
     covers,
     crash_reason,
     gpu_reason,
+    normalise_selector,
     prepare_test_tree,
     run_pytest,
     select,
@@ -75,6 +76,7 @@ class SuiteJob:
     cache: Cache
     rebaseline: bool = False  # ignore a cached pristine result (it is replaced)
     seconds: dict[str, float] = field(default_factory=dict)
+    shards: int = 1  # a suite's folder is split among this many runs side by side (shard_selectors)
     _pristine_tree: Path | None = None
     _digest: str | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)  # suites run side by side (--jobs)
@@ -262,7 +264,71 @@ class _Ran:
 def _selected(job: SuiteJob, suite: Suite, label: str, files: Mapping[str, bytes | None], tree: Path,
               selectors: tuple[str, ...], *, alone: bool = False) -> _Ran:
     """Run ``selectors`` in one configuration; the results of the tests they name, by node id. ``alone``: a
-    re-run of what may be a regression, run as the serial path runs (RunConfig.alone)."""
+    re-run of what may be a regression, run as the serial path runs (RunConfig.alone). A suite's folder is
+    split among ``job.shards`` runs side by side where that collects the same tests (shard_selectors)."""
+    parts = [] if alone or job.shards <= 1 else shard_selectors(tree, selectors, job.shards)
+    if len(parts) <= 1:
+        return _selected_once(job, suite, label, files, tree, selectors, alone=alone)
+    wanted = [s for s in selectors if not s.startswith("--")]  # the folder: results are read as its run's
+    with ThreadPoolExecutor(len(parts), thread_name_prefix="patchset-shard") as pool:
+        ran = list(pool.map(lambda i: _selected_once(job, suite, f"{label} [{i + 1} of {len(parts)}]", files, tree,
+                                                       parts[i], wanted=wanted), range(len(parts))))
+    job.seconds[label] = max(r.duration for r in ran)
+    # in the order the folder's run reports them: by file, as pytest walks a folder (each level by name), and
+    # within a file as it ran (sorted() keeps that order)
+    merged = [(n, r) for part in ran for n, r in part.results.items()]
+    results = dict(sorted(merged, key=lambda item: Path(item[0].split("::")[0]).parts))
+    folder = normalise_selector(wanted[0])
+    if folder in results and len(results) > 1:  # a part that collected nothing, where the others did
+        results.pop(folder)
+    return _Ran(results, _merged_exit([r.exit_code for r in ran]), max(r.duration for r in ran),
+                "; ".join(f"part {i + 1} of {len(ran)}: {r.crash}" for i, r in enumerate(ran) if r.crash) or None)
+
+
+def shard_selectors(tree: Path, selectors: tuple[str, ...], shards: int) -> list[tuple[str, ...]]:
+    """``selectors`` (one folder, then ``--deselect`` options) as up to ``shards`` selections of its test files,
+    balanced by size, that together collect what the folder does; ``[]`` where that cannot be known here: not
+    one folder, or a pytest configuration or conftest that changes which files are collected
+    (``python_files``, ``norecursedirs``, ``collect_ignore``, ``pytest_ignore_collect``)."""
+    paths = [s for s in selectors if not s.startswith("--")]
+    if len(paths) != 1 or "::" in paths[0] or not (tree / paths[0]).is_dir():
+        return []
+    folder = tree / paths[0]
+    configs = [tree / name for name in PYTEST_CONFIG_FILES]
+    conftests = [*(p / "conftest.py" for p in [folder, *folder.parents] if tree in [p, *p.parents]),
+                 *folder.rglob("conftest.py")]
+    for f in [*configs, *conftests]:
+        text = f.read_text(errors="replace") if f.is_file() else ""
+        if any(word in text for word in ("python_files", "norecursedirs", "collect_ignore", "pytest_ignore_collect")):
+            return []
+    options = tuple(s for s in selectors if s.startswith("--"))
+    deselected = [o.split("=", 1)[1] for o in options if o.startswith("--deselect=")]
+    tests = sorted(p for p in folder.rglob("*.py") if (p.name.startswith("test_") or p.name.endswith("_test.py"))
+                   and not any(part.startswith(".") or part == "__pycache__"
+                               for part in p.relative_to(folder).parts[:-1])
+                   and not any(covers(d, p.relative_to(tree).as_posix()) for d in deselected))
+    if len(tests) < 2:
+        return []
+    bins: list[list[Path]] = [[] for _ in range(min(shards, len(tests)))]
+    sizes = [0] * len(bins)
+    for test in sorted(tests, key=lambda p: -p.stat().st_size):  # largest first, each to the lightest part
+        i = sizes.index(min(sizes))
+        bins[i].append(test)
+        sizes[i] += test.stat().st_size
+    return [(*(p.relative_to(tree).as_posix() for p in sorted(b)), *options) for b in bins]
+
+
+def _merged_exit(codes: list[int]) -> int:
+    """One exit code for runs that are parts of one: the first abnormal one, else 1 if any test failed, else 0 if
+    any ran, else 5 (pytest's "no tests collected")."""
+    abnormal = [c for c in codes if c not in (0, 1, 5)]
+    return abnormal[0] if abnormal else 1 if 1 in codes else 0 if 0 in codes else 5
+
+
+def _selected_once(job: SuiteJob, suite: Suite, label: str, files: Mapping[str, bytes | None], tree: Path,
+                   selectors: tuple[str, ...], *, alone: bool = False, wanted: Sequence[str] | None = None) -> _Ran:
+    """One pytest run of ``selectors`` (see _selected); ``wanted``: the selectors whose tests are read from it
+    (a part of a folder's run: the folder), else the run's own."""
 
     timeout = suite.timeout or job.timeout
     config = RunConfig(label, job.package, files, tree, selectors, job.workdir / "runs" / slug(label), timeout,
@@ -272,7 +338,8 @@ def _selected(job: SuiteJob, suite: Suite, label: str, files: Mapping[str, bytes
     crash = crash_reason(outcome, selectors, not_found, timeout)
     if crash:
         job.progress(f"{label}: {crash}")
-    wanted = [s for s in selectors if not s.startswith("--")]
+    if wanted is None:
+        wanted = [s for s in selectors if not s.startswith("--")]
     results = {r.nodeid: r for r in select(_unless_deselected(outcome, suite), wanted, not_found)}
     return _Ran(results, outcome.exit_code, outcome.duration, crash)
 

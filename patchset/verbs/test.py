@@ -259,7 +259,7 @@ def _run_all(session: _Session, testable: list, cache: Cache | None, jobs: int) 
     """Every configuration: one after another in this thread, or handed to a pool of ``jobs`` (the
     suites, the longest runs, first) and read in order; the runner is closed either way."""
     pool = ThreadPoolExecutor(jobs, thread_name_prefix="patchset-run") if jobs > 1 else None
-    session = replace(session, pool=pool)
+    session = replace(session, pool=pool, jobs=jobs)
     with_suites = session.options.suites and bool(session.manifest.suites)
     try:
         if pool is None:  # one configuration after another, in this thread: the proofs, then the suites
@@ -329,6 +329,7 @@ class _Session:
     options: ProofOptions
     seconds: dict[str, float]  # by configuration label, filled in as they run
     pool: ThreadPoolExecutor | None = None  # runs side by side; None: one after another, in this thread
+    jobs: int = 1  # how many side by side (the pool's size)
 
     @property
     def progress(self) -> Progress:
@@ -413,7 +414,8 @@ def _suites(session: _Session, cache: Cache | None) -> list[Future[SuiteResult] 
     job = SuiteJob(s.runner, s.manifest.pypi, s.version, import_name(s.manifest.pypi),
                    {p: s.full.files[p] for p in paths}, {p: s.full.pristine.get(p) for p in paths},
                    s.tree, pristine_tests_root(s.source), s.workdir, s.timeout, s.progress,
-                   {p.id: p.tests for p in s.manifest.patches}, cache or Cache(), s.options.rebaseline, s.seconds)
+                   {p.id: p.tests for p in s.manifest.patches}, cache or Cache(), s.options.rebaseline, s.seconds,
+                   shards=s.jobs if s.pool is not None else 1)
     if s.pool is None:
         return [_Done(run_suite(job, suite)) for suite in s.manifest.suites]
     # Each pristine result is a task of its own, handed to the pool before its suite: it runs beside the
