@@ -1,7 +1,8 @@
 """Running the manifest's suites: with the series, and on the pristine release (cached).
 
 Each suite runs in its own pytest run with the series (its own timeout, its
-own crash), and once per (release, runner, pristine test tree, selection)
+own crash; side by side, a folder's test files in parts, one run each, read
+as one run: shard_selectors), and once per (release, runner, pristine test tree, selection)
 on the pristine release: the package files the series touches as the
 release ships them, the release's own ``tests/`` (no test hunks). That
 pristine result is cached, so the next ``patchset test`` costs one suite
