@@ -515,3 +515,23 @@ def test_a_suite_in_parts_side_by_side_gives_the_serial_paths_verdicts_and_json(
     volatile = {"duration", "seconds", "key"}  # the key names each project's own site-packages
     assert stable(docs[0], volatile) == stable(docs[1], volatile)
     assert [r["nodeid"] for r in docs[1]["suites"][0]["regressions"]] == ["tests/test_util.py::test_double"]
+
+
+def test_the_second_look_at_pristine_failures_runs_alone(tmp_path, monkeypatch):
+    """As the re-runs with the series: a pristine failure the load of runs side by side caused is not kept."""
+    src, site, manifest = project_with_suite(tmp_path, {"watermark": fix_patch(WATERMARK_FIXED)}, """
+        - id: watermark
+          patch: recipes/watermark.patch
+        """)
+    seen: list[tuple[str, bool]] = []
+    original = VenvRunner.run
+
+    def run(self, config):
+        seen.append((config.label, config.alone))
+        return original(self, config)
+
+    monkeypatch.setattr(VenvRunner, "run", run)
+    report = run_prove(tmp_path, src, site, manifest, jobs=2)
+    assert report.ok
+    assert ("pristine tests (failures again)", True) in seen  # test_transfer[cpu:0] fails on the pristine release
+    assert all(not alone for label, alone in seen if "again" not in label and "control" not in label)

@@ -148,8 +148,10 @@ def pristine_baseline(job: SuiteJob, suite: Suite) -> Baseline:
             return Baseline(key, False, [first.results], f"the pristine run crashed: {first.crash}", first.duration)
         runs, secs = [first.results], first.duration
         failing = sorted(n for n, r in first.results.items() if r.outcome in (FAILED, ERROR))
-        if failing:  # a second look at what failed: a flaky pristine failure must not excuse a regression
-            again = _selected(job, suite, label + " (failures again)", job.pristine_files, tree, tuple(failing))
+        if failing:  # a second look at what failed: a flaky pristine failure must not excuse a regression.
+            # Alone, as the re-runs with the series are: a failure the load caused is not kept as the release's
+            again = _selected(job, suite, label + " (failures again)", job.pristine_files, tree, tuple(failing),
+                              alone=True)
             runs.append({n: r for n, r in again.results.items() if n in first.results})
             secs += again.duration
         base = Baseline(key, False, runs, "", secs)
