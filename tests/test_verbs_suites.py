@@ -256,13 +256,13 @@ def test_baseline_keys_change_with_everything_the_pristine_result_depends_on(tmp
 
 @pytest.mark.parametrize("content", [
     b"[]", b'"x"', b"[" * 100_000 + b"]" * 100_000, b"\xff\xfe",
-    b'{"format": 1, "key": "K", "runs": {"a": 1}}',
-    b'{"format": 1, "key": "K", "runs": [[]]}',
-    b'{"format": 1, "key": "K", "runs": [{"t": {"outcome": "gone"}}]}',
-    b'{"format": 1, "key": "K", "runs": [{"t": "passed"}]}',
-    b'{"format": 1, "key": "K", "runs": [{"t": {"outcome": "failed", "message": 1}}]}',
-    b'{"format": 1, "key": "K", "runs": [], "seconds": "soon"}',
-    b'{"format": 1, "key": "K", "runs": [], "seconds": Infinity}',
+    b'{"format": 2, "key": "K", "runs": {"a": 1}}',
+    b'{"format": 2, "key": "K", "runs": [[]]}',
+    b'{"format": 2, "key": "K", "runs": [{"t": {"outcome": "gone"}}]}',
+    b'{"format": 2, "key": "K", "runs": [{"t": "passed"}]}',
+    b'{"format": 2, "key": "K", "runs": [{"t": {"outcome": "failed", "message": 1}}]}',
+    b'{"format": 2, "key": "K", "runs": [], "seconds": "soon"}',
+    b'{"format": 2, "key": "K", "runs": [], "seconds": Infinity}',
 ])
 def test_a_damaged_baseline_is_run_again(tmp_path, content):
     """Found writing the baseline fuzz target (issue 26): AttributeError, KeyError, TypeError, ValueError and
@@ -270,8 +270,11 @@ def test_a_damaged_baseline_is_run_again(tmp_path, content):
     path = tmp_path / "b.json"
     path.write_bytes(content)
     assert vs.load_baseline(path, "K") is None
-    path.write_bytes(b'{"format": 1, "key": "K", "runs": [{"t": {"outcome": "failed", "message": "m"}}], "seconds": 2}')
+    path.write_bytes(b'{"format": 2, "key": "K", "runs": [{"t": {"outcome": "failed", "message": "m"}}], "seconds": 2}')
     assert vs.load_baseline(path, "K").runs[0]["t"].message == "m"
+    # one written by the format before (its second look at failures ran side by side) is made again
+    path.write_bytes(b'{"format": 1, "key": "K", "runs": [{"t": {"outcome": "failed", "message": "m"}}], "seconds": 2}')
+    assert vs.load_baseline(path, "K") is None
 
 
 def test_patches_tests_and_suites_run_separately(tmp_path):

@@ -51,7 +51,8 @@ from patchset.verbs.baseline import Baseline
 from patchset.verbs.proof import SuiteResult
 
 #: Bump when what a cached pristine result means changes (selection, re-runs, the stored fields).
-BASELINE_FORMAT = 1
+#: 2: the second look at the pristine failures runs alone (a baseline of 1 may hold failures the load caused).
+BASELINE_FORMAT = 2
 #: How many more times a test that fails with the series and passed pristine runs before its verdict.
 FLAKY_RERUNS = 2
 #: Labels an image built by ``patchset build`` carries (OCI annotations).

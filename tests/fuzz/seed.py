@@ -168,7 +168,7 @@ def cache_seeds() -> dict[str, list[bytes]]:
     from patchset.core import patchfile, yamlcache, yamlparse
     from patchset.runners import NodeResult, Outcome
     from patchset.verbs.baseline import Baseline
-    from patchset.verbs.suites import dump_baseline
+    from patchset.verbs.suites import BASELINE_FORMAT, dump_baseline
 
     doc = json.dumps(yamlcache._to_json(yamlparse.parse(targets.MANIFEST.decode())), separators=(",", ":")).encode()
     parsed = patchfile._kept(patchfile.parse_patch(targets.PATCH, name="fix.patch"))
@@ -193,7 +193,8 @@ def cache_seeds() -> dict[str, list[bytes]]:
     # byte 0: the entry as it stands on disk (here whole: mutations damage it); byte 1: the content, made whole
     return {"yaml-cache": [b"\0" + targets.whole(doc), b"\1" + doc],
             "patch-cache": [b"\0" + targets.whole(kept), b"\1" + json.dumps(as_json(parsed)).encode()],
-            "baseline": [base, base.replace(b'"format": 1', b'"format": 2'), b"[]"],
+            "baseline": [base, base.replace(b'"format": %d' % BASELINE_FORMAT, b'"format": %d' % (BASELINE_FORMAT - 1)),
+                         b"[]"],
             "cache-entries": [b"\0" + json.dumps(marker, indent=2).encode(), b"\1" + json.dumps(probed).encode(),
                               b"\2" + json.dumps(about).encode()]}
 
