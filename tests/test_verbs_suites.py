@@ -68,8 +68,9 @@ def by_class(suite) -> dict[str, list[str]]:
     return out
 
 
-def test_a_regression_is_named_and_pre_existing_failures_do_not_fail_the_suite(tmp_path):
-    src, site, manifest = project_with_suite(tmp_path, {
+def regression_project(root: Path):
+    """A fix with its test, and a patch that breaks util.double (a regression the suite "tests" names)."""
+    return project_with_suite(root, {
         "watermark": fix_patch(WATERMARK_FIXED),
         "oops": udiff("toypkg/util.py", UTIL, BROKEN_UTIL)}, """
         - id: watermark
@@ -78,6 +79,10 @@ def test_a_regression_is_named_and_pre_existing_failures_do_not_fail_the_suite(t
         - id: oops
           patch: recipes/oops.patch
         """)
+
+
+def test_a_regression_is_named_and_pre_existing_failures_do_not_fail_the_suite(tmp_path):
+    src, site, manifest = regression_project(tmp_path)
     report = run_prove(tmp_path, src, site, manifest)
     (s,) = report.suites
     assert by_class(s) == {
@@ -500,15 +505,7 @@ def test_a_suite_in_parts_side_by_side_gives_the_serial_paths_verdicts_and_json(
     docs = []
     for jobs in (1, 2):
         root = tmp_path / f"jobs{jobs}"
-        src, site, manifest = project_with_suite(root, {
-            "watermark": fix_patch(WATERMARK_FIXED),
-            "oops": udiff("toypkg/util.py", UTIL, BROKEN_UTIL)}, """
-            - id: watermark
-              patch: recipes/watermark.patch
-              tests: ["tests/test_watermark.py::test_final_sampled_token_is_not_offloaded"]
-            - id: oops
-              patch: recipes/oops.patch
-            """)
+        src, site, manifest = regression_project(root)
         report = run_prove(root, src, site, manifest, jobs=jobs)
         runs = {p.name for p in (root / "work" / "runs").iterdir()}
         assert ({"suite-tests-1-of-2", "suite-tests-2-of-2"} <= runs) == (jobs == 2), runs  # in parts side by side
