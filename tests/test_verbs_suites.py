@@ -457,8 +457,11 @@ def shard_tree(tmp_path: Path) -> Path:
     tree = tmp_path / "tree"
     (tree / "tests" / "sub").mkdir(parents=True)
     (tree / "tests" / "__pycache__").mkdir()
+    for folder in ("build", ".hidden", "venv"):
+        (tree / "tests" / folder).mkdir()
     for name, size in {"test_big.py": 900, "test_mid.py": 500, "sub/test_small.py": 300, "sub/util_test.py": 200,
-                       "test_gone.py": 100, "helpers.py": 5000, "conftest.py": 10, "__pycache__/test_x.py": 1}.items():
+                       "test_gone.py": 100, "helpers.py": 5000, "conftest.py": 10, "__pycache__/test_x.py": 1,
+                       "build/test_b.py": 1, ".hidden/test_h.py": 1, "venv/test_v.py": 1}.items():
         (tree / "tests" / name).write_text("#" * size)
     (tree / "pyproject.toml").write_text("[tool.pytest.ini_options]\nmarkers = []\n")
     return tree
@@ -468,7 +471,8 @@ def test_a_suite_folder_is_split_into_parts_that_collect_what_it_does(tmp_path):
     tree = shard_tree(tmp_path)
     parts = vs.shard_selectors(tree, ("tests", "--deselect=tests/test_gone.py", "--deselect=tests/test_mid.py::t"), 2)
     # every test file once (pytest's default names), balanced by size, in pytest's order; the options in each part;
-    # a file the options deselect whole is left out, as are helpers and what hides in dot- or cache folders
+    # a file the options deselect whole is left out, as are helpers and what hides in folders pytest does not
+    # walk into by default (build, venv, dot-folders, caches)
     options = ("--deselect=tests/test_gone.py", "--deselect=tests/test_mid.py::t")
     assert parts == [("tests/test_big.py", *options),
                      ("tests/sub/test_small.py", "tests/sub/util_test.py", "tests/test_mid.py", *options)]
@@ -478,7 +482,8 @@ def test_a_suite_folder_is_split_into_parts_that_collect_what_it_does(tmp_path):
 
 
 @pytest.mark.parametrize("where", ["pyproject.toml", "tests/conftest.py", "tests/sub/conftest.py", "conftest.py"])
-@pytest.mark.parametrize("word", ["python_files", "norecursedirs", "collect_ignore", "pytest_ignore_collect"])
+@pytest.mark.parametrize("word", ["python_files", "norecursedirs", "collect_ignore", "pytest_ignore_collect",
+                                  "--ignore", "confcutdir"])
 def test_a_folder_is_run_whole_where_its_configuration_changes_what_is_collected(tmp_path, where, word):
     tree = shard_tree(tmp_path)
     with open(tree / where, "a") as f:

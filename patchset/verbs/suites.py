@@ -19,6 +19,7 @@ image's labels), which is what the pristine run really depends on.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import math
@@ -55,6 +56,8 @@ from patchset.verbs.proof import SuiteResult
 BASELINE_FORMAT = 2
 #: How many more times a test that fails with the series and passed pristine runs before its verdict.
 FLAKY_RERUNS = 2
+#: pytest's default ``norecursedirs``: folders a run of a folder does not walk into (nor do its parts).
+NORECURSEDIRS = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
 #: Labels an image built by ``patchset build`` carries (OCI annotations).
 BASE_DIGEST_LABEL = "org.opencontainers.image.base.digest"
 
@@ -293,7 +296,9 @@ def shard_selectors(tree: Path, selectors: tuple[str, ...], shards: int) -> list
     """``selectors`` (one folder, then ``--deselect`` options) as up to ``shards`` selections of its test files,
     balanced by size, that together collect what the folder does; ``[]`` where that cannot be known here: not
     one folder, or a pytest configuration or conftest that changes which files are collected
-    (``python_files``, ``norecursedirs``, ``collect_ignore``, ``pytest_ignore_collect``)."""
+    (``python_files``, ``norecursedirs``, ``collect_ignore``, ``pytest_ignore_collect``, ``--ignore``,
+    ``confcutdir``). Folders pytest does not walk into by default (``build``, ``venv``, dot-folders…) are
+    left out, as a run of the folder leaves them."""
     paths = [s for s in selectors if not s.startswith("--")]
     if len(paths) != 1 or "::" in paths[0] or not (tree / paths[0]).is_dir():
         return []
@@ -303,12 +308,13 @@ def shard_selectors(tree: Path, selectors: tuple[str, ...], shards: int) -> list
                  *folder.rglob("conftest.py")]
     for f in [*configs, *conftests]:
         text = f.read_text(errors="replace") if f.is_file() else ""
-        if any(word in text for word in ("python_files", "norecursedirs", "collect_ignore", "pytest_ignore_collect")):
+        if any(word in text for word in ("python_files", "norecursedirs", "collect_ignore", "pytest_ignore_collect",
+                                         "--ignore", "confcutdir")):
             return []
     options = tuple(s for s in selectors if s.startswith("--"))
     deselected = [o.split("=", 1)[1] for o in options if o.startswith("--deselect=")]
     tests = sorted(p for p in folder.rglob("*.py") if (p.name.startswith("test_") or p.name.endswith("_test.py"))
-                   and not any(part.startswith(".") or part == "__pycache__"
+                   and not any(part == "__pycache__" or any(fnmatch.fnmatch(part, d) for d in NORECURSEDIRS)
                                for part in p.relative_to(folder).parts[:-1])
                    and not any(covers(d, p.relative_to(tree).as_posix()) for d in deselected))
     if len(tests) < 2:
