@@ -334,14 +334,15 @@ def test_turns_keep_runs_side_by_side_within_the_limit():
     import threading
 
     turns, lock = warm.Turns(), threading.Lock()
-    now, most = [0], [0]
+    now, most, beside_alone = [0], [0], []
 
     def one(alone: bool) -> None:
         with turns.turn(alone, limit=2):
             with lock:
                 now[0] += 1
                 most[0] = max(most[0], now[0])
-                assert not alone or now[0] == 1
+                if alone and now[0] != 1:  # read in the test's thread: an assert here would fail no test
+                    beside_alone.append(now[0])
             time.sleep(0.05)
             with lock:
                 now[0] -= 1
@@ -351,4 +352,4 @@ def test_turns_keep_runs_side_by_side_within_the_limit():
         t.start()
     for t in threads:
         t.join(10)
-    assert most[0] == 2 and now[0] == 0
+    assert most[0] == 2 and now[0] == 0 and beside_alone == []
