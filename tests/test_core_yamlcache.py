@@ -193,6 +193,13 @@ def test_a_sign_and_underscores_alone_are_a_syntax_problem(tmp_path: Path, text:
     assert len(errors) == 1 and errors[0].file == str(path) and "cannot be read as data" in errors[0].message
 
 
+def test_a_key_that_cannot_be_loaded_is_a_problem_at_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "patches.yaml"
+    path.write_text("schema: 1\n+_: 2\n")
+    _, errors = inspect_manifest(path)
+    assert [(e.file, e.line) for e in errors] == [(str(path), 2)] and "the key '+_'" in errors[0].message
+
+
 def test_comments_ruamel_yaml_cannot_place_are_a_syntax_problem() -> None:
     # found by the long fuzz run: ruamel.yaml's parser raised NotImplementedError ("overlap in comment")
     seed = Path(__file__).parent / "fuzz" / "corpus" / "manifest" / "regression-53584df5d556"

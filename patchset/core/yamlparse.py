@@ -126,8 +126,8 @@ def _duplicates(node: MappingNode) -> list[Duplicate]:
         if not isinstance(key, ScalarNode) or key.value == "<<":
             continue
         # Keys are equal when their loaded values are: 0.3 and 0.30 are one float key.
-        ident: tuple[bool, object] = (True, key.value) if _tag(key) == STR_TAG else (False, _scalar(key.value))
         here = key.start_mark.line + 1
+        ident: tuple[bool, object] = (True, key.value) if _tag(key) == STR_TAG else (False, _scalar(key.value, here))
         if ident in first:
             out.append(Duplicate(key.value, first[ident], here))
         else:
@@ -135,13 +135,16 @@ def _duplicates(node: MappingNode) -> list[Duplicate]:
     return out
 
 
-def _scalar(text: str) -> object:
-    """A plain key's loaded value; its text where ruamel.yaml cannot load it (a key "+_" raises IndexError:
-    found by the long fuzz run), which constructing the document then refuses with the rest."""
+def _scalar(text: str, line: int) -> object:
+    """A plain key's loaded value (its text where it is not YAML alone); a key ruamel.yaml fails to load (a key
+    "+_" raises IndexError: found by the long fuzz run) is a syntax problem at its line."""
     try:
         value = _loader().load(text)
-    except (YAMLError, TypeError, ValueError, OverflowError, RecursionError, IndexError, NotImplementedError):
+    except YAMLError:
         return text
+    except (TypeError, ValueError, OverflowError, RecursionError, IndexError, NotImplementedError) as e:
+        raise SyntaxProblem(f"cannot be read as data: the key {text[:80]!r} ({type(e).__name__}: {str(e)[:120]})",
+                            line) from e
     return value if isinstance(value, (int, float, bool, type(None))) else text
 
 
