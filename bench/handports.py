@@ -20,6 +20,8 @@ files with GNU patch, and every file either touches is compared.
     python bench/handports.py dynamo SRC...   # NVIDIA Dynamo's vLLM patches (0.7.2 -> 0.8.4, 0.20.1 -> 0.21.0,
                                               # 0.21.0 -> 0.22.0);
                                               # SRC: git directories or COMMIT/PATH folders, tried in order
+    python bench/handports.py pairs FILES [PROJECT...]  # the projects of PAIRS (llumnix, psrl, kvcached, aibrix,
+                                              # FlagScale, TorchSpec, llm-scaler, ipex-llm); FILES: COMMIT/PATH
 
 The second is ServerlessLLM's ``sllm_store/vllm_patch/sllm_load.patch`` (repository layout, applied
 with ``patch -p2 -d site-packages/vllm``), taken at the last commit of its main line that pinned each
@@ -231,9 +233,9 @@ def _squash(data: bytes | None) -> object:
 
 
 def touched(patch: Path) -> list[str]:
-    """The repository paths a patch file names on its +++ lines."""
-    return [line[6:].split("\t")[0].strip() for line in patch.read_text(errors="replace").splitlines()
-            if line.startswith("+++ b/")]
+    """The repository paths a patch file names on its --- and +++ lines (a file it deletes has only the first)."""
+    return list(dict.fromkeys(line[6:].split("\t")[0].strip() for line in patch.read_text(errors="replace").splitlines()
+                              if line.startswith(("+++ b/", "--- a/"))))
 
 
 SLLM = (("0.5.0.post1", "74051d0"), ("0.6.6", "d909012"), ("0.9.0.1", "e0252db"), ("0.11.2", "e06eaa0"))
@@ -358,6 +360,150 @@ def dynamo(tmp: Path, sources: list[str]) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+# More projects that kept a vLLM patch by hand for two releases, found 2026-12-02 (docs/port.md, "More
+# projects"): (project, label, old release, new release, the old series, the hand-made one, the fuzz the
+# project's build allows (0: `git apply`; 2: `patch -p1`'s default), kind). Each series is [(commit, path)] in
+# the order the build applies it; with kind "overlay" each is [(commit, folder)] whose vllm/ holds whole
+# modified copies of vLLM files (FlagScale before its .patch files), read as one patch per file against the
+# release's pristine file (`diff -u`), and with kind "dir" [(commit, folder)] of per-file *.patch files.
+PAIRS: tuple[tuple[str, str, str, str, list[tuple[str, str]], list[tuple[str, str]], int, str], ...] = (
+    ("llumnix", "0.12.0 -> 0.18.0", "0.12.0", "0.18.0",
+     [("6b8b00d6a322d9c968f4f03f3a8da2732e1740ee", "patches/vllm/vllm_v0.12.0.patch")],
+     [("89a00c4f6d7dccd16a583485316046496cda581e", "patches/vllm/vllm_v0.18.0.patch")], 2, "patch"),
+    ("psrl", "0.9.0.1 -> 0.10.0", "0.9.0.1", "0.10.0",
+     [("cfd17416229319c3dce0568f392c448a03c57cdc", "patch/vllm/v0.9.0.1.patch")],
+     [("86fb496cc9f0303284a4b167ebcfb9bec1e6f659", "patch/vllm/v0.10.0.patch")], 0, "patch"),
+    ("psrl", "0.10.0 -> 0.10.2", "0.10.0", "0.10.2",
+     [("002357f29864689c1bc82c0140fd5ce23479b0e3", "patch/vllm/v0.10.0.patch")],
+     [("2bc630a90dedfc611995eabc4d87b4e7cc4bd3f4", "patch/vllm/v0.10.2.patch")], 0, "patch"),
+    ("psrl", "0.10.2 -> 0.12.0", "0.10.2", "0.12.0",
+     [("3091048be56820bc2047299b9cc4f353b33571a9", "patch/vllm/v0.10.2.patch")],
+     [("7307f8971e574a6d226953a2ca3f486ef17f4851", "patch/vllm/v0.12.0.patch")], 0, "patch"),
+    ("psrl", "0.12.0 -> 0.18.1", "0.12.0", "0.18.1",
+     [("0bcdf9a33c1d31721142dd686631487502b8f1f0", "patch/vllm/v0.12.0.patch")],
+     [("8b4ad70e503668a8db3a3c689cdc0d85f0ac60fd", "patch/vllm/v0.18.1.patch")], 0, "patch"),
+    ("psrl", "0.18.0 -> 0.22.0", "0.18.0", "0.22.0",
+     [("26c8fead5c9687db553516cc0c2556b7f2c42e0d", "patch/vllm/v0.18.0.patch")],
+     [("06adb640050bfd570e7f3f31a024aa191fcb8923", "patch/vllm/v0.22.0.patch")], 0, "patch"),
+    ("psrl", "0.29.0 -> 0.30.0", "0.29.0", "0.30.0",
+     [("22a39a85e48b732d3c09d2f74520549201d98849", "patch/vllm/v0.29.0.patch")],
+     [("28a5b5f2d0fd165c65cc3fd7e85e07111d1d5efc", "patch/vllm/v0.30.0.patch")], 0, "patch"),
+    ("kvcached", "0.8.4 -> 0.9.2", "0.8.4", "0.9.2",
+     [("abfc4d72f8098488d33fd7bed08fc4fc78d4578a", "engine_integration/scripts/kvcached-vllm-v0.8.4.patch")],
+     [("c8996d7466f22df246db60d89420dfe24ebb534e", "engine_integration/scripts/kvcached-vllm-v0.9.2.patch")],
+     0, "patch"),
+    ("aibrix", "0.8.5 -> 0.9.1", "0.8.5", "0.9.1",
+     [("e07132d37648bfc2b130f4872ef4c99672802e09",
+       "python/aibrix_kvcache/integration/vllm/vllm_v0.8.5-aibrix-kvcache.patch")],
+     [("d7c378bbb30e79d5b152758229ea7f39773c6daa",
+       "python/aibrix_kvcache/integration/vllm/vllm_v0.9.1-aibrix-kvcache.patch")], 2, "patch"),
+    ("aibrix", "0.9.1 -> 0.10.2", "0.9.1", "0.10.2",
+     [("de8c48034d3255be94f64a2442b0ad72f92b6223",
+       "python/aibrix_kvcache/integration/vllm/vllm_v0.9.1-aibrix-kvcache.patch")],
+     [("563a41881b19ebffbc761d1534a99bd8ea994a98",
+       "python/aibrix_kvcache/integration/vllm/vllm_v0.10.2-aibrix-kvcache.patch")], 2, "patch"),
+    ("aibrix", "0.10.2 -> 0.14.0", "0.10.2", "0.14.0",
+     [("7745002694f47bd45e9c061a97dfd00e241396a3",
+       "python/aibrix_kvcache/integration/vllm/patches/vllm_v0.10.2-aibrix-kvcache.patch")],
+     [("fdbce8cc447c2c792f940056037cb7eb205cf325",
+       "python/aibrix_kvcache/integration/vllm/patches/vllm_v0.14.0-aibrix-kvcache.patch")], 2, "patch"),
+    ("FlagScale", "0.8.4 -> 0.8.5", "0.8.4", "0.8.5",
+     [("495c0a6a8c5b43d12af8af5efe4682f7929d7970", "flagscale/backends/vllm")],
+     [("326ecb580b115cc3240b6a264c78330536f1c393", "flagscale/backends/vllm")], 0, "overlay"),
+    ("FlagScale", "0.8.5 -> 0.9.1", "0.8.5", "0.9.1",
+     [("81bb8725b9387816b3e2992ac842ac7047758d57", "flagscale/backends/vllm")],
+     [("4d33f203b4603dee92a0cc6e8c966c903f9456cd", "flagscale/backends/vllm")], 0, "overlay"),
+    ("FlagScale", "0.9.1 -> 0.10.0", "0.9.1", "0.10.0",
+     [("a81b701dec0ce9b1022a4a43aa041e87cefda804", "flagscale/backends/vllm")],
+     [("82945ef57cd48cb0f62728ea445521671f7c35e6", "flagscale/backends/vllm")], 0, "overlay"),
+    ("FlagScale", "0.10.0 -> 0.11.0", "0.10.0", "0.11.0",
+     [("34a33ea318683c06686cc528ea36991057798b5b", "flagscale/backends/vllm")],
+     [("33439e917819540d066275ea78753c9fe0b603cb", "flagscale/backends/vllm")], 0, "dir"),
+    ("TorchSpec", "0.19.1 -> 0.22.1", "0.19.1", "0.22.1",
+     [("6f21829cd0e333c3b54d9d2706a0b0c8dc10de9d", "patches/vllm/v0.19.1/hybrid_kv_cache.patch"),
+      ("6f21829cd0e333c3b54d9d2706a0b0c8dc10de9d", "patches/vllm/v0.19.1/vllm.patch")],
+     [("87055aae8b73834f140cadd876b3769e42cfdce4", "patches/vllm/v0.22.1/vllm.patch")], 2, "patch"),
+    ("llm-scaler", "0.8.3 -> 0.9.0", "0.8.3", "0.9.0",
+     [("fa68e67b555799524570fedb65fa263f54271fe9", "vllm/patches/vllm_for_multi_arc.patch")],
+     [("5a58f3fc65e9a3900700d54a6ef4095c3a25fa39", "vllm/patches/vllm_for_multi_arc.patch")], 0, "patch"),
+    ("llm-scaler", "0.9.0 -> 0.10.0", "0.9.0", "0.10.0",
+     [("8249baf872649f50fa27a09afa4dababdcd9d613", "vllm/patches/vllm_for_multi_arc.patch")],
+     [("c04b5f5e9714420b467d4ef60987216f445aa4fb", "vllm/patches/vllm_for_multi_arc.patch")], 0, "patch"),
+    ("llm-scaler", "0.10.0 -> 0.11.1", "0.10.0", "0.11.1",
+     [("d2183e0bf8d99cc866971b7261dd1c11d6fb79c7", "vllm/patches/vllm_for_multi_arc.patch")],
+     [("0560e618e6570cde4d01849fed784290714bc409", "vllm/patches/vllm_for_multi_arc.patch")], 0, "patch"),
+    ("llm-scaler", "0.11.1 -> 0.14.0", "0.11.1", "0.14.0",
+     [("0560e618e6570cde4d01849fed784290714bc409", "vllm/patches/vllm_for_multi_arc.patch")],
+     [("4a65586f00ff584f8833fb89df377b81fa80d00c", "vllm/patches/vllm_for_multi_arc.patch")], 0, "patch"),
+    ("llm-scaler", "0.14.0 -> 0.21.0", "0.14.0", "0.21.0",
+     [("0a8556449aba3d6b2fc9b53794ed579396b785cf", "vllm/patches/vllm_for_multi_arc.patch")],
+     [("e9f2496614eb0dd3f125a5b418527aaa5970bc8c", "vllm/patches/vllm_for_multi_arc.patch")], 0, "patch"),
+    ("ipex-llm", "0.6.6.post1 -> 0.8.3", "0.6.6.post1", "0.8.3",
+     [("73198d5b80dd584de58fc3625ca0cdf78b4f8e42", "docker/llm/serving/xpu/docker/vllm_for_multi_arc.patch")],
+     [("51b41faad76da6757195670bf9e5f946cac6460c", "docker/llm/serving/xpu/docker/vllm_for_multi_arc.patch")],
+     0, "patch"),
+)
+
+
+def _series(files: Path, release: str, entries: list[tuple[str, str]], kind: str, out: Path) -> list[Path]:
+    """The patch files a series is, in order, written under ``out``: the files themselves, a folder's *.patch
+    files by path, or an overlay's copies each made a patch against the release's pristine file."""
+    out.mkdir(parents=True, exist_ok=True)
+    made: list[Path] = []
+    for commit, path in entries:
+        at = files / commit / path
+        if not at.exists():
+            raise SystemExit(f"{at} is missing: bring {commit}:{path} from the project (docs/port.md)")
+        if kind == "patch":
+            made.append(out / f"{len(made):03}-{at.name}")
+            made[-1].write_bytes(at.read_bytes())
+            continue
+        if kind == "dir":
+            for f in sorted(at.rglob("*.patch")):
+                made.append(out / f"{len(made):03}-{f.name}")
+                made[-1].write_bytes(f.read_bytes())
+            continue
+        src = open_source("pypi", release, cache=Cache())
+        for f in sorted(x for x in (at / "vllm").rglob("*") if x.is_file()):
+            rel = f.relative_to(at).as_posix()
+            before = out / "pristine" / rel
+            before.parent.mkdir(parents=True, exist_ok=True)
+            data = src.read(rel) if src.covers(rel) else None
+            before.write_bytes(data or b"")
+            diff = subprocess.run(["diff", "-u", "--label", f"a/{rel}" if data is not None else "/dev/null",
+                                   "--label", f"b/{rel}", str(before), str(f)], capture_output=True)
+            if diff.returncode == 1:
+                made.append(out / f"{len(made):03}-{f.name}.patch")
+                made[-1].write_bytes(diff.stdout)
+            elif diff.returncode != 0:
+                raise SystemExit(diff.stderr.decode())
+    return made
+
+
+def pairs(tmp: Path, files: str, only: list[str]) -> list[tuple[str, str, str, str]]:
+    """Each pair of PAIRS (those of the projects named, or all): the old series, one patch per file, ported to
+    the new release, against the hand-made series. ``files``: a folder of ``COMMIT/PATH`` files, or of
+    ``PROJECT/COMMIT/PATH``."""
+    rows = []
+    for project, label, u, v, old, new, fuzz, kind in PAIRS:
+        if only and project not in only:
+            continue
+        root = tmp / re.sub(r"[^A-Za-z0-9.]+", "-", f"{project}-{label}")
+        base = Path(files) / project if (Path(files) / project).is_dir() else Path(files)
+        entries = []
+        for i, patch in enumerate(_series(base, u, old, kind, root / "old")):
+            pid = f"p{i:03}-" + re.sub(r"[^a-z0-9]+", "-", patch.name[4:].lower()).strip("-")[:60]
+            (root / "recipes" / pid).mkdir(parents=True)
+            (root / "recipes" / pid / f"vllm-{u}.patch").write_bytes(patch.read_bytes())
+            entries.append(f'  - id: {pid}\n    origin: fork\n    releases: "=={u}"\n'
+                           + (f"    fuzz: {fuzz}\n" if fuzz else "") + f"    patch: recipes/{pid}/vllm-{u}.patch\n")
+        (root / "patches.yaml").write_text(f'schema: 1\ntargets:\n  "{u}": {{}}\npatches:\n' + "".join(entries))
+        hand = _series(base, v, new, kind, root / "hand")
+        rows += [(f"{project} {label}: {row[0]}", *row[1:])
+                 for row in compare(root / "patches.yaml", v, hand, root, fuzz=fuzz)]
+    return rows
+
+
 def this_repo(tmp: Path) -> list[tuple[str, str, str, str]]:
     """This repository's series as it stood before the hand-made 0.29 recipes, ported to 0.29.0."""
     shutil.copytree(REPO / "recipes", tmp / "recipes")
@@ -400,7 +546,8 @@ def main() -> int:
     which = sys.argv[1] if len(sys.argv) > 1 else "this-repo"
     with tempfile.TemporaryDirectory(prefix="handports-") as tmp:
         runs = {"sllm": lambda: sllm(Path(tmp), sys.argv[2]), "omni-infer": lambda: omni(Path(tmp), sys.argv[2]),
-                "dynamo": lambda: dynamo(Path(tmp), sys.argv[2:])}
+                "dynamo": lambda: dynamo(Path(tmp), sys.argv[2:]),
+                "pairs": lambda: pairs(Path(tmp), sys.argv[2], sys.argv[3:])}
         rows = runs.get(which, lambda: this_repo(Path(tmp)))()
     print("| file | port vs hand port | why | its waiting merge vs the hand port |\n| --- | --- | --- | --- |")
     for path, verdict, why, merge in rows:

@@ -604,3 +604,53 @@ def test_a_conflicting_patch_says_which_of_its_files_the_new_release_already_car
     assert "[its change already in vllm/a.py]" in port_table(r)
     readme = (Path(p.workspace or "") / "README.md").read_text()
     assert "## Already in vLLM 0.29.0" in readme and "- `vllm/a.py`" in readme
+
+
+REGISTRY = "vllm/model_executor/models/registry.py"
+ZAMBA2 = '    "Zamba2ForCausalLM": ("zamba2", "Zamba2ForCausalLM"),\n'
+LLAMA = '    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),\n'
+
+
+@pytest.mark.network
+def test_a_backport_upstream_landed_at_another_place_is_refused_not_carried_twice(tmp_path):
+    """FlagScale's 0.9.1 -> 0.10.0 hand port (docs/port.md): the fork had backported the Ernie 4.5 registry
+    entries after Zamba2, between its marker comments; 0.10.0 added them itself, in alphabetical order. The
+    merge was clean and put them in twice (in factory.py the same made a connector registered twice, which
+    raises at import); the maintainer dropped the backport. port and next now say so; a fork's own entry
+    beside it still carries."""
+    from patchset.cache import Cache
+    from patchset.sources.sdist import SdistSource
+
+    old = (SdistSource("vllm", "0.9.1", Cache()).root / REGISTRY).read_text()
+    new = (SdistSource("vllm", "0.10.0", Cache()).root / REGISTRY).read_text()
+    ernie = [x + "\n" for x in new.splitlines() if x.startswith('    "Ernie4_5_')]
+    assert len(ernie) == 2 and not any(x in old for x in ernie)  # real: 0.10.0 added them, 0.9.1 lacks them
+    backport = old.replace(ZAMBA2, ZAMBA2 + "    # --- FORK BEG ---\n" + "".join(ernie) + "    # --- FORK END ---\n")
+    own = old.replace(LLAMA, LLAMA + '    "ForkLMForCausalLM": ("forklm", "ForkLMForCausalLM"),  # fork\n')
+    project = tmp_path / "p"
+    write_patch(project, "recipes/ernie/vllm-0.9.1.patch", udiff(REGISTRY, old, backport))
+    write_patch(project, "recipes/own/vllm-0.9.1.patch", udiff(REGISTRY, old, own))
+    manifest = write_manifest(project, """\
+        schema: 1
+        targets:
+          "0.9.1": {}
+        patches:
+          - id: ernie
+            releases: ">=0.9.1"
+            patch: recipes/ernie/vllm-0.9.1.patch
+          - id: own
+            releases: ">=0.9.1"
+            patch: recipes/own/vllm-0.9.1.patch
+        """)
+    line = new.splitlines(keepends=True).index(ernie[0]) + 1
+    nxt = next_release(load_manifest(manifest), "0.10.0")
+    by = {p.id: p for p in nxt.patches}
+    assert by["ernie"].status == "needs-port"
+    assert f"vllm 0.10.0 added itself after 0.9.1, at {REGISTRY}:{line}" in by["ernie"].result.message
+    r = port(load_manifest(manifest), "0.10.0")
+    by_port = {p.id: p for p in r.patches}
+    assert by_port["ernie"].result == "conflict"
+    (c,) = by_port["ernie"].conflicts
+    assert (c.file, c.line) == (REGISTRY, line)
+    assert c.message.startswith("merges cleanly but would carry upstream's own lines twice: hunk 1 adds 2 line(s)")
+    assert by["own"].status == "carries" and by_port["own"].result == "carried"  # the fork's own entry

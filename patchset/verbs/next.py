@@ -18,7 +18,7 @@ from functools import cache
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from patchset.core import engine, moved, semantic, series
+from patchset.core import engine, landed, moved, semantic, series
 from patchset.core.manifest import Manifest, Patch, PatchChoice
 from patchset.core.moved import PyIndex
 from patchset.core.patchfile import Hunk
@@ -162,6 +162,7 @@ def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = 
                 np.status = NextStatus.NEEDS_PORT
                 np.result.message = message
     _blame_imports(as_target(manifest, version), result, version, trees, patches)
+    _blame_twice(manifest, result, version, trees, patches)
     # The in-memory ranges (==V) would make every upstream patch warn "narrow releases": its status says it.
     upstream = tuple(p.id + " " for p in patches if p.status == NextStatus.UPSTREAM) + tuple(
         p.id + ":" for p in patches if p.status == NextStatus.UPSTREAM)
@@ -201,6 +202,33 @@ def _blame_imports(manifest: Manifest, result: series.ReleaseResult, version: st
             if np.status == NextStatus.CARRIES and np.id == writer:
                 np.status = NextStatus.NEEDS_PORT
                 np.result.message = (np.result.message + "; " if np.result.message else "") + why
+
+
+def _blame_twice(manifest: Manifest, result: series.ReleaseResult, version: str, trees: Trees,
+                 patches: list[NextPatch]) -> None:
+    """A patch that applies to V but adds again lines upstream added itself between its release and V (a
+    backport that landed at another place: core/landed.py) is ``needs-port``, as port refuses its merge."""
+    for np in patches:
+        u = np.from_release
+        if np.status != NextStatus.CARRIES or u is None:
+            continue
+        p = manifest.patch(np.id)
+        try:
+            files = p.load(u, manifest.base).files
+            source = trees.get(u)
+        except (ManifestError, SourceError):
+            continue  # without its release's files nothing says upstream added the lines since
+        for f in files:
+            if f.path not in result.changed:
+                continue
+            found = landed.carried_twice([(h.number, h.kinds, h.keys) for h in f.hunks],
+                                         source.read(f.path) if source.covers(f.path) else None,
+                                         result.pristine.get(f.path), result.changed[f.path], f.path)
+            if found:
+                np.status = NextStatus.NEEDS_PORT
+                why = landed.describe(f.path, found, version, u)
+                np.result.message = (np.result.message + "; " if np.result.message else "") + why
+                break
 
 
 def series_adds(manifest: Manifest, version: str) -> dict[str, dict[str, list[bytes]]]:

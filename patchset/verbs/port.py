@@ -31,11 +31,11 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from patchset.core import engine, merge, moved, semantic
+from patchset.core import engine, landed, merge, moved, semantic
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.manifest_edit import ManifestEditor
 from patchset.core.manifest_load import load_manifest
@@ -302,7 +302,8 @@ def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     rel = os.path.relpath(own.path, manifest.base)
     placed = outcome.ok and all(h.status in (engine.HunkStatus.EXACT, engine.HunkStatus.OFFSET) for h in outcome.hunks)
     later = functools.cache(lambda: later_adds(manifest, walk, p))
-    if placed and not compile_errors(outcome.files) and not import_errors(walk, outcome.files, {}, None, later):
+    if (placed and not compile_errors(outcome.files) and not import_errors(walk, outcome.files, {}, None, later)
+            and not twice_errors(walk, pf, walk.bases[u][p.id], outcome.files, u)):
         walk.ours.update(outcome.files)
         return PortedPatch(p.id, PortStatus.CARRIED, u, patch=rel, files=tuple(sorted(outcome.files)))
     untouched = all(walk.ours.get(x) == walk.pristine.get(x) for x in pf.touched)
@@ -342,6 +343,8 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     broken = {c.file for c in m.conflicts}
     m.conflicts += import_errors(walk, {k: v for k, v in clean.items() if k not in broken}, theirs_out.files,
                                  m.files, functools.cache(lambda: later_adds(manifest, walk, p)))
+    broken = {c.file for c in m.conflicts}
+    m.conflicts += twice_errors(walk, pf, base, {k: v for k, v in clean.items() if k not in broken}, u)
     for c in m.conflicts:
         if c.file in leads and c.message == "conflict":
             c.message += ": " + "; ".join(leads.pop(c.file))
@@ -530,6 +533,23 @@ def import_errors(walk: Walk, files: dict[str, bytes | None], old_patched: dict[
             found = semantic.unpromised(found, later())
         if found:
             out.append(Conflict(path, found[0].line, semantic.describe(found)))
+    return out
+
+
+def twice_errors(walk: Walk, pf: PatchFile, base: Mapping[str, bytes | None], files: Mapping[str, bytes | None],
+                 u: str) -> list[Conflict]:
+    """A file that merged (or applied) cleanly but carries a second copy of lines upstream added itself between
+    U and V (a backport that landed at another place: core/landed.py) is a conflict: its merge is not the
+    maintainer's port."""
+    out = []
+    for f in pf.files:
+        content = files.get(f.path)
+        if content is None or content == walk.ours.get(f.path):
+            continue
+        found = landed.carried_twice([(h.number, h.kinds, h.keys) for h in f.hunks], base.get(f.path),
+                                     walk.ours.get(f.path), content, f.path)
+        if found:
+            out.append(Conflict(f.path, found[0].line, landed.describe(f.path, found, walk.to, u)))
     return out
 
 
