@@ -38,3 +38,12 @@ def test_a_held_file_port_says_v_already_carries_is_a_right_flag_only_where_the_
     assert handports._flag_kind(path, [said], True, False, {path: b"changed\n"}) == "flagged"
     # a held file port says nothing about stays held
     assert handports._flag_kind(path, [HELD], False, False, {path: b"V's own file\n"}).startswith("flagged (held")
+
+
+def test_touched_names_a_file_the_patch_deletes_so_the_hand_tree_holds_it(tmp_path) -> None:
+    """llm-scaler's squashes delete files (``+++ /dev/null``): with only the ``+++ b/`` names the hand tree
+    lacked them and GNU patch refused the deletion as already applied."""
+    patch = tmp_path / "p.patch"
+    patch.write_text("--- a/vllm/gone.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x = 1\n"
+                     "--- a/vllm/kept.py\n+++ b/vllm/kept.py\n@@ -1 +1 @@\n-y = 1\n+y = 2\n")
+    assert handports.touched(patch) == ["vllm/gone.py", "vllm/kept.py"]
