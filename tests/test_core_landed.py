@@ -1,5 +1,8 @@
 """core/landed.py: lines a patch adds that upstream added itself at another place (pure: contents in)."""
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from patchset.core.landed import MIN_ONE_LINE, carried_twice, describe, runs
 
 U = b"A = {\n    'a': 1,\n    'z': 26,\n}\n"
@@ -60,3 +63,20 @@ def test_comment_lines_count_outside_python():
     merged = v + b"# fork BEG\n# fork END\n"
     assert carried_twice([(1, "++", keys)], u, v, merged, "conf.yaml") != []
     assert carried_twice([(1, "++", keys)], u, v, merged, "conf.py") == []
+
+
+LINES = st.lists(st.sampled_from([b"a = 1\n", b"b = 2\n", b"# note\n", b"\n", b"    c = 3\n",
+                                  b"x = some_long_function_name(argument_one, argument_two)\n"]), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(u=LINES, v=LINES, extra=LINES, added=LINES)
+def test_properties_hold_for_any_files(u, v, extra, added):
+    """Nothing is found when the merge holds V as it is, or when U already had the lines; whatever is found
+    points at a line of V that is the run's first significant line."""
+    hunks = [(1, "+" * len(added), added)]
+    ub, vb, merged = b"".join(u), b"".join(v), b"".join(v + extra)
+    assert carried_twice(hunks, ub, vb, vb, "x.py") == []
+    assert carried_twice(hunks, vb, vb, merged, "x.py") == []
+    for t in carried_twice(hunks, ub, vb, merged, "x.py"):
+        assert vb.splitlines()[t.line - 1].strip().decode() == t.first
