@@ -225,3 +225,37 @@ def test_a_name_a_later_patch_of_the_series_provides_is_not_blamed_on_the_patch_
     model = next(p for p in r.patches if p.id == "model")
     assert model.status == "needs-port"
     assert "'ForkConfig' is not in vllm/transformers_utils/configs/__init__.py in 0.11.1" in model.result.message
+
+
+def _release(root: Path, version: str, text: str) -> None:
+    site = root / version
+    (site / "vllm").mkdir(parents=True)
+    (site / "vllm" / "__init__.py").write_text("")
+    (site / "vllm" / "mod.py").write_text(text)
+
+
+def test_an_ambiguous_hunk_on_lines_upstream_left_alone_is_not_blamed_on_an_earlier_patch(tmp_path):
+    """A hunk that fails on lines upstream left alone is blamed on an earlier patch of the series only when its
+    context is gone; when the context stands at two places (upstream added a twin elsewhere, as FlagScale's
+    preprocess.py on 0.10.0), nothing earlier is to blame and next does not say so."""
+    from helpers import udiff, write_manifest, write_patch
+
+    block = "".join(f"y{i} = {i}\n" for i in range(1, 8))
+    before = "x = 0\n\n" + block + "\nz = 0\n"
+    _release(tmp_path, "0.28.0", before)
+    # 0.29.0 moved the block down and added a twin of it further on: the hunk's context stands at two places,
+    # none at its stated line
+    _release(tmp_path, "0.29.0", "w = 1\n" * 4 + before + "\n" * 6 + block)
+    project = tmp_path / "project"
+    write_patch(project, "recipes/p/fix.patch", udiff("vllm/mod.py", before, before.replace("y4 = 4", "y4 = 40")))
+    m = load_manifest(write_manifest(project, """
+        schema: 1
+        targets: {"0.28.0": {}}
+        patches:
+          - {id: p, releases: "==0.28.0", patch: recipes/p/fix.patch}
+        """))
+    r = next_release(m, "0.29.0", source=f"dir:{tmp_path}/{{version}}", released=["0.28.0", "0.29.0"])
+    by = {p.id: p for p in r.patches}
+    assert "ambiguous" in by["p"].result.hunks[0].message
+    (change,) = by["p"].upstream_change
+    assert change.summary.startswith("upstream did not change lines") and "earlier patch" not in change.summary

@@ -653,4 +653,6 @@ def test_a_backport_upstream_landed_at_another_place_is_refused_not_carried_twic
     (c,) = by_port["ernie"].conflicts
     assert (c.file, c.line) == (REGISTRY, line)
     assert c.message.startswith("merges cleanly but would carry upstream's own lines twice: hunk 1 adds 2 line(s)")
+    # what upstream changed near the hunk is shown, with no guess that an earlier patch is to blame
+    assert c.upstream.startswith("upstream did not change lines") and "earlier patch" not in c.upstream
     assert by["own"].status == "carries" and by_port["own"].result == "carried"  # the fork's own entry

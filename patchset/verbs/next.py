@@ -297,7 +297,10 @@ def upstream_changes(p: Patch, old: str, new: str, broken: Sequence[engine.HunkR
         if hunk is None:
             continue
         before, after = tree(old).read(path), tree(new).read(path)
-        change = window_change(path, hunk, old, new, before, after)
+        # context not found where upstream changed nothing: the series changed it. Not for a hunk that
+        # needs fuzz or whose context stands at several places (upstream added a twin elsewhere).
+        earlier = b.status == engine.HunkStatus.FAILED and "ambiguous" not in b.message
+        change = window_change(path, hunk, old, new, before, after, EARLIER if earlier else "")
         if index is not None and path.endswith(".py") and gone_from(hunk, after):
             block = moved.core(hunk.kinds, hunk.keys)[0]
             found = moved.follow(index(new), path, block, before, after is None)
@@ -305,6 +308,9 @@ def upstream_changes(p: Patch, old: str, new: str, broken: Sequence[engine.HunkR
                 change = with_moved(change, found)
         out.append(change)
     return out
+
+
+EARLIER = "an earlier patch of the series changed them"
 
 
 def gone_from(hunk: Hunk, content: bytes | None) -> bool:
@@ -324,8 +330,11 @@ def with_moved(change: UpstreamChange, found: moved.Moved | None) -> UpstreamCha
 
 
 def window_change(path: str, hunk: Hunk, old: str, new: str, before: bytes | None,
-                  after: bytes | None) -> UpstreamChange:
-    """The diff of two releases' copies of ``path``, restricted to the lines ``hunk`` stands on."""
+                  after: bytes | None, because: str = "") -> UpstreamChange:
+    """The diff of two releases' copies of ``path``, restricted to the lines ``hunk`` stands on.
+
+    ``because``: what the caller knows to follow when upstream left those lines alone (the hunk's context
+    is not found and upstream did not change it: an earlier patch of the series did); said only then."""
     if before is None or after is None:
         what = f"vllm {new} removed {path}" if after is None else f"vllm {old} has no {path}"
         return UpstreamChange(path, hunk.number, "", summary=what)
@@ -338,8 +347,8 @@ def window_change(path: str, hunk: Hunk, old: str, new: str, before: bytes | Non
     if not touched:
         where = f"; the lines moved from {lo + 1} to {moved + 1}" if moved is not None else ""
         return UpstreamChange(path, hunk.number, "", lo + 1, None if moved is None else moved + 1,
-                              f"upstream did not change lines {lo + 1}-{hi} between {old} and {new}{where}: "
-                              "an earlier patch of the series changed them")
+                              f"upstream did not change lines {lo + 1}-{hi} between {old} and {new}{where}"
+                              + (f": {because}" if because else ""))
     a0, a1 = min(lo, touched[0][1]), max(hi, touched[-1][2])
     b0 = min(_map_line(ops, a0) or touched[0][3], touched[0][3])
     b1 = max(b0, touched[-1][4], (_map_line(ops, a1) or 0))

@@ -46,7 +46,7 @@ from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.files import atomic_write
 from patchset.sources import Source, python_files
-from patchset.verbs.next import window_change
+from patchset.verbs.next import EARLIER, window_change
 from patchset.verbs.trees import Trees, newest_covered_target
 from patchset.versions import Release
 
@@ -599,7 +599,10 @@ def _explain(conflicts: list[Conflict], p: Patch, u: str, walk: Walk, pf: PatchF
         if not hunks:
             continue
         best = min(hunks, key=lambda h: abs(h.source_start - c.line))
-        change = window_change(c.file, best, u, walk.to, old_src.read(c.file), walk.pristine.get(c.file))
+        # a merge conflict where upstream changed nothing: an earlier patch of the series did; a clean merge
+        # refused for what it would do (not import, upstream's lines twice) says nothing of the kind
+        because = EARLIER if c.message.startswith("conflict") else ""
+        change = window_change(c.file, best, u, walk.to, old_src.read(c.file), walk.pristine.get(c.file), because)
         c.upstream = change.diff or change.summary
 
 
