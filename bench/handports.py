@@ -519,6 +519,12 @@ def this_repo(tmp: Path) -> list[tuple[str, str, str, str]]:
     return compare(tmp / "patches.yaml", "0.29.0", hand, tmp)
 
 
+def _only_held(why: str) -> bool:
+    """Whether a flag's reasons are all "merged cleanly, but its patch conflicts elsewhere" (compare's words)."""
+    return all(r.startswith("merged cleanly, but its patch conflicts") for r in why.split("; ")
+               if not r.startswith("port says V already carries"))
+
+
 def summary(rows: list[tuple[str, str, str, str]]) -> dict[str, int]:
     """The counts the docs' tables give, from the rows alone (``flagged`` counts only flags on the right file:
     not the ``held`` ones, nor those at another place)."""
@@ -534,6 +540,11 @@ def summary(rows: list[tuple[str, str, str, str]]) -> dict[str, int]:
     out["right"] = out["identical"] + out["same code"] + out["flagged"]
     for verdict in ("identical", "same code", "same port + new work", "different"):
         out[f"held, merge {verdict}"] = sum(1 for r in held if r[3] == verdict)
+    # Strictly: a file flagged only because its patch conflicts elsewhere (the hand port changed it too, so the
+    # flag counts as right above) counts here only when its waiting merge is the hand port's (identical or the
+    # same code); one whose merge cannot be judged (a later patch changes the file too) counts as not right.
+    only_held = [r for r in rows if r[1] == "flagged" and _only_held(r[2])]
+    out["right, strict"] = out["right"] - sum(1 for r in only_held if r[3] not in ("identical", "same code"))
     out["right, wider"] = (out["right"] + out["same port + new work"] + out["held, merge identical"]
                            + out["held, merge same code"])
     out["waiting merges"] = sum(1 for r in rows if r[3])
@@ -560,6 +571,8 @@ def main() -> int:
           f"{c['right'] + c['same port + new work']} ({(c['right'] + c['same port + new work']) / h:.0%}); with "
           f"those and the held files whose waiting merge is identical or the same code as the hand port's, "
           f"{c['right, wider']} ({c['right, wider'] / h:.0%}); "
+          f"strictly (a file flagged only for its patch's other conflicts counts when its waiting merge is the "
+          f"hand port's), {c['right, strict']} ({c['right, strict'] / h:.0%}); "
           f"{c['another place']} flagged at another place than the maintainer's; {c['held']} held (clean, waiting "
           f"for their patch) where the maintainer dropped the change; {c['different']} accepted yet different")
     return 0

@@ -47,3 +47,13 @@ def test_touched_names_a_file_the_patch_deletes_so_the_hand_tree_holds_it(tmp_pa
     patch.write_text("--- a/vllm/gone.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x = 1\n"
                      "--- a/vllm/kept.py\n+++ b/vllm/kept.py\n@@ -1 +1 @@\n-y = 1\n+y = 2\n")
     assert handports.touched(patch) == ["vllm/gone.py", "vllm/kept.py"]
+
+
+def test_strictly_a_file_flagged_only_for_its_patchs_other_conflicts_counts_when_its_merge_is_the_hand_ports() -> None:
+    rows = [("a.py", "flagged", "conflict (line 3)", ""),  # its own conflict: right either way
+            ("b.py", "flagged", HELD, "identical"),  # held, and its waiting merge is the hand port's
+            ("c.py", "flagged", HELD, "different"),  # held, the hand port changed it otherwise
+            ("d.py", "flagged", HELD, ""),  # held, a later patch changes it too: not judged
+            ("e.py", "identical", "merged cleanly", "")]
+    c = handports.summary(rows)
+    assert (c["right"], c["right, strict"], c["handled"]) == (5, 3, 5)
