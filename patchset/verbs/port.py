@@ -9,12 +9,13 @@ carried or ported (cumulative, like every other verb):
 * ``ported``: a 3-way merge succeeds (base: U's pristine files with the
   earlier patches; theirs: base plus this patch; ours: V's pristine files with
   the earlier ports) and every merged Python file compiles and would import
-  (core/semantic.py); a hunk whose lines left their file (a gone file, a
+  (core/semantic.py), and no merged file carries a second copy of lines
+  upstream added itself since U (core/landed.py); a hunk whose lines left their file (a gone file, a
   function moved to another module) lands where they stand exactly in V
   (core/moved.py): a new patch file ``recipes/ID/vllm-V.patch`` is written
   with the old DEP-3 header;
-* ``conflict``: the merge conflicts, does not compile or would not import, or
-  moved lines only nearly stand somewhere: V's files with diff3 markers (and
+* ``conflict``: the merge conflicts, does not compile, would not import or
+  would carry upstream's own lines twice, or moved lines only nearly stand somewhere: V's files with diff3 markers (and
   the nearest place of moved lines) go to ``WORKDIR/ID/`` with a README;
   dependants are ``blocked``.
 
