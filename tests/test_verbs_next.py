@@ -259,3 +259,33 @@ def test_an_ambiguous_hunk_on_lines_upstream_left_alone_is_not_blamed_on_an_earl
     assert "ambiguous" in by["p"].result.hunks[0].message
     (change,) = by["p"].upstream_change
     assert change.summary.startswith("upstream did not change lines") and "earlier patch" not in change.summary
+
+
+def test_a_hunk_whose_context_an_earlier_patch_changed_is_blamed_on_it_where_upstream_changed_nothing(tmp_path):
+    """The other side: p cannot land on 0.29.0 (upstream changed its context), so q, made on top of p, meets
+    lines upstream left alone but without p's change: its context stands nowhere, and next says an earlier
+    patch of the series changed them."""
+    from helpers import udiff, write_manifest, write_patch
+
+    before = "".join(f"y{i} = {i}\n" for i in range(1, 16))
+    _release(tmp_path, "0.28.0", before)
+    # p changes y7 with five lines of context (y2-y12); upstream changed y2, so p does not land; q changes y8,
+    # right after p's line, so no fuzz reaches past it, and its lines (y5-y11) are ones upstream left alone
+    _release(tmp_path, "0.29.0", before.replace("y2 = 2", "y2 = 22"))
+    after_p = before.replace("y7 = 7", "y7 = 70")
+    project = tmp_path / "project"
+    write_patch(project, "recipes/p/fix.patch", udiff("vllm/mod.py", before, after_p, n=5))
+    write_patch(project, "recipes/q/fix.patch", udiff("vllm/mod.py", after_p, after_p.replace("y8 = 8", "y8 = 80")))
+    m = load_manifest(write_manifest(project, """
+        schema: 1
+        targets: {"0.28.0": {}}
+        patches:
+          - {id: p, releases: "==0.28.0", patch: recipes/p/fix.patch}
+          - {id: q, releases: "==0.28.0", patch: recipes/q/fix.patch}
+        """))
+    r = next_release(m, "0.29.0", source=f"dir:{tmp_path}/{{version}}", released=["0.28.0", "0.29.0"])
+    by = {p.id: p for p in r.patches}
+    assert by["q"].result.hunks[0].message.startswith("context not found")
+    (change,) = by["q"].upstream_change
+    assert change.summary.startswith("upstream did not change lines")
+    assert change.summary.endswith("an earlier patch of the series changed them")

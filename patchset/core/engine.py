@@ -64,6 +64,8 @@ from dataclasses import dataclass, field
 from patchset.core.patchfile import FilePatch, Hunk, PatchFile, split_lines
 from patchset.core.words import Word
 
+CONTEXT_NOT_FOUND = "context not found"  # a hunk whose old lines stand nowhere in the file, in any form
+
 
 class HunkStatus(Word):
     """Where one hunk stands on a tree: the policy in this module's docstring decides it, except
@@ -600,7 +602,7 @@ class _Placement:
 
     def failed(self) -> tuple[HunkResult, int]:
         cand, differ = _nearest(self.buf, self.old, self.expected, self.floor)
-        msg = "context not found"
+        msg = CONTEXT_NOT_FOUND
         loose = _loose_find(self.buf, self.old)
         free = self.buf.find(self.old, self.floor, False, False)
         if free and self.whole:
@@ -618,7 +620,7 @@ class _Placement:
                    "LF, or the newline at the end of the file): refused, as git apply does; regenerate the "
                    "patch from this file's bytes")
         elif cand is not None:
-            msg = f"context not found; nearest candidate at line {cand - self.shift + 1}"
+            msg = f"{CONTEXT_NOT_FOUND}; nearest candidate at line {cand - self.shift + 1}"
         cands = (cand - self.shift + 1,) if cand is not None else ()
         return self.failure(msg, candidates=cands, differ=differ)
 

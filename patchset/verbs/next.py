@@ -297,9 +297,10 @@ def upstream_changes(p: Patch, old: str, new: str, broken: Sequence[engine.HunkR
         if hunk is None:
             continue
         before, after = tree(old).read(path), tree(new).read(path)
-        # context not found where upstream changed nothing: the series changed it. Not for a hunk that
-        # needs fuzz or whose context stands at several places (upstream added a twin elsewhere).
-        earlier = b.status == engine.HunkStatus.FAILED and "ambiguous" not in b.message
+        # a context that stands nowhere, on lines upstream left alone: the series changed it. Not for a hunk
+        # that needs fuzz, nor one whose context stands somewhere the engine refuses (at several places: upstream
+        # added a twin elsewhere; out of order; only with other line endings; away from its anchor).
+        earlier = b.status == engine.HunkStatus.FAILED and b.message.startswith(engine.CONTEXT_NOT_FOUND)
         change = window_change(path, hunk, old, new, before, after, EARLIER if earlier else "")
         if index is not None and path.endswith(".py") and gone_from(hunk, after):
             block = moved.core(hunk.kinds, hunk.keys)[0]
