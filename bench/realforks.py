@@ -36,6 +36,9 @@ from patchset.core.series import evaluate_release  # noqa: E402
 from patchset.sources import open_source  # noqa: E402
 from patchset.verbs.next import as_target  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import handports  # noqa: E402  (PAIRS: the one list of the later projects' commits)
+
 
 @dataclass(frozen=True)
 class Series:
@@ -66,12 +69,34 @@ OMNI = "zhengjinhuan/omni-infer"
 OMNI_AT = "0d409dfc8a13893eed45369351738720eba96d78"
 SLLM = "ServerlessLLM/ServerlessLLM"
 EMU = "baaivision/Emu3.5"
-# found 2026-12-02 with the hand ports of docs/port.md ("More projects"); each series as its project applies it
-LLUMNIX, PSRL, KVCACHED = "llumnix-project/llumnix", "Somoku/psrl", "ovg-project/kvcached"
-AIBRIX, FLAGSCALE, TORCHSPEC = "vllm-project/aibrix", "flagos-ai/FlagScale", "lightseekorg/TorchSpec"
-LLMSCALER, IPEX = "intel/llm-scaler", "intel/ipex-llm"
-AIBRIX_DIR = "python/aibrix_kvcache/integration/vllm"
-XPU = "vllm/patches/vllm_for_multi_arc.patch"
+# The projects found 2026-12-02 with the hand ports of docs/port.md ("More projects"): each pair's old series
+# (handports.PAIRS, the one list of their commits) as its project applies it, on its release, asked about the
+# release the project moved to. FlagScale's overlays (whole copies, not patches) are left out.
+REPOS = {"llumnix": "llumnix-project/llumnix", "psrl": "Somoku/psrl", "kvcached": "ovg-project/kvcached",
+         "aibrix": "vllm-project/aibrix", "FlagScale": "flagos-ai/FlagScale", "TorchSpec": "lightseekorg/TorchSpec",
+         "llm-scaler": "intel/llm-scaler", "ipex-llm": "intel/ipex-llm"}
+APPLIED_WITH = {
+    "llumnix": "patch -p1 (GNU patch, default fuzz) on the releases/vREL branch",
+    "psrl": "git apply on the vREL tag (patch/vllm/apply_patch.sh)",
+    "kvcached": "git apply on the vREL tag (engine_integration/scripts/setup.sh)",
+    "aibrix": "patch -p 1 -l (GNU patch, default fuzz) in site-packages",
+    "FlagScale": "git apply, every *.py.patch under flagscale/backends/vllm (tools/patch/unpatch.py)",
+    "TorchSpec": "patch -p1 (GNU patch, default fuzz) in dist-packages, in glob order",
+    "llm-scaler": "git apply on the vREL tag (vllm/docker/Dockerfile); one squash of Intel's XPU branch",
+    "ipex-llm": "git apply on the vREL tag (its Dockerfile); one squash of Intel's XPU branch"}
+
+
+def _from_pairs() -> list[Series]:
+    out = []
+    for project, _label, u, v, old, _new, _fuzz, kind in handports.PAIRS:
+        if kind == "overlay":
+            continue
+        out.append(Series(f"{project.lower()}-{u}", REPOS[project], old[0][0], u, v,
+                          patches=tuple(path for _, path in old) if kind == "patch" else (),
+                          folder=old[0][1] if kind == "dir" else "",
+                          applied_with=APPLIED_WITH[project].replace("REL", u)))
+    return out
+
 
 SERIES = {s.name: s for s in (
     Series("omni-infer-0.9.0", OMNI, OMNI_AT, "0.9.0", "0.9.1", script="infer_engines/bash_install_code.sh",
@@ -96,40 +121,7 @@ SERIES = {s.name: s for s in (
     Series("serverlessllm-0.5.0.post1", SLLM, "f773b68", "0.5.0.post1", "0.6.6",
            patches=("sllm_store/vllm_patch/sllm_load.patch",),
            applied_with="patch -p2 -d site-packages/vllm (GNU patch, default fuzz) on the installed wheel"),
-    Series("llumnix-0.12.0", LLUMNIX, "6b8b00d6a322d9c968f4f03f3a8da2732e1740ee", "0.12.0", "0.18.0",
-           patches=("patches/vllm/vllm_v0.12.0.patch",),
-           applied_with="patch -p1 (GNU patch, default fuzz) on the releases/v0.12.0 branch"),
-    *(Series(f"psrl-{rel}", PSRL, commit, rel, to, patches=(f"patch/vllm/v{rel}.patch",),
-             applied_with=f"git apply on the v{rel} tag (patch/vllm/apply_patch.sh)")
-      for rel, commit, to in (("0.9.0.1", "cfd17416229319c3dce0568f392c448a03c57cdc", "0.10.0"),
-                              ("0.10.0", "002357f29864689c1bc82c0140fd5ce23479b0e3", "0.10.2"),
-                              ("0.10.2", "3091048be56820bc2047299b9cc4f353b33571a9", "0.12.0"),
-                              ("0.12.0", "0bcdf9a33c1d31721142dd686631487502b8f1f0", "0.18.1"),
-                              ("0.18.0", "26c8fead5c9687db553516cc0c2556b7f2c42e0d", "0.22.0"))),
-    Series("kvcached-0.8.4", KVCACHED, "abfc4d72f8098488d33fd7bed08fc4fc78d4578a", "0.8.4", "0.9.2",
-           patches=("engine_integration/scripts/kvcached-vllm-v0.8.4.patch",),
-           applied_with="git apply on the v0.8.4 tag (engine_integration/scripts/setup.sh)"),
-    *(Series(f"aibrix-{rel}", AIBRIX, commit, rel, to, patches=(f"{AIBRIX_DIR}/{sub}vllm_v{rel}-aibrix-kvcache.patch",),
-             applied_with="patch -p 1 -l (GNU patch, default fuzz) in site-packages")
-      for rel, commit, sub, to in (("0.8.5", "e07132d37648bfc2b130f4872ef4c99672802e09", "", "0.9.1"),
-                                   ("0.9.1", "de8c48034d3255be94f64a2442b0ad72f92b6223", "", "0.10.2"),
-                                   ("0.10.2", "7745002694f47bd45e9c061a97dfd00e241396a3", "patches/", "0.14.0"))),
-    Series("flagscale-0.10.0", FLAGSCALE, "34a33ea318683c06686cc528ea36991057798b5b", "0.10.0", "0.11.0",
-           folder="flagscale/backends/vllm",
-           applied_with="git apply, every *.py.patch under flagscale/backends/vllm (tools/patch/unpatch.py)"),
-    Series("torchspec-0.19.1", TORCHSPEC, "6f21829cd0e333c3b54d9d2706a0b0c8dc10de9d", "0.19.1", "0.22.1",
-           patches=("patches/vllm/v0.19.1/hybrid_kv_cache.patch", "patches/vllm/v0.19.1/vllm.patch"),
-           applied_with="patch -p1 (GNU patch, default fuzz) in dist-packages, in glob order"),
-    *(Series(f"llm-scaler-{rel}", LLMSCALER, commit, rel, to, patches=(XPU,),
-             applied_with=f"git apply on the v{rel} tag (vllm/docker/Dockerfile); one squash of Intel's XPU branch")
-      for rel, commit, to in (("0.8.3", "fa68e67b555799524570fedb65fa263f54271fe9", "0.9.0"),
-                              ("0.9.0", "8249baf872649f50fa27a09afa4dababdcd9d613", "0.10.0"),
-                              ("0.10.0", "d2183e0bf8d99cc866971b7261dd1c11d6fb79c7", "0.11.1"),
-                              ("0.11.1", "0560e618e6570cde4d01849fed784290714bc409", "0.14.0"),
-                              ("0.14.0", "0a8556449aba3d6b2fc9b53794ed579396b785cf", "0.21.0"))),
-    Series("ipex-llm-0.6.6.post1", IPEX, "73198d5b80dd584de58fc3625ca0cdf78b4f8e42", "0.6.6.post1", "0.8.3",
-           patches=("docker/llm/serving/xpu/docker/vllm_for_multi_arc.patch",),
-           applied_with="git apply on the v0.6.6.post1 tag (its Dockerfile); one squash of Intel's XPU branch"),
+    *_from_pairs(),
 )}
 
 HAND_PORTS = {h.name: h for h in (
