@@ -31,3 +31,19 @@ def test_a_rename_gnu_patch_cannot_read_is_named_as_its_limit(tmp_path: Path) ->
     assert row["gnu-F0"] == "fails"
     assert realforks._gnu_limit(row, git=True).startswith("GNU patch's own limit")
     assert realforks._gnu_limit({"gnu-F0_said": "Hunk #1 FAILED at 3."}, git=True) == ""
+
+
+def test_the_later_projects_series_are_the_old_side_of_handports_pairs() -> None:
+    """One list of their commits: every patch-kind pair of handports.PAIRS is a series, on its old release."""
+    import handports
+
+    for project, _label, u, v, old, _new, _fuzz, kind in handports.PAIRS:
+        if kind == "overlay":
+            assert f"{project.lower()}-{u}" not in realforks.SERIES  # whole copies, not patches
+            continue
+        s = realforks.SERIES[f"{project.lower()}-{u}"]
+        assert (s.commit, s.release, s.port_to) == (old[0][0], u, v)
+        if kind == "patch":
+            assert s.patches == tuple(p for _, p in old)
+        else:
+            assert s.folder == old[0][1]
