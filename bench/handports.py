@@ -7,7 +7,8 @@ files with GNU patch, and every file either touches is compared.
 * identical: port's file is the hand port's, byte for byte;
 * flagged: port refused it (a conflict, with its reason: a merge conflict, a moved file, a merge
   that would not import) — a person looks at it, as the hand port did;
-* same code: port's file parses to the same AST as the hand port's (only whitespace or comments differ);
+* same code: port's file parses to the same AST as the hand port's (only whitespace or comments differ, or the
+  order of the imports in one block of consecutive module-level imports);
 * same port + new work: port's changes all stand in the hand port's file, whose other edits touch only lines
   port left as V has them and bring no line the old patch added (``_judge``);
 * different: port accepted a file that is not the hand port's by any rule above. The goal is none;
@@ -74,6 +75,7 @@ def compare(manifest: Manifest | Path, to: str, hand: list[Path], tmp: Path,
     flagged: dict[str, list[str]] = {}  # file -> its own conflicts' reasons
     merged: dict[str, bytes | None] = {}  # what port made of each file, clean or not
     waiting: dict[str, bytes | None] = {}  # clean files of conflicting patches that no later patch changes
+    review: dict[str, list[str]] = {}  # file -> port's notes on it (a copy whose source upstream changed)
     for p in m.patches:
         if walk_from(m, p, None) is None:
             continue
@@ -81,6 +83,8 @@ def compare(manifest: Manifest | Path, to: str, hand: list[Path], tmp: Path,
         r = step(m, walk, p, None)
         for c in r.conflicts:
             flagged.setdefault(c.file, []).append(f"{c.message}" + (f" (line {c.line})" if c.line else ""))
+        for note in r.review:
+            review.setdefault(note.split(" is a copy of ")[0], []).append(note)
         for f in list(waiting):
             if f in r.files:
                 waiting.pop(f)  # a later patch changes it too: the workspace copy is not the final file
@@ -108,12 +112,18 @@ def compare(manifest: Manifest | Path, to: str, hand: list[Path], tmp: Path,
             kind = _flag_kind(path, flagged[path], path in hand_changed, walk.read(path) is None, hand_files)
             why = "; ".join(flagged[path])
             rows.append((path, kind, why, judged if path in waiting else ""))
+        elif path in review and judged != "identical":
+            rows.append((path, "flagged", "review: " + "; ".join(review[path]), ""))  # the maintainer changed it
+        elif path in review:
+            rows.append((path, "identical (a review note: the maintainer keeps the copy as it is)",
+                         "merged cleanly; review: " + "; ".join(review[path]), ""))
         elif path not in merged:
             rows.append((path, "hand-only", "the hand port extends the patch to a file the old one never touched", ""))
         elif judged == "identical":
             rows.append((path, "identical", "merged cleanly", ""))
         elif judged == "same code":
-            rows.append((path, "same code", "merged cleanly; the same AST as the hand port (whitespace differs)", ""))
+            rows.append((path, "same code", "merged cleanly; the same AST as the hand port (whitespace, comments or "
+                         "import order differ)", ""))
         elif judged == "same port + new work":
             rows.append((path, "same port + new work", "merged cleanly; every line port changed stands in the "
                          "hand port as port has it, and the hand port also changes lines the old patch never had (" +
@@ -127,7 +137,8 @@ def _judge(pristine: bytes | None, ours: bytes | None, hand: bytes | None, old_a
     """Port's file against the hand port's, by a fixed rule (applied to every project alike):
 
     * ``identical``: byte for byte;
-    * ``same code``: the same AST (only whitespace or comments differ);
+    * ``same code``: the same AST (only whitespace or comments differ, or the order of one block of
+      consecutive module-level imports: FlagScale's 0.8.5 hand port moved its ``import contextlib`` line);
     * ``same port + new work``: every line port changed stands in the hand port's file as port has it, and
       the hand port's other edits (lines inserted, or V's own lines replaced or removed) touch only lines
       port left as V has them, and none of the lines they bring (blank ones aside) is a line the old patch
@@ -220,16 +231,25 @@ def _flag_kind(path: str, reasons: list[str], hand_changed: bool, gone: bool,
 
 
 def _squash(data: bytes | None) -> object:
-    """The code a file holds: its AST when it parses (formatting and comments left out), else its lines
-    without trailing whitespace."""
+    """The code a file holds: its AST when it parses (formatting and comments left out; each run of consecutive
+    module-level imports in sorted order), else its lines without trailing whitespace."""
     import ast
 
     if data is None:
         return None
     try:
-        return ast.dump(ast.parse(data))
+        body = [ast.dump(node) for node in ast.parse(data).body]
     except (SyntaxError, ValueError):
         return b"\n".join(line.rstrip() for line in data.splitlines())
+    out: list[str] = []
+    run: list[str] = []
+    for node in body:
+        if node.startswith(("Import(", "ImportFrom(")):
+            run.append(node)
+            continue
+        out += sorted(run) + [node]
+        run = []
+    return out + sorted(run)
 
 
 def touched(patch: Path) -> list[str]:
@@ -535,7 +555,9 @@ def summary(rows: list[tuple[str, str, str, str]]) -> dict[str, int]:
     out = {"files": len(rows), "hand-only": n("hand-only"), "identical": n("identical"), "same code": n("same code"),
            "same port + new work": n("same port + new work"),
            "flagged": n("flagged") - n("flagged (held") - n("flagged (another place"),
-           "another place": n("flagged (another place"), "held": len(held), "different": n("different")}
+           "another place": n("flagged (another place"), "held": len(held), "different": n("different"),
+           "review notes": sum(1 for r in rows if "review: " in r[2]),
+           "review notes the maintainer did not need": n("identical (a review note")}
     out["handled"] = out["files"] - out["hand-only"]
     out["right"] = out["identical"] + out["same code"] + out["flagged"]
     for verdict in ("identical", "same code", "same port + new work", "different"):
@@ -574,7 +596,9 @@ def main() -> int:
           f"strictly (a file flagged only for its patch's other conflicts counts when its waiting merge is the "
           f"hand port's), {c['right, strict']} ({c['right, strict'] / h:.0%}); "
           f"{c['another place']} flagged at another place than the maintainer's; {c['held']} held (clean, waiting "
-          f"for their patch) where the maintainer dropped the change; {c['different']} accepted yet different")
+          f"for their patch) where the maintainer dropped the change; {c['different']} accepted yet different; "
+          f"{c['review notes']} review note(s) on copies, {c['review notes the maintainer did not need']} on a copy "
+          f"the maintainer kept as it is")
     return 0
 
 

@@ -57,3 +57,22 @@ def test_strictly_a_file_flagged_only_for_its_patchs_other_conflicts_counts_when
             ("e.py", "identical", "merged cleanly", "")]
     c = handports.summary(rows)
     assert (c["right"], c["right, strict"], c["handled"]) == (5, 3, 5)
+
+
+def test_same_code_forgives_the_order_of_one_block_of_imports_and_nothing_else() -> None:
+    """FlagScale's 0.8.5 hand port moved its ``import contextlib`` line within the imports: the same code."""
+    ours = b"import enum\nimport os\nimport contextlib  # fork\nfrom collections import deque\n\nX = 1\n"
+    hand = b"import contextlib  # fork\nimport enum\nimport os\nfrom collections import deque\n\nX = 1\n"
+    assert handports._judge(b"", ours, hand, set()) == "same code"
+    # an import moved past code is not the same code (the name is bound later), nor are two statements swapped
+    late = b"import enum\nimport os\nfrom collections import deque\n\nX = 1\nimport contextlib  # fork\n"
+    assert handports._judge(b"", ours, late, set()) == "different"
+    assert handports._judge(b"", b"x = 1\ny = 2\n", b"y = 2\nx = 1\n", set()) == "different"
+
+
+def test_a_review_note_counts_as_a_flag_only_where_the_maintainer_changed_the_copy() -> None:
+    note = "review: vllm/x_copy.py is a copy of vllm/x.py (80% of its lines stand there in vllm 0.9.1); …"
+    rows = [("vllm/x_copy.py", "flagged", note, ""),
+            ("vllm/y_copy.py", "identical (a review note: the maintainer keeps the copy as it is)", note, "")]
+    c = handports.summary(rows)
+    assert (c["review notes"], c["review notes the maintainer did not need"], c["right"]) == (2, 1, 2)

@@ -656,3 +656,60 @@ def test_a_backport_upstream_landed_at_another_place_is_refused_not_carried_twic
     # what upstream changed near the hunk is shown, with no guess that an earlier patch is to blame
     assert c.upstream.startswith("upstream did not change lines") and "earlier patch" not in c.upstream
     assert by["own"].status == "carries" and by_port["own"].result == "carried"  # the fork's own entry
+
+
+SHARED = "vllm/distributed/kv_transfer/kv_connector/v1/shared_storage_connector.py"
+SIMPLE = "vllm/distributed/kv_transfer/kv_connector/simple_connector.py"
+
+
+def new_file(path: str, text: str) -> str:
+    """A git-style patch that creates ``path``."""
+    return udiff(path, "", text).replace(f"--- a/{path}", "--- /dev/null").replace(
+        f"diff --git a/{path} b/{path}\n", f"diff --git a/{path} b/{path}\nnew file mode 100644\n")
+
+
+def test_a_copy_of_an_upstream_file_whose_copied_lines_upstream_changed_is_carried_with_a_note(tmp_path):
+    """A fork's connector made from 0.9.1's SharedStorageConnector: 0.10.0 turned
+    ``scheduler_output.scheduled_cached_reqs`` from a list of requests into one struct of lists, and its own
+    connector now walks ``cached_reqs.req_ids``. The copy still iterates the old way; nothing conflicts and it
+    imports, so port carries it, and says the copy's source changed where the copy follows it (as FlagScale's
+    FlagCX engine, docs/port.md). A copy of a file upstream left alone gets no note."""
+    from patchset.cache import Cache
+    from patchset.report.port import port_table, ported_doc
+    from patchset.sources.sdist import SdistSource
+
+    u, v = SdistSource("vllm", "0.9.1", Cache()).root, SdistSource("vllm", "0.10.0", Cache()).root
+    shared = (u / SHARED).read_text()
+    loop = "        for cached_req in scheduler_output.scheduled_cached_reqs:\n"
+    assert loop in shared and loop not in (v / SHARED).read_text()  # real: 0.10.0 changed the loop
+    assert (u / SIMPLE).read_bytes() == (v / SIMPLE).read_bytes()  # real: 0.10.0 left this one alone
+    fork_path = SHARED.replace("shared_storage", "fork_storage")
+    fork = shared.replace("SharedStorageConnector", "ForkStorageConnector")
+    mine = SIMPLE.replace("simple_connector", "fork_simple_connector")
+    project = tmp_path / "p"
+    write_patch(project, "recipes/fork-storage/vllm-0.9.1.patch", new_file(fork_path, fork))
+    write_patch(project, "recipes/fork-simple/vllm-0.9.1.patch",
+                new_file(mine, (u / SIMPLE).read_text().replace("SimpleConnector", "ForkSimpleConnector")))
+    manifest = write_manifest(project, """\
+        schema: 1
+        targets:
+          "0.9.1": {}
+        patches:
+          - id: fork-storage
+            releases: ">=0.9.1"
+            patch: recipes/fork-storage/vllm-0.9.1.patch
+          - id: fork-simple
+            releases: ">=0.9.1"
+            patch: recipes/fork-simple/vllm-0.9.1.patch
+        """)
+    r = port(load_manifest(manifest), "0.10.0", dry_run=True)
+    by = {p.id: p for p in r.patches}
+    assert by["fork-storage"].result == "carried" and by["fork-simple"].result == "carried" and r.ok
+    (note,) = by["fork-storage"].review
+    line = fork.splitlines(keepends=True).index(loop) + 1
+    assert note.startswith(f"{fork_path} is a copy of {SHARED} (")
+    assert "vllm 0.10.0 changed " in note and f"(first at {fork_path}:{line}: 'for cached_req in " in note
+    assert note.endswith("bring the copy up to date, or keep it as it is")
+    assert by["fork-simple"].review == ()
+    assert "review: " + fork_path in port_table(r)
+    assert ported_doc(by["fork-storage"])["review"] == [note]

@@ -46,7 +46,7 @@ class Place:
         return f"{self.file}:{self.line}" if self.line else self.file  # 0: the file, no place in it
 
 
-def _meaningful(line: bytes) -> bool:
+def meaningful(line: bytes) -> bool:
     """A line that says something about where it is: not blank, not a lone bracket or keyword."""
     s = line.strip()
     return len(s) > 3 and s not in (b"else:", b"try:", b"pass", b"return", b"finally:", b"return None")
@@ -120,7 +120,7 @@ class PyIndex:
         # Boilerplate (imports, logger = ..., common signatures) stands in many files and says nothing
         # about where this one went: only lines that at most a few files share are counted.
         # A sample of the longest distinct lines (each costs a scan of the release) says the same.
-        sample = sorted({ln for ln in split_lines(gone) if _meaningful(ln)}, key=lambda x: (-len(x), x))[:SAMPLE]
+        sample = sorted({ln for ln in split_lines(gone) if meaningful(ln)}, key=lambda x: (-len(x), x))[:SAMPLE]
         lines = {ln for ln in sample if len({p for p, _ in self.places(ln)}) <= 4}
         if not lines:
             return []
@@ -134,7 +134,7 @@ class PyIndex:
 
     def find_block(self, block: list[bytes], prefer: tuple[str, ...] = ()) -> list[Place]:
         """Every exact place of ``block`` (a hunk's old lines) in the release; files in ``prefer`` first."""
-        anchors = [ln for ln in block if _meaningful(ln)]
+        anchors = [ln for ln in block if meaningful(ln)]
         if not anchors:
             return []
         anchor = max(anchors, key=len)
@@ -150,7 +150,7 @@ class PyIndex:
 
     def nearest(self, block: list[bytes], prefer: tuple[str, ...] = ()) -> Place | None:
         """The window of the release that shares most of ``block``'s meaningful lines (at least half)."""
-        wanted = [i for i, ln in enumerate(block) if _meaningful(ln)]
+        wanted = [i for i, ln in enumerate(block) if meaningful(ln)]
         if not wanted:
             return None
         scores: dict[tuple[str, int], int] = {}
@@ -282,9 +282,9 @@ def stayed(kinds: str, keys: tuple[bytes, ...], content: bytes | None) -> float:
     old, new = core(kinds, keys)
     if _holds(lines, old) or _holds(lines, new):
         return 1.0
-    ref = [k for kind, k in zip(kinds, keys, strict=True) if kind == " " and _meaningful(k)]
+    ref = [k for kind, k in zip(kinds, keys, strict=True) if kind == " " and meaningful(k)]
     if not ref:  # no context that says where it was (a -U0 hunk): the lines it changes
-        ref = [k for k in old + new if _meaningful(k)]
+        ref = [k for k in old + new if meaningful(k)]
     if not ref:
         return 0.0
     wanted = {ln: i for i, ln in enumerate(ref)}

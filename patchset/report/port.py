@@ -21,7 +21,8 @@ def port_detail(p: PortedPatch) -> str:
         return p.message
     if not p.patch:
         return p.message
-    return f"{p.patch} ({len(p.files)} file(s))" + (f"; {p.message}" if p.message else "")  # "moved from A to B"
+    review = "; review: " + "; ".join(p.review) if p.review else ""
+    return f"{p.patch} ({len(p.files)} file(s))" + (f"; {p.message}" if p.message else "") + review
 
 
 def _port_rows(report: PortReport):
@@ -48,7 +49,7 @@ def ported_doc(p: PortedPatch) -> dict:
     return {"id": p.id, "result": p.result, "from": p.from_release, "patch": p.patch,
             "workspace": p.workspace, "conflicts": [conflict_doc(c) for c in p.conflicts],
             "evidence": p.evidence or None, "message": p.message or None, "files": list(p.files),
-            "already_in_v": list(p.already_in_v)}
+            "already_in_v": list(p.already_in_v), "review": list(p.review)}
 
 
 def port_doc(report: PortReport) -> dict:

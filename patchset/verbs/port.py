@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from patchset.core import engine, landed, merge, moved, semantic
+from patchset.core import copies, engine, landed, merge, moved, semantic
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.manifest_edit import ManifestEditor
 from patchset.core.manifest_load import load_manifest
@@ -98,6 +98,9 @@ class PortedPatch:
     # conflict: files of the patch whose merge leaves them as V (with the patches before) has them: V already
     # carries this patch's change there, nothing of it is left to carry in those files
     already_in_v: tuple[str, ...] = ()
+    # carried or ported: files the patch creates that copy an upstream file whose copied lines upstream
+    # changed (core/copies.py), one message each; a person's call, not a refusal
+    review: tuple[str, ...] = ()
 
 
 @dataclass
@@ -132,7 +135,9 @@ class Walk:
     workspaces: dict[str, tuple[dict[str, bytes | None], dict[str, bytes | None], str]] = \
         field(default_factory=dict)
     package: str = "vllm"
+    ends: dict[str, dict[str, bytes | None]] = field(default_factory=dict)  # U -> U's tree after the series
     _index: PyIndex | None = None
+    _u_index: dict[str, PyIndex] = field(default_factory=dict)
 
     def index(self) -> PyIndex:
         """V's Python files, read and indexed once per run, and only when code must be followed."""
@@ -142,6 +147,15 @@ class Walk:
                 if path.endswith(".py") and content != self.pristine.get(path):
                     self._index.update(path, content)
         return self._index
+
+    def index_u(self, u: str) -> PyIndex:
+        """U's Python files as the series leaves them, read once per release and only when a patch creates a
+        file that may be a copy."""
+        if u not in self._u_index:
+            files = python_files(self.sources[u], self.package)
+            files.update({k: v for k, v in self.ends.get(u, {}).items() if v is not None and k.endswith(".py")})
+            self._u_index[u] = PyIndex(files)
+        return self._u_index[u]
 
     def read(self, path: str) -> bytes | None:
         """V's file as the walk has it so far (the earlier ports applied)."""
@@ -245,7 +259,7 @@ def prepare(manifest: Manifest, to: str, from_release: str | None, source: str) 
     walk = Walk(to, dict(pristine), pristine, {}, {v: trees.get(v) for v in froms} | {to: target}, from_release,
                 package=manifest.pypi.lower().replace("-", "_"))
     for u in froms:
-        walk.bases[u] = _bases(manifest, u, trees.get(u), sorted(paths), from_release, to)
+        walk.bases[u], walk.ends[u] = _bases(manifest, u, trees.get(u), sorted(paths), from_release, to)
     return walk
 
 
@@ -255,8 +269,8 @@ def _load(p: Patch, path: Path, manifest: Manifest) -> PatchFile:
 
 
 def _bases(manifest: Manifest, u: str, src: Source, paths: list[str],
-           from_release: str | None, to: str) -> dict[str, dict[str, bytes | None]]:
-    """U's tree before each patch, the earlier patches applied as ``check`` would on U."""
+           from_release: str | None, to: str) -> tuple[dict[str, dict[str, bytes | None]], dict[str, bytes | None]]:
+    """U's tree before each patch, the earlier patches applied as ``check`` would on U, and after them all."""
     tree = {x: src.read(x) for x in paths if src.covers(x)}
     out: dict[str, dict[str, bytes | None]] = {}
     for p in manifest.patches:
@@ -269,7 +283,7 @@ def _bases(manifest: Manifest, u: str, src: Source, paths: list[str],
         outcome = engine.apply_patch(tree, pf, max_fuzz=p.fuzz)
         if outcome.ok:
             tree.update(outcome.files)
-    return out
+    return out, tree
 
 
 def covered(pf: PatchFile, src: Source) -> PatchFile:
@@ -282,8 +296,28 @@ def step(manifest: Manifest, walk: Walk, p: Patch, from_release: str | None) -> 
     u = walk_from(manifest, p, from_release, walk.to)
     assert u is not None
     r = _decide(manifest, walk, p, u)
+    if r.result in (PortStatus.CARRIED, PortStatus.PORTED):
+        r.review = _copies(walk, r, walk.bases[u][p.id], u)
     walk.results[p.id] = r
     return r
+
+
+def _copies(walk: Walk, r: PortedPatch, base: dict[str, bytes | None], u: str) -> tuple[str, ...]:
+    """The files the patch creates (V ships none of them) that copy a U file whose copied lines V changed."""
+    made = [f for f in r.files if f.endswith(".py") and base.get(f) is None and walk.pristine.get(f) is None
+            and walk.ours.get(f) is not None]
+    if not made:
+        return ()
+    src_u, src_v = walk.sources[u], walk.sources[walk.to]
+
+    def old(path: str) -> bytes | None:
+        return (src_u.read(path) if src_u.covers(path) else None) or walk.ends[u].get(path)
+
+    def new(path: str) -> bytes | None:
+        return src_v.read(path) if src_v.covers(path) else None
+
+    found = (copies.drift(f, walk.ours[f] or b"", walk.index_u(u), old, new) for f in made)
+    return tuple(d.message(u, walk.to) for d in found if d is not None)
 
 
 def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:

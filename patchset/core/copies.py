@@ -1,0 +1,78 @@
+"""A file a patch creates that is a copy of an upstream file: did upstream change what it copied?
+
+Forks keep adapted copies of upstream modules (an XPU model runner made from
+the GPU one, a FlagCX engine made from upstream's NCCL engine). A port carries
+such a file as it is: it is the fork's own, no hunk meets upstream's lines,
+nothing conflicts. When upstream changed the lines the copy was made from,
+the maintainer usually brings the copy along (measured on the hand ports in
+docs/port.md: FlagScale's 0.9.1 → 0.10.0 port rewrote 52 lines of its FlagCX
+engine that upstream had changed in the engine it copies; llm-scaler did the
+same for its XPU runners), and sometimes keeps it as it is. Whether it must
+follow is a person's call, so this is a note to review, not a refusal.
+
+The rule, for a Python file the patch creates and V does not ship:
+
+* its source is the file of U (U's package as the series leaves it) that
+  holds the most of its lines, at least ``RENAME_SIMILARITY`` of a sample of
+  them (:meth:`PyIndex.renamed_to`, the share ``git diff -M`` takes for a
+  rename, as ``git diff -C`` finds a copy);
+* the source still stands in V (a source upstream removed is another
+  question: the copy's home moved or went);
+* upstream changed lines of it that the copy holds: lines (stripped,
+  meaningful) that U's source has, V's source no longer has anywhere, and
+  the copy still has.
+
+U's source is U's pristine file where U ships one, else the series' own file
+(a backport the series adds to U that V now ships itself). Pure: contents
+in, findings out.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from patchset.core.moved import RENAME_SIMILARITY, PyIndex, meaningful
+from patchset.core.patchfile import split_lines
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A copy whose source upstream changed where the copy follows it."""
+
+    file: str  # the copy, as the patch creates it
+    source: str  # the upstream file it was made from
+    share: float  # share of the copy's sampled lines that stand in the source (U)
+    lines: int  # the source's lines upstream changed or removed that the copy still holds
+    line: int  # 1-based, in the copy: the first of them
+    first: str  # that line, stripped, for the message
+
+    def message(self, u: str, v: str) -> str:
+        return (f"{self.file} is a copy of {self.source} ({self.share:.0%} of its lines stand there in vllm {u}); "
+                f"vllm {v} changed {self.lines} line(s) of {self.source} that the copy still holds (first at "
+                f"{self.file}:{self.line}: '{self.first[:60]}'): bring the copy up to date, or keep it as it is")
+
+
+def drift(path: str, copy: bytes, index_u: PyIndex, source_u: Callable[[str], bytes | None],
+          source_v: Callable[[str], bytes | None]) -> Drift | None:
+    """``copy`` (created at ``path``) against the U file it was made from and that file in V; None when it is no
+    copy, its source is gone from V, or upstream changed none of the lines it copied."""
+    homes = index_u.renamed_to(copy, exclude=frozenset({path}))
+    if not homes or homes[0][1] < RENAME_SIMILARITY:
+        return None
+    source, share = homes[0]
+    old, new = source_u(source), source_v(source)
+    if old is None or new is None or old == new:
+        return None
+    a, b = split_lines(old), split_lines(new)
+    still = {x.strip() for x in b}
+    changed: set[bytes] = set()
+    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag in ("replace", "delete"):
+            changed.update(s for x in a[i1:i2] if meaningful(x) and (s := x.strip()) not in still)
+    held = [(n, s) for n, x in enumerate(split_lines(copy), 1) if (s := x.strip()) in changed]
+    if not held:
+        return None
+    line, first = held[0]
+    return Drift(path, source, share, len({s for _n, s in held}), line, first.decode(errors="replace"))
