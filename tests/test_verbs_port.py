@@ -672,8 +672,9 @@ def test_a_copy_of_an_upstream_file_whose_copied_lines_upstream_changed_is_carri
     """A fork's connector made from 0.9.1's SharedStorageConnector: 0.10.0 turned
     ``scheduler_output.scheduled_cached_reqs`` from a list of requests into one struct of lists, and its own
     connector now walks ``cached_reqs.req_ids``. The copy still iterates the old way; nothing conflicts and it
-    imports, so port carries it, and says the copy's source changed where the copy follows it (as FlagScale's
-    FlagCX engine, docs/port.md). A copy of a file upstream left alone gets no note."""
+    imports, so port carries it (and next says it carries), and both say the copy's source changed where the
+    copy follows it (as FlagScale's FlagCX engine, docs/port.md). A copy of a file upstream left alone gets no
+    note."""
     from patchset.cache import Cache
     from patchset.report.port import port_table, ported_doc
     from patchset.sources.sdist import SdistSource
@@ -713,3 +714,7 @@ def test_a_copy_of_an_upstream_file_whose_copied_lines_upstream_changed_is_carri
     assert by["fork-simple"].review == ()
     assert "review: " + fork_path in port_table(r)
     assert ported_doc(by["fork-storage"])["review"] == [note]
+    # next says the same of the patch, and it still carries
+    nxt = {p.id: p for p in next_release(load_manifest(manifest), "0.10.0").patches}
+    assert nxt["fork-storage"].status == "carries" and nxt["fork-storage"].review == (note,)
+    assert nxt["fork-simple"].status == "carries" and nxt["fork-simple"].review == ()

@@ -18,6 +18,8 @@ def next_detail(p: NextPatch) -> str:
         text += f"; upstream already has hunk(s) {', '.join(map(str, p.already))}"
     if r.message and p.status != NextStatus.CARRIES:
         text = (text + "; " if text else "") + r.message
+    if p.review:
+        text = (text + "; " if text else "") + "review: " + "; ".join(p.review)
     return text
 
 
@@ -71,6 +73,7 @@ def next_patch_doc(p: NextPatch) -> dict:
     if p.already:
         out["already_upstream"] = list(p.already)
     out["upstream_change"] = [upstream_change_doc(c) for c in p.upstream_change]
+    out["review"] = list(p.review)
     return out
 
 

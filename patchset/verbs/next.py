@@ -25,6 +25,7 @@ from patchset.core.patchfile import Hunk
 from patchset.core.words import Word
 from patchset.errors import ManifestError, SourceError
 from patchset.sources import Source, index
+from patchset.verbs import copynotes
 from patchset.verbs.trees import Trees, newest_covered_target
 from patchset.versions import Release, Releases
 
@@ -71,6 +72,8 @@ class NextPatch:
     result: series.PatchResult
     already: tuple[int, ...] = ()  # hunks upstream already has
     upstream_change: list[UpstreamChange] = field(default_factory=list)
+    # carries: files it creates that copy a file upstream changed where the copy follows it (as port says)
+    review: tuple[str, ...] = ()
 
 
 @dataclass
@@ -163,6 +166,7 @@ def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = 
                 np.result.message = message
     _blame_imports(as_target(manifest, version), result, version, trees, patches)
     _blame_twice(manifest, result, version, trees, patches)
+    _review_copies(manifest, result, version, trees, patches)
     # The in-memory ranges (==V) would make every upstream patch warn "narrow releases": its status says it.
     upstream = tuple(p.id + " " for p in patches if p.status == NextStatus.UPSTREAM) + tuple(
         p.id + ":" for p in patches if p.status == NextStatus.UPSTREAM)
@@ -229,6 +233,40 @@ def _blame_twice(manifest: Manifest, result: series.ReleaseResult, version: str,
                 why = landed.describe(f.path, found, version, u)
                 np.result.message = (np.result.message + "; " if np.result.message else "") + why
                 break
+
+
+def _review_copies(manifest: Manifest, result: series.ReleaseResult, version: str, trees: Trees,
+                   patches: list[NextPatch]) -> None:
+    """A carrying patch that creates a copy of a file of its release, where V changed the lines the copy holds,
+    gets port's review note (verbs/copynotes.py): a note, not a finding."""
+    package = manifest.pypi.lower().replace("-", "_")
+    made_on: dict[str, dict[str, bytes | None]] = {}  # U -> what the series creates on U
+    indexes: dict[str, PyIndex] = {}
+    for np in patches:
+        u = np.from_release
+        if np.status != NextStatus.CARRIES or u is None:
+            continue
+        try:
+            source = trees.get(u)
+            made = {k: v for k, v in copynotes.made_by(manifest.patch(np.id).load(u, manifest.base), source).items()
+                    if result.pristine.get(k) is None and result.files.get(k) is not None}
+            if not made:
+                continue
+            if u not in made_on:
+                made_on[u] = {}
+                for q in manifest.patches:
+                    if q.choice_for(u) is not None:
+                        made_on[u].update(copynotes.made_by(q.load(u, manifest.base), source))
+        except (ManifestError, SourceError):
+            continue  # without its release's files nothing says what the copy was made from
+        here = {k: result.files[k] or b"" for k in made}
+
+        def u_files(u: str = u, source: Source = source) -> PyIndex:
+            if u not in indexes:
+                indexes[u] = copynotes.u_index(source, package, made_on[u])
+            return indexes[u]
+
+        np.review = copynotes.notes(here, u, version, source, trees.get(version), made_on[u], u_files)
 
 
 def series_adds(manifest: Manifest, version: str) -> dict[str, dict[str, list[bytes]]]:

@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from patchset.core import copies, engine, landed, merge, moved, semantic
+from patchset.core import engine, landed, merge, moved, semantic
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.manifest_edit import ManifestEditor
 from patchset.core.manifest_load import load_manifest
@@ -47,6 +47,7 @@ from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.files import atomic_write
 from patchset.sources import Source, python_files
+from patchset.verbs import copynotes
 from patchset.verbs.next import EARLIER, window_change
 from patchset.verbs.trees import Trees, newest_covered_target
 from patchset.versions import Release
@@ -152,9 +153,7 @@ class Walk:
         """U's Python files as the series leaves them, read once per release and only when a patch creates a
         file that may be a copy."""
         if u not in self._u_index:
-            files = python_files(self.sources[u], self.package)
-            files.update({k: v for k, v in self.ends.get(u, {}).items() if v is not None and k.endswith(".py")})
-            self._u_index[u] = PyIndex(files)
+            self._u_index[u] = copynotes.u_index(self.sources[u], self.package, self.ends.get(u, {}))
         return self._u_index[u]
 
     def read(self, path: str) -> bytes | None:
@@ -304,20 +303,12 @@ def step(manifest: Manifest, walk: Walk, p: Patch, from_release: str | None) -> 
 
 def _copies(walk: Walk, r: PortedPatch, base: dict[str, bytes | None], u: str) -> tuple[str, ...]:
     """The files the patch creates (V ships none of them) that copy a U file whose copied lines V changed."""
-    made = [f for f in r.files if f.endswith(".py") and base.get(f) is None and walk.pristine.get(f) is None
-            and walk.ours.get(f) is not None]
+    made = {f: walk.ours[f] or b"" for f in r.files if f.endswith(".py") and base.get(f) is None
+            and walk.pristine.get(f) is None and walk.ours.get(f) is not None}
     if not made:
         return ()
-    src_u, src_v = walk.sources[u], walk.sources[walk.to]
-
-    def old(path: str) -> bytes | None:
-        return (src_u.read(path) if src_u.covers(path) else None) or walk.ends[u].get(path)
-
-    def new(path: str) -> bytes | None:
-        return src_v.read(path) if src_v.covers(path) else None
-
-    found = (copies.drift(f, walk.ours[f] or b"", walk.index_u(u), old, new) for f in made)
-    return tuple(d.message(u, walk.to) for d in found if d is not None)
+    return copynotes.notes(made, u, walk.to, walk.sources[u], walk.sources[walk.to], walk.ends[u],
+                           lambda: walk.index_u(u))
 
 
 def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:

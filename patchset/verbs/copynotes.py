@@ -1,0 +1,46 @@
+"""Review notes on copies, for ``port`` and ``next`` alike: the files a patch creates that copy a file of the
+release it was made for, where the new release changed the lines the copy holds (core/copies.py's rule)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from patchset.core import copies, engine
+from patchset.core.moved import PyIndex
+from patchset.core.patchfile import PatchFile
+from patchset.sources import Source, python_files
+
+
+def made_by(pf: PatchFile, u_source: Source) -> dict[str, bytes]:
+    """The Python files a patch creates on U (files U does not ship), as the patch alone makes them."""
+    out: dict[str, bytes] = {}
+    for f in pf.files:
+        path = f.path
+        if f.new_path is None or not path.endswith(".py") or (u_source.covers(path) and u_source.read(path)):
+            continue
+        made = engine.apply_patch({path: None}, PatchFile(pf.path, pf.sha256, pf.header, (f,)), max_fuzz=0)
+        if made.ok and made.files.get(path):
+            out[path] = made.files[path] or b""
+    return out
+
+
+def u_index(u_source: Source, package: str, series_made: Mapping[str, bytes | None]) -> PyIndex:
+    """U's package as the series leaves it, for finding what a created file was copied from: U's own files and
+    the files the series creates on U."""
+    files = python_files(u_source, package)
+    files.update({k: v for k, v in series_made.items() if v is not None and k.endswith(".py")})
+    return PyIndex(files)
+
+
+def notes(made: Mapping[str, bytes], u: str, v: str, u_source: Source, v_source: Source,
+          series_made: Mapping[str, bytes | None], index: Callable[[], PyIndex]) -> tuple[str, ...]:
+    """One message per file of ``made`` (created by a patch made for ``u``, not shipped by ``v``) that copies a
+    U file whose copied lines ``v`` changed. U's source is U's own file, else the series' (a backport)."""
+    def old(path: str) -> bytes | None:
+        return (u_source.read(path) if u_source.covers(path) else None) or series_made.get(path)
+
+    def new(path: str) -> bytes | None:
+        return v_source.read(path) if v_source.covers(path) else None
+
+    found = (copies.drift(path, data, index(), old, new) for path, data in sorted(made.items()))
+    return tuple(d.message(u, v) for d in found if d is not None)
