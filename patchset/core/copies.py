@@ -12,7 +12,7 @@ follow is a person's call, so this is a note to review, not a refusal.
 
 The rule, for a Python file the patch creates and V does not ship:
 
-* its source is the file of U (U's package as the series leaves it) that
+* its source is the file of U (U's package, with the files the series creates there) that
   holds the most of its lines, at least ``RENAME_SIMILARITY`` of a sample of
   them (:meth:`PyIndex.renamed_to`, the share ``git diff -M`` takes for a
   rename, as ``git diff -C`` finds a copy);

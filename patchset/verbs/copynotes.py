@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from patchset.core import copies, engine
+from patchset.core.manifest import Manifest
 from patchset.core.moved import PyIndex
 from patchset.core.patchfile import PatchFile
 from patchset.sources import Source, python_files
@@ -24,9 +25,17 @@ def made_by(pf: PatchFile, u_source: Source) -> dict[str, bytes]:
     return out
 
 
+def series_made(manifest: Manifest, u: str, u_source: Source) -> dict[str, bytes | None]:
+    """What the series creates on U: the files each patch with a file for U creates, as that patch makes them."""
+    out: dict[str, bytes | None] = {}
+    for q in manifest.patches:
+        if q.choice_for(u) is not None:
+            out.update(made_by(q.load(u, manifest.base), u_source))
+    return out
+
+
 def u_index(u_source: Source, package: str, series_made: Mapping[str, bytes | None]) -> PyIndex:
-    """U's package as the series leaves it, for finding what a created file was copied from: U's own files and
-    the files the series creates on U."""
+    """Where a created file may have been copied from: U's own Python files and those the series creates on U."""
     files = python_files(u_source, package)
     files.update({k: v for k, v in series_made.items() if v is not None and k.endswith(".py")})
     return PyIndex(files)

@@ -253,10 +253,7 @@ def _review_copies(manifest: Manifest, result: series.ReleaseResult, version: st
             if not made:
                 continue
             if u not in made_on:
-                made_on[u] = {}
-                for q in manifest.patches:
-                    if q.choice_for(u) is not None:
-                        made_on[u].update(copynotes.made_by(q.load(u, manifest.base), source))
+                made_on[u] = copynotes.series_made(manifest, u, source)
         except (ManifestError, SourceError):
             continue  # without its release's files nothing says what the copy was made from
         here = {k: result.files[k] or b"" for k in made}

@@ -136,7 +136,7 @@ class Walk:
     workspaces: dict[str, tuple[dict[str, bytes | None], dict[str, bytes | None], str]] = \
         field(default_factory=dict)
     package: str = "vllm"
-    ends: dict[str, dict[str, bytes | None]] = field(default_factory=dict)  # U -> U's tree after the series
+    made_on: dict[str, dict[str, bytes | None]] = field(default_factory=dict)  # U -> files the series creates
     _index: PyIndex | None = None
     _u_index: dict[str, PyIndex] = field(default_factory=dict)
 
@@ -150,10 +150,10 @@ class Walk:
         return self._index
 
     def index_u(self, u: str) -> PyIndex:
-        """U's Python files as the series leaves them, read once per release and only when a patch creates a
-        file that may be a copy."""
+        """U's Python files and those the series creates there, read once per release and only when a patch
+        creates a file that may be a copy."""
         if u not in self._u_index:
-            self._u_index[u] = copynotes.u_index(self.sources[u], self.package, self.ends.get(u, {}))
+            self._u_index[u] = copynotes.u_index(self.sources[u], self.package, self.made_on.get(u, {}))
         return self._u_index[u]
 
     def read(self, path: str) -> bytes | None:
@@ -258,7 +258,7 @@ def prepare(manifest: Manifest, to: str, from_release: str | None, source: str) 
     walk = Walk(to, dict(pristine), pristine, {}, {v: trees.get(v) for v in froms} | {to: target}, from_release,
                 package=manifest.pypi.lower().replace("-", "_"))
     for u in froms:
-        walk.bases[u], walk.ends[u] = _bases(manifest, u, trees.get(u), sorted(paths), from_release, to)
+        walk.bases[u] = _bases(manifest, u, trees.get(u), sorted(paths), from_release, to)
     return walk
 
 
@@ -268,8 +268,8 @@ def _load(p: Patch, path: Path, manifest: Manifest) -> PatchFile:
 
 
 def _bases(manifest: Manifest, u: str, src: Source, paths: list[str],
-           from_release: str | None, to: str) -> tuple[dict[str, dict[str, bytes | None]], dict[str, bytes | None]]:
-    """U's tree before each patch, the earlier patches applied as ``check`` would on U, and after them all."""
+           from_release: str | None, to: str) -> dict[str, dict[str, bytes | None]]:
+    """U's tree before each patch, the earlier patches applied as ``check`` would on U."""
     tree = {x: src.read(x) for x in paths if src.covers(x)}
     out: dict[str, dict[str, bytes | None]] = {}
     for p in manifest.patches:
@@ -282,7 +282,7 @@ def _bases(manifest: Manifest, u: str, src: Source, paths: list[str],
         outcome = engine.apply_patch(tree, pf, max_fuzz=p.fuzz)
         if outcome.ok:
             tree.update(outcome.files)
-    return out, tree
+    return out
 
 
 def covered(pf: PatchFile, src: Source) -> PatchFile:
@@ -296,18 +296,21 @@ def step(manifest: Manifest, walk: Walk, p: Patch, from_release: str | None) -> 
     assert u is not None
     r = _decide(manifest, walk, p, u)
     if r.result in (PortStatus.CARRIED, PortStatus.PORTED):
-        r.review = _copies(walk, r, walk.bases[u][p.id], u)
+        r.review = _copies(manifest, walk, r, walk.bases[u][p.id], u)
     walk.results[p.id] = r
     return r
 
 
-def _copies(walk: Walk, r: PortedPatch, base: dict[str, bytes | None], u: str) -> tuple[str, ...]:
+def _copies(manifest: Manifest, walk: Walk, r: PortedPatch, base: dict[str, bytes | None],
+            u: str) -> tuple[str, ...]:
     """The files the patch creates (V ships none of them) that copy a U file whose copied lines V changed."""
     made = {f: walk.ours[f] or b"" for f in r.files if f.endswith(".py") and base.get(f) is None
             and walk.pristine.get(f) is None and walk.ours.get(f) is not None}
     if not made:
         return ()
-    return copynotes.notes(made, u, walk.to, walk.sources[u], walk.sources[walk.to], walk.ends[u],
+    if u not in walk.made_on:
+        walk.made_on[u] = copynotes.series_made(manifest, u, walk.sources[u])
+    return copynotes.notes(made, u, walk.to, walk.sources[u], walk.sources[walk.to], walk.made_on[u],
                            lambda: walk.index_u(u))
 
 
