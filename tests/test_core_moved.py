@@ -64,3 +64,19 @@ def test_lines_that_stand_exactly_in_several_files_are_ambiguous_with_every_cand
     assert found is not None and not found.sure
     assert [str(p) for p in found.candidates] == ["pkg/renamed.py:11", "pkg/a.py:11", "pkg/b.py:12"]
     assert "3 places" in found.evidence and "(ambiguous)" in found.evidence
+
+
+def test_a_file_that_still_exists_wins_a_tie_for_its_own_hunk_over_a_sibling_module():
+    """kvcached's gpu_model_runner.py hunk led to tpu_model_runner.py (docs/port.md): where the hunk's own file
+    holds as much of its lines as a sibling, the lead is the hunk's own file, and no other file is named."""
+    block = OLD.splitlines(keepends=True)[10:16]
+    edited = OLD.replace(b"value_12 = compute(12)", b"value_12 = compute(12, fast=True)")
+    both = moved.PyIndex({"pkg/gpu.py": edited, "pkg/tpu.py": edited})
+    found = moved.follow(both, "pkg/gpu.py", block, OLD, False)
+    assert found is not None and found.place.file == "pkg/gpu.py"
+    found = moved.follow(both, "pkg/zzz.py", block, OLD, False)  # the same tie, the hunk's own file elsewhere
+    assert found is not None and found.place.file == "pkg/tpu.py"  # a tie between others goes by name, as before
+    better = moved.PyIndex({"pkg/gpu.py": edited.replace(b"value_13 = compute(13)", b"value_13 = other(13)"),
+                            "pkg/tpu.py": edited})
+    found = moved.follow(better, "pkg/gpu.py", block, OLD, False)  # the sibling holds more: it is the lead
+    assert found is not None and found.place.file == "pkg/tpu.py"

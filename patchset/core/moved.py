@@ -207,7 +207,9 @@ def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None
     homes: list[tuple[str, float]] = []
     if file_gone and old_file is not None:
         homes = index.renamed_to(old_file)
-    prefer = tuple(p for p, _ in homes)
+    # A file that still exists is where its hunk most likely still belongs: on a tie it wins over a sibling
+    # module (vLLM keeps near-copies such as the GPU and TPU model runners), so no other file is named.
+    prefer = tuple(p for p, _ in homes) if file_gone else (path,)
     why = ""
     if homes:
         top, share = homes[0]
