@@ -676,6 +676,7 @@ def test_a_copy_of_an_upstream_file_whose_copied_lines_upstream_changed_is_carri
     copy follows it (as FlagScale's FlagCX engine, docs/port.md). A copy of a file upstream left alone gets no
     note."""
     from patchset.cache import Cache
+    from patchset.report.next import next_table
     from patchset.report.port import port_table, ported_doc
     from patchset.sources.sdist import SdistSource
 
@@ -712,9 +713,12 @@ def test_a_copy_of_an_upstream_file_whose_copied_lines_upstream_changed_is_carri
     assert "vllm 0.10.0 changed " in note and f"(first at {fork_path}:{line}: 'for cached_req in " in note
     assert note.endswith("bring the copy up to date, or keep it as it is")
     assert by["fork-simple"].review == ()
-    assert "review: " + fork_path in port_table(r)
+    # the terminal shows the note in full below the table (a cell would cut it short), the cell says so
+    assert f"fork-storage, review: {note}" in port_table(r) and "1 copy to review (below)" in port_table(r)
     assert ported_doc(by["fork-storage"])["review"] == [note]
     # next says the same of the patch, and it still carries
     nxt = {p.id: p for p in next_release(load_manifest(manifest), "0.10.0").patches}
     assert nxt["fork-storage"].status == "carries" and nxt["fork-storage"].review == (note,)
+    shown = next_table(next_release(load_manifest(manifest), "0.10.0"))
+    assert f"fork-storage, review: {note}" in shown and "1 copy to review (below)" in shown
     assert nxt["fork-simple"].status == "carries" and nxt["fork-simple"].review == ()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from patchset.report.check import hunk_summary, patch_doc
-from patchset.report.common import dump_json, markdown_table, render, table
+from patchset.report.common import dump_json, markdown_table, plural, render, table
 from patchset.verbs.next import NextPatch, NextReport, NextStatus, UpstreamChange
 
 NEXT_HEADERS = ("patch", "status", "from", "detail")
@@ -19,7 +19,7 @@ def next_detail(p: NextPatch) -> str:
     if r.message and p.status != NextStatus.CARRIES:
         text = (text + "; " if text else "") + r.message
     if p.review:
-        text = (text + "; " if text else "") + "review: " + "; ".join(p.review)
+        text = (text + "; " if text else "") + plural(len(p.review), "copy", "copies") + " to review (below)"
     return text
 
 
@@ -34,6 +34,7 @@ def _changes_text(report: NextReport) -> list[str]:
         for c in p.upstream_change:
             out.append(f"\n{p.id}, hunk {c.hunk} ({c.file}): {c.summary}")
             out += ["    " + x for x in c.diff.rstrip("\n").splitlines()]
+        out += [f"\n{p.id}, review: {note}" for note in p.review]  # in full: a table cell would cut it short
     return out
 
 
@@ -97,6 +98,7 @@ def next_markdown(report: NextReport) -> str:
         for c in p.upstream_change:
             extra.append(f"<details><summary>{p.id}, hunk {c.hunk} ({c.file}): {c.summary}</summary>\n\n"
                          f"```diff\n{c.diff}```\n</details>\n")
+        extra += [f"- {p.id}, review: {note}\n" for note in p.review]
     return head + body + ("\n" + "\n".join(extra) if extra else "")
 
 

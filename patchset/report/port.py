@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from patchset.report.common import dump_json, markdown_table, render, table
+from patchset.report.common import dump_json, markdown_table, plural, render, table
 from patchset.verbs.port import Conflict, PortedPatch, PortReport, PortStatus
 
 PORT_HEADERS = ("patch", "result", "from", "detail")
@@ -21,8 +21,13 @@ def port_detail(p: PortedPatch) -> str:
         return p.message
     if not p.patch:
         return p.message
-    review = "; review: " + "; ".join(p.review) if p.review else ""
+    review = "; " + plural(len(p.review), "copy", "copies") + " to review (below)" if p.review else ""
     return f"{p.patch} ({len(p.files)} file(s))" + (f"; {p.message}" if p.message else "") + review
+
+
+def review_lines(report: PortReport) -> list[str]:
+    """Each review note in full (a table cell would cut it short)."""
+    return [f"{p.id}, review: {note}" for p in report.patches for note in p.review]
 
 
 def _port_rows(report: PortReport):
@@ -33,6 +38,7 @@ def _port_rows(report: PortReport):
 def port_table(report: PortReport) -> str:
     title = f"patchset port --to {report.to}" + (" (dry run: nothing written)" if report.dry_run else "")
     out = [render(table(title, PORT_HEADERS, _port_rows(report))).rstrip("\n")]
+    out += review_lines(report)
     out += [f"wrote {w}" for w in report.written]
     counts = {k: sum(1 for p in report.patches if p.result == k)
               for k in PortStatus}
@@ -66,8 +72,10 @@ def port_json(report: PortReport) -> str:
 def port_markdown(report: PortReport) -> str:
     head = f"### patchset port --to {report.to}\n\n"
     body = markdown_table(PORT_HEADERS, _port_rows(report))
+    notes = "".join(f"\n- {x}" for x in review_lines(report))
+    notes = f"\n**Review:**\n{notes}\n" if notes else ""
     diff = f"\n```diff\n{report.manifest_diff}```\n" if report.manifest_diff else ""
-    return head + body + diff + f"\nNext: `patchset test --vllm {report.to}`\n"
+    return head + body + notes + diff + f"\nNext: `patchset test --vllm {report.to}`\n"
 
 
 PORT = {"table": port_table, "json": port_json, "markdown": port_markdown}
