@@ -13,11 +13,13 @@ from patchset.sources import Source, python_files
 
 
 def made_by(pf: PatchFile, u_source: Source) -> dict[str, bytes]:
-    """The Python files a patch creates on U (files U does not ship), as the patch alone makes them."""
+    """The Python files a patch creates on U (``--- /dev/null``, and U does not ship them), as the patch alone makes
+    them. Only those files of U are read."""
     out: dict[str, bytes] = {}
     for f in pf.files:
         path = f.path
-        if f.new_path is None or not path.endswith(".py") or (u_source.covers(path) and u_source.read(path)):
+        if f.old_path is not None or f.new_path is None or not path.endswith(".py") \
+                or (u_source.covers(path) and u_source.read(path)):
             continue
         made = engine.apply_patch({path: None}, PatchFile(pf.path, pf.sha256, pf.header, (f,)), max_fuzz=0)
         if made.ok and made.files.get(path):
