@@ -722,3 +722,39 @@ def test_a_copy_of_an_upstream_file_whose_copied_lines_upstream_changed_is_carri
     shown = next_table(next_release(load_manifest(manifest), "0.10.0"))
     assert f"fork-storage, review: {note}" in shown and "1 copy to review (below)" in shown
     assert nxt["fork-simple"].status == "carries" and nxt["fork-simple"].review == ()
+
+
+def test_a_copy_in_a_patch_that_conflicts_elsewhere_is_named_in_its_workspace_readme(tmp_path):
+    """The same copy, in a patch that also edits the loop 0.10.0 rewrote in SharedStorageConnector itself: the
+    patch conflicts there, and whoever resolves it reads, in the workspace README, that the copy follows the
+    old loop too (llm-scaler's squashes carry their XPU runners, copies of the GPU ones, this way)."""
+    from patchset.cache import Cache
+    from patchset.report.port import port_table
+    from patchset.sources.sdist import SdistSource
+
+    u = SdistSource("vllm", "0.9.1", Cache()).root
+    shared = (u / SHARED).read_text()
+    loop = "        for cached_req in scheduler_output.scheduled_cached_reqs:\n"
+    fork_path = SHARED.replace("shared_storage", "fork_storage")
+    edited = shared.replace(loop, loop + "            # fork: every cached request is logged\n")
+    project = tmp_path / "p"
+    write_patch(project, "recipes/fork/vllm-0.9.1.patch",
+                new_file(fork_path, shared.replace("SharedStorageConnector", "ForkStorageConnector"))
+                + udiff(SHARED, shared, edited))
+    manifest = write_manifest(project, """\
+        schema: 1
+        targets:
+          "0.9.1": {}
+        patches:
+          - id: fork
+            releases: ">=0.9.1"
+            patch: recipes/fork/vllm-0.9.1.patch
+        """)
+    r = port(load_manifest(manifest), "0.10.0", workdir=tmp_path / "work")
+    (p,) = r.patches
+    assert p.result == "conflict" and [c.file for c in p.conflicts] == [SHARED]
+    (note,) = p.review
+    assert note.startswith(f"{fork_path} is a copy of {SHARED} (")
+    readme = (tmp_path / "work" / "fork" / "README.md").read_text()
+    assert "## To review" in readme and f"- {note}" in readme
+    assert "1 copy to review (below)" in port_table(r) and f"fork, review: {note}" in port_table(r)

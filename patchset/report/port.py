@@ -15,8 +15,10 @@ def port_detail(p: PortedPatch) -> str:
         where = "; ".join(f"{c.file}:{c.line}" if c.line else c.file for c in p.conflicts)
         already = f"its change already in {p.already_in_v[0]}" if len(p.already_in_v) == 1 else \
             f"its change already in {len(p.already_in_v)} files" if p.already_in_v else ""
-        return " ".join(x for x in (p.message, f"({where})" if where else "", f"[{already}]" if already else "",
-                                    f"workspace {p.workspace}" if p.workspace else "") if x)
+        review = plural(len(p.review), "copy", "copies") + " to review (below)" if p.review else ""
+        return " ".join(x for x in (p.message, f"({where})" if where else "", f"[{review}]" if review else "",
+                                    f"[{already}]" if already else "", f"workspace {p.workspace}" if p.workspace
+                                    else "") if x)
     if p.result == PortStatus.BLOCKED:
         return p.message
     if not p.patch:

@@ -99,8 +99,8 @@ class PortedPatch:
     # conflict: files of the patch whose merge leaves them as V (with the patches before) has them: V already
     # carries this patch's change there, nothing of it is left to carry in those files
     already_in_v: tuple[str, ...] = ()
-    # carried or ported: files the patch creates that copy an upstream file whose copied lines upstream
-    # changed (core/copies.py), one message each; a person's call, not a refusal
+    # files the patch creates that copy an upstream file whose copied lines upstream changed (core/copies.py),
+    # one message each; a person's call, not a refusal (a conflict's are in its workspace README too)
     review: tuple[str, ...] = ()
 
 
@@ -296,16 +296,20 @@ def step(manifest: Manifest, walk: Walk, p: Patch, from_release: str | None) -> 
     assert u is not None
     r = _decide(manifest, walk, p, u)
     if r.result in (PortStatus.CARRIED, PortStatus.PORTED):
-        r.review = _copies(manifest, walk, r, walk.bases[u][p.id], u)
+        r.review = _copies(manifest, walk, walk.ours, r.files, walk.bases[u][p.id], u)
+    elif r.result == PortStatus.CONFLICT and p.id in walk.workspaces:  # for the person who resolves it
+        merged = walk.workspaces[p.id][1]
+        r.review = _copies(manifest, walk, merged, tuple(merged), walk.bases[u][p.id], u)
     walk.results[p.id] = r
     return r
 
 
-def _copies(manifest: Manifest, walk: Walk, r: PortedPatch, base: dict[str, bytes | None],
-            u: str) -> tuple[str, ...]:
-    """The files the patch creates (V ships none of them) that copy a U file whose copied lines V changed."""
-    made = {f: walk.ours[f] or b"" for f in r.files if f.endswith(".py") and base.get(f) is None
-            and walk.pristine.get(f) is None and walk.ours.get(f) is not None}
+def _copies(manifest: Manifest, walk: Walk, files: dict[str, bytes | None], paths: Sequence[str],
+            base: dict[str, bytes | None], u: str) -> tuple[str, ...]:
+    """The files of ``paths`` the patch creates (V ships none of them), as ``files`` has them, that copy a U file
+    whose copied lines V changed."""
+    made = {f: files[f] or b"" for f in paths if f.endswith(".py") and base.get(f) is None
+            and walk.pristine.get(f) is None and files.get(f) is not None}
     if not made:
         return ()
     if u not in walk.made_on:
@@ -806,6 +810,11 @@ def workspace_readme(r: PortedPatch, to: str, folder: Path) -> str:
                   f"This patch's change to these files is already in vLLM {to} (with the patches before it): "
                   "the merge leaves each as it is there, and nothing of it is left to carry.", ""]
         lines += [f"- `{f}`" for f in r.already_in_v]
+    if r.review:
+        lines += ["", "## To review", "",
+                  "Files this patch creates that copy a file upstream changed where the copy follows it: "
+                  "bring each copy up to date, or keep it as it is.", ""]
+        lines += [f"- {x}" for x in r.review]
     lines += ["", "## Then", "",
               "Edit the files until no marker is left and every Python file compiles, then run:", "",
               f"    patchset refresh {r.id} --vllm {to} --workdir {folder.parent}", "",
