@@ -234,11 +234,25 @@ def _release(root: Path, version: str, text: str) -> None:
     (site / "vllm" / "mod.py").write_text(text)
 
 
+def _next_on_029(tmp_path: Path, patches: dict[str, str]):
+    """``next --vllm 0.29.0`` of a series made for 0.28.0 (id -> its patch text, in order), both releases as
+    folders under ``tmp_path``."""
+    from helpers import write_manifest, write_patch
+
+    project = tmp_path / "project"
+    for pid, text in patches.items():
+        write_patch(project, f"recipes/{pid}/fix.patch", text)
+    entries = "".join(f'  - {{id: {pid}, releases: "==0.28.0", patch: recipes/{pid}/fix.patch}}\n'
+                      for pid in patches)
+    m = load_manifest(write_manifest(project, 'schema: 1\ntargets: {"0.28.0": {}}\npatches:\n' + entries))
+    return next_release(m, "0.29.0", source=f"dir:{tmp_path}/{{version}}", released=["0.28.0", "0.29.0"])
+
+
 def test_an_ambiguous_hunk_on_lines_upstream_left_alone_is_not_blamed_on_an_earlier_patch(tmp_path):
     """A hunk that fails on lines upstream left alone is blamed on an earlier patch of the series only when its
     context is gone; when the context stands at two places (upstream added a twin elsewhere, as FlagScale's
     preprocess.py on 0.10.0), nothing earlier is to blame and next does not say so."""
-    from helpers import udiff, write_manifest, write_patch
+    from helpers import udiff
 
     block = "".join(f"y{i} = {i}\n" for i in range(1, 8))
     before = "x = 0\n\n" + block + "\nz = 0\n"
@@ -246,15 +260,7 @@ def test_an_ambiguous_hunk_on_lines_upstream_left_alone_is_not_blamed_on_an_earl
     # 0.29.0 moved the block down and added a twin of it further on: the hunk's context stands at two places,
     # none at its stated line
     _release(tmp_path, "0.29.0", "w = 1\n" * 4 + before + "\n" * 6 + block)
-    project = tmp_path / "project"
-    write_patch(project, "recipes/p/fix.patch", udiff("vllm/mod.py", before, before.replace("y4 = 4", "y4 = 40")))
-    m = load_manifest(write_manifest(project, """
-        schema: 1
-        targets: {"0.28.0": {}}
-        patches:
-          - {id: p, releases: "==0.28.0", patch: recipes/p/fix.patch}
-        """))
-    r = next_release(m, "0.29.0", source=f"dir:{tmp_path}/{{version}}", released=["0.28.0", "0.29.0"])
+    r = _next_on_029(tmp_path, {"p": udiff("vllm/mod.py", before, before.replace("y4 = 4", "y4 = 40"))})
     by = {p.id: p for p in r.patches}
     assert "ambiguous" in by["p"].result.hunks[0].message
     (change,) = by["p"].upstream_change
@@ -265,7 +271,7 @@ def test_a_hunk_whose_context_an_earlier_patch_changed_is_blamed_on_it_where_ups
     """The other side: p cannot land on 0.29.0 (upstream changed its context), so q, made on top of p, meets
     lines upstream left alone but without p's change: its context stands nowhere, and next says an earlier
     patch of the series changed them."""
-    from helpers import udiff, write_manifest, write_patch
+    from helpers import udiff
 
     before = "".join(f"y{i} = {i}\n" for i in range(1, 16))
     _release(tmp_path, "0.28.0", before)
@@ -273,17 +279,8 @@ def test_a_hunk_whose_context_an_earlier_patch_changed_is_blamed_on_it_where_ups
     # right after p's line, so no fuzz reaches past it, and its lines (y5-y11) are ones upstream left alone
     _release(tmp_path, "0.29.0", before.replace("y2 = 2", "y2 = 22"))
     after_p = before.replace("y7 = 7", "y7 = 70")
-    project = tmp_path / "project"
-    write_patch(project, "recipes/p/fix.patch", udiff("vllm/mod.py", before, after_p, n=5))
-    write_patch(project, "recipes/q/fix.patch", udiff("vllm/mod.py", after_p, after_p.replace("y8 = 8", "y8 = 80")))
-    m = load_manifest(write_manifest(project, """
-        schema: 1
-        targets: {"0.28.0": {}}
-        patches:
-          - {id: p, releases: "==0.28.0", patch: recipes/p/fix.patch}
-          - {id: q, releases: "==0.28.0", patch: recipes/q/fix.patch}
-        """))
-    r = next_release(m, "0.29.0", source=f"dir:{tmp_path}/{{version}}", released=["0.28.0", "0.29.0"])
+    r = _next_on_029(tmp_path, {"p": udiff("vllm/mod.py", before, after_p, n=5),
+                                "q": udiff("vllm/mod.py", after_p, after_p.replace("y8 = 8", "y8 = 80"))})
     by = {p.id: p for p in r.patches}
     assert by["q"].result.hunks[0].message.startswith("context not found")
     (change,) = by["q"].upstream_change
