@@ -39,8 +39,8 @@ def test_notes_name_a_copy_whose_copied_lines_v_changed_and_read_a_backport_from
     series = {"vllm/backport.py": SOURCE.encode()}
     copy = SOURCE.replace("def step_0(", "def fork_step_0(").encode()
     index = copynotes.u_index(u, "vllm", series | {"vllm/fork.py": copy})
-    (note,) = copynotes.notes({"vllm/fork.py": copy}, "0.9.1", "0.10.0", u, v, series, lambda: index)
+    (note,) = copynotes.notes({"vllm/fork.py": copy}, "0.9.1", "0.10.0", u, v, series, index)
     assert note.startswith("vllm/fork.py is a copy of vllm/backport.py (")
     assert "vllm 0.10.0 changed 1 line(s) of vllm/backport.py" in note and "vllm/fork.py:16" in note
     # the same copy where V left the backport as the series had it: no note
-    assert copynotes.notes({"vllm/fork.py": copy}, "0.9.1", "0.10.0", u, u, series, lambda: index) == ()
+    assert copynotes.notes({"vllm/fork.py": copy}, "0.9.1", "0.10.0", u, u, series, index) == ()

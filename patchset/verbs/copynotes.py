@@ -3,7 +3,7 @@ release it was made for, where the new release changed the lines the copy holds 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from patchset.core import copies, engine
 from patchset.core.manifest import Manifest
@@ -44,7 +44,7 @@ def u_index(u_source: Source, package: str, series_made: Mapping[str, bytes | No
 
 
 def notes(made: Mapping[str, bytes], u: str, v: str, u_source: Source, v_source: Source,
-          series_made: Mapping[str, bytes | None], index: Callable[[], PyIndex]) -> tuple[str, ...]:
+          series_made: Mapping[str, bytes | None], index: PyIndex) -> tuple[str, ...]:
     """One message per file of ``made`` (created by a patch made for ``u``, not shipped by ``v``) that copies a
     U file whose copied lines ``v`` changed. U's source is U's own file, else the series' (a backport)."""
     def old(path: str) -> bytes | None:
@@ -53,5 +53,5 @@ def notes(made: Mapping[str, bytes], u: str, v: str, u_source: Source, v_source:
     def new(path: str) -> bytes | None:
         return v_source.read(path) if v_source.covers(path) else None
 
-    found = (copies.drift(path, data, index(), old, new) for path, data in sorted(made.items()))
+    found = (copies.drift(path, data, index, old, new) for path, data in sorted(made.items()))
     return tuple(d.message(u, v) for d in found if d is not None)

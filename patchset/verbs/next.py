@@ -254,16 +254,12 @@ def _review_copies(manifest: Manifest, result: series.ReleaseResult, version: st
                 continue
             if u not in made_on:
                 made_on[u] = copynotes.series_made(manifest, u, source)
+            if u not in indexes:
+                indexes[u] = copynotes.u_index(source, package, made_on[u])
         except (ManifestError, SourceError):
             continue  # without its release's files nothing says what the copy was made from
         here = {k: result.files[k] or b"" for k in made}
-
-        def u_files(u: str = u, source: Source = source) -> PyIndex:
-            if u not in indexes:
-                indexes[u] = copynotes.u_index(source, package, made_on[u])
-            return indexes[u]
-
-        np.review = copynotes.notes(here, u, version, source, trees.get(version), made_on[u], u_files)
+        np.review = copynotes.notes(here, u, version, source, trees.get(version), made_on[u], indexes[u])
 
 
 def series_adds(manifest: Manifest, version: str) -> dict[str, dict[str, list[bytes]]]:

@@ -315,7 +315,7 @@ def _copies(manifest: Manifest, walk: Walk, files: dict[str, bytes | None], path
     if u not in walk.made_on:
         walk.made_on[u] = copynotes.series_made(manifest, u, walk.sources[u])
     return copynotes.notes(made, u, walk.to, walk.sources[u], walk.sources[walk.to], walk.made_on[u],
-                           lambda: walk.index_u(u))
+                           walk.index_u(u))
 
 
 def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
