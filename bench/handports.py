@@ -84,7 +84,7 @@ def compare(manifest: Manifest | Path, to: str, hand: list[Path], tmp: Path,
         for c in r.conflicts:
             flagged.setdefault(c.file, []).append(f"{c.message}" + (f" (line {c.line})" if c.line else ""))
         for note in r.review:
-            review.setdefault(note.split(" is a copy of ")[0], []).append(note)
+            review.setdefault(note.file, []).append(note.message)
         for f in list(waiting):
             if f in r.files:
                 waiting.pop(f)  # a later patch changes it too: the workspace copy is not the final file

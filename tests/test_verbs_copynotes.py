@@ -39,8 +39,31 @@ def test_notes_name_a_copy_whose_copied_lines_v_changed_and_read_a_backport_from
     series = {"vllm/backport.py": SOURCE.encode()}
     copy = SOURCE.replace("def step_0(", "def fork_step_0(").encode()
     index = copynotes.u_index(u, "vllm", series | {"vllm/fork.py": copy})
-    (note,) = copynotes.notes({"vllm/fork.py": copy}, "0.9.1", "0.10.0", u, v, series, index)
+    (review,) = copynotes.notes({"vllm/fork.py": copy}, "0.9.1", "0.10.0", u, v, series, index)
+    assert (review.file, review.copy_of) == ("vllm/fork.py", "vllm/backport.py")
+    note = review.message
     assert note.startswith("vllm/fork.py is a copy of vllm/backport.py (")
     assert "vllm 0.10.0 changed 1 line(s) of vllm/backport.py" in note and "vllm/fork.py:16" in note
     # the same copy where V left the backport as the series had it: no note
     assert copynotes.notes({"vllm/fork.py": copy}, "0.9.1", "0.10.0", u, u, series, index) == ()
+
+
+def test_a_copy_of_a_file_v_removed_gets_a_note_and_a_copy_of_the_series_own_file_does_not(tmp_path) -> None:
+    """U ships the source and V nowhere (not even renamed): the note says the copied code is gone upstream. A copy
+    of a file only the series creates, which V lacks too, is the fork's own business: no note."""
+    (tmp_path / "u" / "vllm").mkdir(parents=True)
+    (tmp_path / "v" / "vllm").mkdir(parents=True)
+    (tmp_path / "u" / "vllm" / "source.py").write_text(SOURCE)
+    (tmp_path / "v" / "vllm" / "other.py").write_text("x = 1\n")
+    u, v = DirSource(tmp_path / "u"), DirSource(tmp_path / "v")
+    copy = SOURCE.replace("def step_0(", "def fork_step_0(").encode()
+    index = copynotes.u_index(u, "vllm", {})
+    index_v = copynotes.u_index(v, "vllm", {})
+    (review,) = copynotes.notes({"vllm/fork.py": copy}, "0.9.1", "0.10.0", u, v, {}, index, lambda: index_v)
+    assert review.copy_of == "vllm/source.py"
+    assert "vllm 0.10.0 no longer ships vllm/source.py" in review.message
+    # the same copy made from a file only the series creates on U (U's package has it not): no note
+    (tmp_path / "u" / "vllm" / "source.py").unlink()
+    series = {"vllm/source.py": SOURCE.encode()}
+    index = copynotes.u_index(u, "vllm", series)
+    assert copynotes.notes({"vllm/fork.py": copy}, "0.9.1", "0.10.0", u, v, series, index, lambda: index_v) == ()

@@ -16,11 +16,16 @@ The rule, for a Python file the patch creates and V does not ship:
   holds the most of its lines, at least ``RENAME_SIMILARITY`` of a sample of
   them (:meth:`PyIndex.renamed_to`, the share ``git diff -M`` takes for a
   rename, as ``git diff -C`` finds a copy);
-* the source still stands in V (a source upstream removed is another
-  question: the copy's home moved or went);
+* the source in V: the same path, or, where V no longer ships it, the file of
+  V that holds at least ``RENAME_SIMILARITY`` of its sampled lines (upstream
+  moved it, as ``git diff -M`` finds a rename);
 * upstream changed lines of it that the copy holds: lines (stripped,
   meaningful) that U's source has, V's source no longer has anywhere, and
-  the copy still has.
+  the copy still has;
+* where V ships the source nowhere, not even renamed, the code the copy was
+  made from is gone upstream (vLLM removing its V0 workers, say): the note
+  says so, with no lines to count (llm-scaler's maintainers reworked both such
+  copies on their hand ports, docs/port.md).
 
 U's source is U's pristine file where U ships one, else the series' own file
 (a backport the series adds to U that V now ships itself). Pure: contents
@@ -39,30 +44,49 @@ from patchset.core.patchfile import split_lines
 
 @dataclass(frozen=True)
 class Drift:
-    """A copy whose source upstream changed where the copy follows it."""
+    """A copy whose source upstream changed where the copy follows it, or removed."""
 
     file: str  # the copy, as the patch creates it
-    source: str  # the upstream file it was made from
+    source: str  # the upstream file it was made from (U's path)
     share: float  # share of the copy's sampled lines that stand in the source (U)
-    lines: int  # the source's lines upstream changed or removed that the copy still holds
-    line: int  # 1-based, in the copy: the first of them
+    lines: int  # the source's lines upstream changed or removed that the copy still holds (0: removed)
+    line: int  # 1-based, in the copy: the first of them (0: removed)
     first: str  # that line, stripped, for the message
+    moved_to: str | None = None  # V's path of the source, where V moved it
+    removed: bool = False  # V ships the source nowhere, not even renamed
 
     def message(self, u: str, v: str) -> str:
-        return (f"{self.file} is a copy of {self.source} ({self.share:.0%} of its lines stand there in vllm {u}); "
-                f"vllm {v} changed {self.lines} line(s) of {self.source} that the copy still holds (first at "
+        copy = f"{self.file} is a copy of {self.source} ({self.share:.0%} of its lines stand there in vllm {u}); "
+        if self.removed:
+            return (copy + f"vllm {v} no longer ships {self.source}, and none of its files holds half of its lines: "
+                    f"the code the copy was made from is gone upstream: check the copy still fits vllm {v}, or keep "
+                    "it as it is")
+        where = f"{self.source} (moved to {self.moved_to})" if self.moved_to else self.source
+        return (copy + f"vllm {v} changed {self.lines} line(s) of {where} that the copy still holds (first at "
                 f"{self.file}:{self.line}: '{self.first[:60]}'): bring the copy up to date, or keep it as it is")
 
 
 def drift(path: str, copy: bytes, index_u: PyIndex, source_u: Callable[[str], bytes | None],
-          source_v: Callable[[str], bytes | None]) -> Drift | None:
+          source_v: Callable[[str], bytes | None], index_v: Callable[[], PyIndex] | None = None,
+          exclude_v: frozenset[str] = frozenset(), shipped_u: Callable[[str], bool] = lambda _path: True,
+          ) -> Drift | None:
     """``copy`` (created at ``path``) against the U file it was made from and that file in V; None when it is no
-    copy, its source is gone from V, or upstream changed none of the lines it copied."""
+    copy, or upstream changed none of the lines it copied. Where V lacks the source's path and U ships it
+    (``shipped_u``: not a file only the series creates, which upstream never had), ``index_v`` (V's files, searched
+    only then; ``exclude_v``: files of it that are no upstream code, such as the series' own) says whether V moved
+    it; without ``index_v`` such a copy gets no finding."""
     homes = index_u.renamed_to(copy, exclude=frozenset({path}))
     if not homes or homes[0][1] < RENAME_SIMILARITY:
         return None
     source, share = homes[0]
     old, new = source_u(source), source_v(source)
+    moved_to = None
+    if old is not None and new is None and index_v is not None and shipped_u(source):
+        there = index_v().renamed_to(old, exclude=exclude_v | {path})
+        if not there or there[0][1] < RENAME_SIMILARITY:
+            return Drift(path, source, share, 0, 0, "", removed=True)
+        moved_to = there[0][0]
+        new = source_v(moved_to)
     if old is None or new is None or old == new:
         return None
     a, b = split_lines(old), split_lines(new)
@@ -75,4 +99,4 @@ def drift(path: str, copy: bytes, index_u: PyIndex, source_u: Callable[[str], by
     if not held:
         return None
     line, first = held[0]
-    return Drift(path, source, share, len({s for _n, s in held}), line, first.decode(errors="replace"))
+    return Drift(path, source, share, len({s for _n, s in held}), line, first.decode(errors="replace"), moved_to)

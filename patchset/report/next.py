@@ -34,7 +34,7 @@ def _changes_text(report: NextReport) -> list[str]:
         for c in p.upstream_change:
             out.append(f"\n{p.id}, hunk {c.hunk} ({c.file}): {c.summary}")
             out += ["    " + x for x in c.diff.rstrip("\n").splitlines()]
-        out += [f"\n{p.id}, review: {note}" for note in p.review]  # in full: a table cell would cut it short
+        out += [f"\n{p.id}, review: {note.message}" for note in p.review]  # in full: a table cell would cut it short
     return out
 
 
@@ -74,7 +74,7 @@ def next_patch_doc(p: NextPatch) -> dict:
     if p.already:
         out["already_upstream"] = list(p.already)
     out["upstream_change"] = [upstream_change_doc(c) for c in p.upstream_change]
-    out["review"] = list(p.review)
+    out["review"] = [note.to_json() for note in p.review]
     return out
 
 
@@ -98,7 +98,7 @@ def next_markdown(report: NextReport) -> str:
         for c in p.upstream_change:
             extra.append(f"<details><summary>{p.id}, hunk {c.hunk} ({c.file}): {c.summary}</summary>\n\n"
                          f"```diff\n{c.diff}```\n</details>\n")
-        extra += [f"- {p.id}, review: {note}\n" for note in p.review]
+        extra += [f"- {p.id}, review: {note.message}\n" for note in p.review]
     return head + body + ("\n" + "\n".join(extra) if extra else "")
 
 

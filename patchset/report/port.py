@@ -29,7 +29,7 @@ def port_detail(p: PortedPatch) -> str:
 
 def review_lines(report: PortReport) -> list[str]:
     """Each review note in full (a table cell would cut it short)."""
-    return [f"{p.id}, review: {note}" for p in report.patches for note in p.review]
+    return [f"{p.id}, review: {note.message}" for p in report.patches for note in p.review]
 
 
 def _port_rows(report: PortReport):
@@ -57,7 +57,7 @@ def ported_doc(p: PortedPatch) -> dict:
     return {"id": p.id, "result": p.result, "from": p.from_release, "patch": p.patch,
             "workspace": p.workspace, "conflicts": [conflict_doc(c) for c in p.conflicts],
             "evidence": p.evidence or None, "message": p.message or None, "files": list(p.files),
-            "already_in_v": list(p.already_in_v), "review": list(p.review)}
+            "already_in_v": list(p.already_in_v), "review": [note.to_json() for note in p.review]}
 
 
 def port_doc(report: PortReport) -> dict:

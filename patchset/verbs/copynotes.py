@@ -3,13 +3,26 @@ release it was made for, where the new release changed the lines the copy holds 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from patchset.core import copies, engine
 from patchset.core.manifest import Manifest
 from patchset.core.moved import PyIndex
 from patchset.core.patchfile import PatchFile
 from patchset.sources import Source, python_files
+
+
+@dataclass(frozen=True)
+class Review:
+    """A note on one file for a person to review: which file, the upstream file it copies, and the words."""
+
+    file: str
+    copy_of: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"file": self.file, "copy_of": self.copy_of, "message": self.message}
 
 
 def made_by(pf: PatchFile, u_source: Source) -> dict[str, bytes]:
@@ -44,14 +57,20 @@ def u_index(u_source: Source, package: str, series_made: Mapping[str, bytes | No
 
 
 def notes(made: Mapping[str, bytes], u: str, v: str, u_source: Source, v_source: Source,
-          series_made: Mapping[str, bytes | None], index: PyIndex) -> tuple[str, ...]:
-    """One message per file of ``made`` (created by a patch made for ``u``, not shipped by ``v``) that copies a
-    U file whose copied lines ``v`` changed. U's source is U's own file, else the series' (a backport)."""
+          series_made: Mapping[str, bytes | None], index: PyIndex,
+          index_v: Callable[[], PyIndex] | None = None, own: frozenset[str] = frozenset()) -> tuple[Review, ...]:
+    """One note per file of ``made`` (created by a patch made for ``u``, not shipped by ``v``) that copies a U file
+    whose copied lines ``v`` changed, or that ``v`` removed. U's source is U's own file, else the series' (a
+    backport); where ``v`` lacks its path, ``index_v`` (V's files, less ``own``: those the series creates) says
+    whether ``v`` moved it."""
     def old(path: str) -> bytes | None:
         return (u_source.read(path) if u_source.covers(path) else None) or series_made.get(path)
 
     def new(path: str) -> bytes | None:
         return v_source.read(path) if v_source.covers(path) else None
 
-    found = (copies.drift(path, data, index, old, new) for path, data in sorted(made.items()))
-    return tuple(d.message(u, v) for d in found if d is not None)
+    def shipped(path: str) -> bool:
+        return u_source.covers(path) and u_source.read(path) is not None
+
+    found = (copies.drift(path, data, index, old, new, index_v, own, shipped) for path, data in sorted(made.items()))
+    return tuple(Review(d.file, d.source, d.message(u, v)) for d in found if d is not None)
