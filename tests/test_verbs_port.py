@@ -707,7 +707,9 @@ def test_a_copy_of_an_upstream_file_whose_copied_lines_upstream_changed_is_carri
     r = port(load_manifest(manifest), "0.10.0", dry_run=True)
     by = {p.id: p for p in r.patches}
     assert by["fork-storage"].result == "carried" and by["fork-simple"].result == "carried" and r.ok
-    (note,) = by["fork-storage"].review
+    (review,) = by["fork-storage"].review
+    note = review.message
+    assert (review.file, review.copy_of) == (fork_path, SHARED)
     line = fork.splitlines(keepends=True).index(loop) + 1
     assert note.startswith(f"{fork_path} is a copy of {SHARED} (")
     assert "vllm 0.10.0 changed " in note and f"(first at {fork_path}:{line}: 'for cached_req in " in note
@@ -715,10 +717,10 @@ def test_a_copy_of_an_upstream_file_whose_copied_lines_upstream_changed_is_carri
     assert by["fork-simple"].review == ()
     # the terminal shows the note in full below the table (a cell would cut it short), the cell says so
     assert f"fork-storage, review: {note}" in port_table(r) and "1 copy to review (below)" in port_table(r)
-    assert ported_doc(by["fork-storage"])["review"] == [note]
+    assert ported_doc(by["fork-storage"])["review"] == [{"file": fork_path, "copy_of": SHARED, "message": note}]
     # next says the same of the patch, and it still carries
     nxt = {p.id: p for p in next_release(load_manifest(manifest), "0.10.0").patches}
-    assert nxt["fork-storage"].status == "carries" and nxt["fork-storage"].review == (note,)
+    assert nxt["fork-storage"].status == "carries" and nxt["fork-storage"].review == (review,)
     shown = next_table(next_release(load_manifest(manifest), "0.10.0"))
     assert f"fork-storage, review: {note}" in shown and "1 copy to review (below)" in shown
     assert nxt["fork-simple"].status == "carries" and nxt["fork-simple"].review == ()
@@ -753,8 +755,78 @@ def test_a_copy_in_a_patch_that_conflicts_elsewhere_is_named_in_its_workspace_re
     r = port(load_manifest(manifest), "0.10.0", workdir=tmp_path / "work")
     (p,) = r.patches
     assert p.result == "conflict" and [c.file for c in p.conflicts] == [SHARED]
-    (note,) = p.review
+    (review,) = p.review
+    note = review.message
     assert note.startswith(f"{fork_path} is a copy of {SHARED} (")
     readme = (tmp_path / "work" / "fork" / "README.md").read_text()
     assert "## To review" in readme and f"- {note}" in readme
     assert "1 copy to review (below)" in port_table(r) and f"fork, review: {note}" in port_table(r)
+
+
+def test_a_copy_of_a_file_upstream_removed_or_moved_gets_a_note_naming_which(tmp_path):
+    """Real 0.9.1 -> 0.10.0: 0.10.0 removed the V0 ``xpu_model_runner.py`` (no file of it holds half its lines)
+    and folded ``attention/ops/ipex_attn.py`` into ``v1/attention/backends/cpu_attn.py``, changing lines there. A
+    fork's copy of each imports fine and carries; the notes say the first's source is gone and where the second's
+    went (llm-scaler kept such XPU copies and reworked them when upstream removed their sources, docs/port.md)."""
+    from patchset.cache import Cache
+    from patchset.report.port import ported_doc
+    from patchset.sources.sdist import SdistSource
+
+    xpu, ipex, cpu = ("vllm/worker/xpu_model_runner.py", "vllm/attention/ops/ipex_attn.py",
+                      "vllm/v1/attention/backends/cpu_attn.py")
+    u, v = SdistSource("vllm", "0.9.1", Cache()).root, SdistSource("vllm", "0.10.0", Cache()).root
+    assert (u / xpu).is_file() and (u / ipex).is_file() and (v / cpu).is_file()  # real
+    assert not (v / xpu).exists() and not (v / ipex).exists()
+    fork_xpu, fork_ipex = "vllm/worker/fork_xpu_model_runner.py", "vllm/attention/ops/fork_ipex_attn.py"
+    project = tmp_path / "p"
+    write_patch(project, "recipes/fork-xpu/vllm-0.9.1.patch",
+                new_file(fork_xpu, (u / xpu).read_text().replace("XPUModelRunner", "ForkXPUModelRunner")))
+    write_patch(project, "recipes/fork-ipex/vllm-0.9.1.patch",
+                new_file(fork_ipex, (u / ipex).read_text().replace("_PagedAttention", "_ForkPagedAttention")))
+    manifest = write_manifest(project, """\
+        schema: 1
+        targets:
+          "0.9.1": {}
+        patches:
+          - id: fork-xpu
+            releases: ">=0.9.1"
+            patch: recipes/fork-xpu/vllm-0.9.1.patch
+          - id: fork-ipex
+            releases: ">=0.9.1"
+            patch: recipes/fork-ipex/vllm-0.9.1.patch
+        """)
+    r = port(load_manifest(manifest), "0.10.0", dry_run=True)
+    by = {p.id: p for p in r.patches}
+    assert [by[x].result for x in ("fork-xpu", "fork-ipex")] == ["carried", "carried"] and r.ok
+    (gone,) = by["fork-xpu"].review
+    assert (gone.file, gone.copy_of) == (fork_xpu, xpu)
+    assert f"vllm 0.10.0 no longer ships {xpu}, and none of its files holds half of its lines" in gone.message
+    (moved,) = by["fork-ipex"].review
+    assert (moved.file, moved.copy_of) == (fork_ipex, ipex)
+    assert f"of {ipex} (moved to {cpu}) that the copy still holds (first at {fork_ipex}:" in moved.message
+    assert ported_doc(by["fork-xpu"])["review"] == [{"file": fork_xpu, "copy_of": xpu, "message": gone.message}]
+    nxt = {p.id: p for p in next_release(load_manifest(manifest), "0.10.0").patches}
+    assert nxt["fork-xpu"].review == (gone,) and nxt["fork-ipex"].review == (moved,)
+
+
+def test_a_name_the_patched_file_already_lacked_on_its_release_is_no_new_problem(tmp_path):
+    """A file the patch creates uses a name nothing defines, on 0.9.1 as on 0.10.0: the port brings no new
+    problem, so port carries the patch as it is (before, the carry was refused and the 3-way merge rewrote
+    the same file as "ported") and next says it carries (before, next alone called it needs-port). A name
+    only the new release leaves undefined stays a refusal (``test_port_follows_code_that_upstream_moved...``)."""
+    text = "import torch\n\n\ndef fork_step(x):\n    return fork_helper(torch.as_tensor(x))\n"
+    project = tmp_path / "p"
+    write_patch(project, "recipes/fork/vllm-0.9.1.patch", new_file("vllm/fork_step.py", text))
+    manifest = write_manifest(project, """\
+        schema: 1
+        targets:
+          "0.9.1": {}
+        patches:
+          - id: fork
+            releases: ">=0.9.1"
+            patch: recipes/fork/vllm-0.9.1.patch
+        """)
+    (p,) = port(load_manifest(manifest), "0.10.0", dry_run=True).patches
+    assert p.result == "carried" and p.text is None
+    (n,) = next_release(load_manifest(manifest), "0.10.0").patches
+    assert n.status == "carries", n.result.message

@@ -73,7 +73,7 @@ class NextPatch:
     already: tuple[int, ...] = ()  # hunks upstream already has
     upstream_change: list[UpstreamChange] = field(default_factory=list)
     # carries: files it creates that copy a file upstream changed where the copy follows it (as port says)
-    review: tuple[str, ...] = ()
+    review: tuple[copynotes.Review, ...] = ()
 
 
 @dataclass
@@ -164,7 +164,7 @@ def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = 
             if np.status == NextStatus.CARRIES and np.id == last:
                 np.status = NextStatus.NEEDS_PORT
                 np.result.message = message
-    _blame_imports(as_target(manifest, version), result, version, trees, patches)
+    _blame_imports(manifest, result, version, trees, patches)
     _blame_twice(manifest, result, version, trees, patches)
     _review_copies(manifest, result, version, trees, patches)
     # The in-memory ranges (==V) would make every upstream patch warn "narrow releases": its status says it.
@@ -186,16 +186,32 @@ def _blame_imports(manifest: Manifest, result: series.ReleaseResult, version: st
                    patches: list[NextPatch]) -> None:
     """A patched file that would not import makes the patch that last wrote it ``needs-port``, unless another
     patch of the series provides the missing name (judged as the series leaves the file: that patch, when
-    it does not land, is ``needs-port`` already and is the one to port)."""
-    found = import_problems(result, version, trees)
+    it does not land, is ``needs-port`` already and is the one to port). A name the file already lacked as the
+    series leaves it on the patch's release is no new problem (port's merge judges it so too)."""
+    def writer(path: str) -> str | None:
+        return next((p.id for p in reversed(result.patches) if path in p.files), None)
+
+    on_u: dict[str, dict[str, bytes | None]] = {}  # U -> the series' files on U, made only when a name is missing
+
+    def old_patched(path: str) -> bytes | None:
+        u = next((np.from_release for np in patches if np.id == writer(path)), None)
+        if u is None:
+            return None
+        try:
+            if u not in on_u:
+                on_u[u] = series.evaluate_release(manifest, u, trees.get(u)).files
+        except (ManifestError, SourceError):
+            return None  # without U's files nothing says the name was missing already
+        return on_u[u].get(path)
+
+    found = import_problems(result, version, trees, old_patched)
     if not found:
         return
-    adds = series_adds(manifest, version)
+    adds = series_adds(as_target(manifest, version), version)
     for path, problems in found:
-        writer = next((p.id for p in reversed(result.patches) if path in p.files), None)
         others: dict[str, list[bytes]] = {}
         for pid, lines in adds.items():
-            if pid != writer:
+            if pid != writer(path):
                 for f, added in lines.items():
                     others.setdefault(f, []).extend(added)
         left = semantic.unpromised(problems, others)
@@ -203,7 +219,7 @@ def _blame_imports(manifest: Manifest, result: series.ReleaseResult, version: st
             continue
         why = f"{path}:{left[0].line}: " + semantic.describe(left)
         for np in patches:
-            if np.status == NextStatus.CARRIES and np.id == writer:
+            if np.status == NextStatus.CARRIES and np.id == writer(path):
                 np.status = NextStatus.NEEDS_PORT
                 np.result.message = (np.result.message + "; " if np.result.message else "") + why
 
@@ -237,8 +253,8 @@ def _blame_twice(manifest: Manifest, result: series.ReleaseResult, version: str,
 
 def _review_copies(manifest: Manifest, result: series.ReleaseResult, version: str, trees: Trees,
                    patches: list[NextPatch]) -> None:
-    """A carrying patch that creates a copy of a file of its release, where V changed the lines the copy holds,
-    gets port's review note (verbs/copynotes.py): a note, not a finding."""
+    """A carrying patch that creates a copy of a file of its release, where V changed the lines the copy holds or
+    removed the file, gets port's review note (verbs/copynotes.py): a note, not a finding."""
     package = manifest.pypi.lower().replace("-", "_")
     made_on: dict[str, dict[str, bytes | None]] = {}  # U -> what the series creates on U
     indexes: dict[str, PyIndex] = {}
@@ -256,10 +272,12 @@ def _review_copies(manifest: Manifest, result: series.ReleaseResult, version: st
                 made_on[u] = copynotes.series_made(manifest, u, source)
             if u not in indexes:
                 indexes[u] = copynotes.u_index(source, package, made_on[u])
+            here = {k: result.files[k] or b"" for k in made}
+            own = frozenset(k for k, v in result.files.items() if v is not None and result.pristine.get(k) is None)
+            np.review = copynotes.notes(here, u, version, source, trees.get(version), made_on[u], indexes[u],
+                                        lambda: trees.index(version), own)
         except (ManifestError, SourceError):
-            continue  # without its release's files nothing says what the copy was made from
-        here = {k: result.files[k] or b"" for k in made}
-        np.review = copynotes.notes(here, u, version, source, trees.get(version), made_on[u], indexes[u])
+            continue  # without the releases' files nothing says what the copy was made from
 
 
 def series_adds(manifest: Manifest, version: str) -> dict[str, dict[str, list[bytes]]]:
@@ -273,9 +291,12 @@ def series_adds(manifest: Manifest, version: str) -> dict[str, dict[str, list[by
     return out
 
 
-def import_problems(result: series.ReleaseResult, version: str,
-                    trees: Trees) -> list[tuple[str, list[semantic.Problem]]]:
-    """(path, problems) for each patched Python file of V that would not import (see core/semantic.py)."""
+def import_problems(result: series.ReleaseResult, version: str, trees: Trees,
+                    old_patched: Callable[[str], bytes | None] = lambda _path: None,
+                    ) -> list[tuple[str, list[semantic.Problem]]]:
+    """(path, problems) for each patched Python file of V that would not import (see core/semantic.py);
+    ``old_patched``: the file as the series leaves it on the release its patch was made for, read only for a
+    file with an undefined name."""
     source = trees.get(version)
 
     def read(x: str) -> bytes | None:
@@ -285,8 +306,13 @@ def import_problems(result: series.ReleaseResult, version: str,
     for path, content in sorted(result.changed.items()):
         if content is None or not path.endswith(".py"):
             continue
-        found = semantic.problems(content, result.pristine.get(path), None, read, path,
-                                  lambda name: trees.index(version).where_defined(name), version)
+        def where(name: str) -> list[str]:
+            return trees.index(version).where_defined(name)
+
+        found = semantic.problems(content, result.pristine.get(path), None, read, path, where, version)
+        if any(f.file == path and f.name for f in found):  # an undefined name: was it missing already?
+            found = semantic.problems(content, result.pristine.get(path), old_patched(path), read, path, where,
+                                      version)
         if found:
             out.append((path, found))
     return out

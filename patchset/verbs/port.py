@@ -101,7 +101,7 @@ class PortedPatch:
     already_in_v: tuple[str, ...] = ()
     # files the patch creates that copy an upstream file whose copied lines upstream changed (core/copies.py),
     # one message each; a person's call, not a refusal (a conflict's are in its workspace README too)
-    review: tuple[str, ...] = ()
+    review: tuple[copynotes.Review, ...] = ()
 
 
 @dataclass
@@ -305,17 +305,18 @@ def step(manifest: Manifest, walk: Walk, p: Patch, from_release: str | None) -> 
 
 
 def _copies(manifest: Manifest, walk: Walk, files: dict[str, bytes | None], paths: Sequence[str],
-            base: dict[str, bytes | None], u: str) -> tuple[str, ...]:
+            base: dict[str, bytes | None], u: str) -> tuple[copynotes.Review, ...]:
     """The files of ``paths`` the patch creates (V ships none of them), as ``files`` has them, that copy a U file
-    whose copied lines V changed."""
+    whose copied lines V changed, or that V removed."""
     made = {f: files[f] or b"" for f in paths if f.endswith(".py") and base.get(f) is None
             and walk.pristine.get(f) is None and files.get(f) is not None}
     if not made:
         return ()
     if u not in walk.made_on:
         walk.made_on[u] = copynotes.series_made(manifest, u, walk.sources[u])
+    own = frozenset(k for k in walk.ours if walk.pristine.get(k) is None)  # what the series creates on V
     return copynotes.notes(made, u, walk.to, walk.sources[u], walk.sources[walk.to], walk.made_on[u],
-                           walk.index_u(u))
+                           walk.index_u(u), walk.index, own)
 
 
 def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
@@ -335,7 +336,8 @@ def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     rel = os.path.relpath(own.path, manifest.base)
     placed = outcome.ok and all(h.status in (engine.HunkStatus.EXACT, engine.HunkStatus.OFFSET) for h in outcome.hunks)
     later = functools.cache(lambda: later_adds(manifest, walk, p))
-    if (placed and not compile_errors(outcome.files) and not import_errors(walk, outcome.files, {}, None, later)
+    if (placed and not compile_errors(outcome.files) and not _carry_import_errors(manifest, walk, p, u, outcome.files,
+                                                                                  later)
             and not twice_errors(walk, pf, walk.bases[u][p.id], outcome.files, u)):
         walk.ours.update(outcome.files)
         return PortedPatch(p.id, PortStatus.CARRIED, u, patch=rel, files=tuple(sorted(outcome.files)))
@@ -344,6 +346,18 @@ def _decide(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
         return PortedPatch(p.id, PortStatus.RETIRED, u, evidence="reverse-apply: every hunk is already in "
                            f"vllm {walk.to} (weak evidence: add a present probe)")
     return _merge(manifest, walk, p, u)
+
+
+def _carry_import_errors(manifest: Manifest, walk: Walk, p: Patch, u: str, files: dict[str, bytes | None],
+                         later: Callable[[], dict[str, list[bytes]]]) -> list[Conflict]:
+    """``import_errors`` of the patch applied as it is, judged as the 3-way merge is: a name the patched file
+    already lacked on U (the old patched file) is no new problem. U's patched files are made only when V's
+    have a problem, so a patch that imports fine costs nothing more."""
+    found = import_errors(walk, files, {}, None, later)
+    if not found:
+        return found
+    old = engine.apply_patch(walk.bases[u][p.id], covered(p.load(u, manifest.base), walk.sources[u]), max_fuzz=p.fuzz)
+    return import_errors(walk, files, old.files if old.ok else {}, None, later)
 
 
 @dataclass
@@ -812,9 +826,9 @@ def workspace_readme(r: PortedPatch, to: str, folder: Path) -> str:
         lines += [f"- `{f}`" for f in r.already_in_v]
     if r.review:
         lines += ["", "## To review", "",
-                  "Files this patch creates that copy a file upstream changed where the copy follows it: "
-                  "bring each copy up to date, or keep it as it is.", ""]
-        lines += [f"- {x}" for x in r.review]
+                  "Files this patch creates that copy a file upstream changed where the copy follows it, or "
+                  "removed: bring each copy up to date, or keep it as it is.", ""]
+        lines += [f"- {x.message}" for x in r.review]
     lines += ["", "## Then", "",
               "Edit the files until no marker is left and every Python file compiles, then run:", "",
               f"    patchset refresh {r.id} --vllm {to} --workdir {folder.parent}", "",
