@@ -110,7 +110,7 @@ def compare(manifest: Manifest | Path, to: str, hand: list[Path], tmp: Path,
                         old_added.get(path, set()))
         if path in flagged:
             kind = _flag_kind(path, flagged[path], path in hand_changed, walk.read(path) is None, hand_files)
-            why = "; ".join(flagged[path])
+            why = "; ".join(flagged[path] + [f"review: {x}" for x in review.get(path, [])])
             rows.append((path, kind, why, judged if path in waiting else ""))
         elif path in review and judged != "identical":
             rows.append((path, "flagged", "review: " + "; ".join(review[path]), ""))  # the maintainer changed it
@@ -540,7 +540,9 @@ def this_repo(tmp: Path) -> list[tuple[str, str, str, str]]:
 
 
 def _only_held(why: str) -> bool:
-    """Whether a flag's reasons are all "merged cleanly, but its patch conflicts elsewhere" (compare's words)."""
+    """Whether a flag's reasons are all "merged cleanly, but its patch conflicts elsewhere" (compare's words; a
+    review note on the file, which ``compare`` puts after them, is no reason)."""
+    why = why.split("; review: ")[0]
     return all(r.startswith("merged cleanly, but its patch conflicts") for r in why.split("; ")
                if not r.startswith("port says V already carries"))
 
@@ -557,7 +559,11 @@ def summary(rows: list[tuple[str, str, str, str]]) -> dict[str, int]:
            "flagged": n("flagged") - n("flagged (held") - n("flagged (another place"),
            "another place": n("flagged (another place"), "held": len(held), "different": n("different"),
            "review notes": sum(1 for r in rows if "review: " in r[2]),
-           "review notes the maintainer did not need": n("identical (a review note")}
+           # a copy carried as it is, or waiting in a conflicting patch's workspace, that the hand port keeps as
+           # port has it
+           "review notes the maintainer did not need": n("identical (a review note") + sum(
+               1 for r in rows if r[1].startswith("flagged") and "review: " in r[2] and r[3] in ("identical",
+                                                                                                  "same code"))}
     out["handled"] = out["files"] - out["hand-only"]
     out["right"] = out["identical"] + out["same code"] + out["flagged"]
     for verdict in ("identical", "same code", "same port + new work", "different"):

@@ -76,3 +76,10 @@ def test_a_review_note_counts_as_a_flag_only_where_the_maintainer_changed_the_co
             ("vllm/y_copy.py", "identical (a review note: the maintainer keeps the copy as it is)", note, "")]
     c = handports.summary(rows)
     assert (c["review notes"], c["review notes the maintainer did not need"], c["right"]) == (2, 1, 2)
+    # a copy waiting in a conflicting patch's workspace: its note follows the reasons, and is no reason itself
+    held = "merged cleanly, but its patch conflicts in 1 other file(s) (vllm/x.py): it waits in the workspace"
+    waiting = [("vllm/z_copy.py", "flagged", f"{held}; {note}", "identical"),
+               ("vllm/w_copy.py", "flagged", f"{held}; {note}", "different")]
+    c = handports.summary(waiting)
+    assert (c["review notes"], c["review notes the maintainer did not need"]) == (2, 1)
+    assert (c["right"], c["right, strict"]) == (2, 1)  # strictly, the copy whose merge is not the hand port's
