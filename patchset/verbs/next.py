@@ -72,7 +72,8 @@ class NextPatch:
     result: series.PatchResult
     already: tuple[int, ...] = ()  # hunks upstream already has
     upstream_change: list[UpstreamChange] = field(default_factory=list)
-    # carries: files it creates that copy a file upstream changed where the copy follows it (as port says)
+    # carries: files it creates that copy a file upstream changed where the copy follows it, or removed (as port
+    # says), a note each
     review: tuple[copynotes.Review, ...] = ()
 
 
@@ -303,12 +304,12 @@ def import_problems(result: series.ReleaseResult, version: str, trees: Trees,
         return result.files[x] if x in result.files else source.read(x)
 
     out = []
+    def where(name: str) -> list[str]:
+        return trees.index(version).where_defined(name)
+
     for path, content in sorted(result.changed.items()):
         if content is None or not path.endswith(".py"):
             continue
-        def where(name: str) -> list[str]:
-            return trees.index(version).where_defined(name)
-
         found = semantic.problems(content, result.pristine.get(path), None, read, path, where, version)
         if any(f.file == path and f.name for f in found):  # an undefined name: was it missing already?
             found = semantic.problems(content, result.pristine.get(path), old_patched(path), read, path, where,

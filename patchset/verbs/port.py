@@ -99,8 +99,9 @@ class PortedPatch:
     # conflict: files of the patch whose merge leaves them as V (with the patches before) has them: V already
     # carries this patch's change there, nothing of it is left to carry in those files
     already_in_v: tuple[str, ...] = ()
-    # files the patch creates that copy an upstream file whose copied lines upstream changed (core/copies.py),
-    # one message each; a person's call, not a refusal (a conflict's are in its workspace README too)
+    # files the patch creates that copy an upstream file whose copied lines upstream changed, or that upstream
+    # removed (core/copies.py), a note each; a person's call, not a refusal (a conflict's are in its workspace
+    # README too)
     review: tuple[copynotes.Review, ...] = ()
 
 
