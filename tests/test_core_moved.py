@@ -80,3 +80,15 @@ def test_a_file_that_still_exists_wins_a_tie_for_its_own_hunk_over_a_sibling_mod
                             "pkg/tpu.py": edited})
     found = moved.follow(better, "pkg/gpu.py", block, OLD, False)  # the sibling holds more: it is the lead
     assert found is not None and found.place.file == "pkg/tpu.py"
+
+
+def test_one_file_holding_a_share_of_a_gone_file_is_no_split():
+    """ServerlessLLM's hunk of 0.9.0.1's worker/worker.py: 0.11.2's v1 gpu_worker.py holds 15 % of its lines, which
+    the message called a split "across" that one file. One file with less than half is said as what it is;
+    several files holding shares stay a split (0.10.2's models/transformers.py, split into a package)."""
+    block = OLD.splitlines(keepends=True)[10:16]
+    sibling = moved.PyIndex({"pkg/sibling.py": b"".join(OLD.splitlines(keepends=True)[8:18]) + b"own = 1\n"})
+    found = moved.follow(sibling, "pkg/gone.py", block, OLD, True)
+    assert found is not None and found.place.file == "pkg/sibling.py"  # still the lead for this hunk
+    assert "pkg/gone.py is gone and no file holds most of its lines (pkg/sibling.py holds 25%)" in found.evidence
+    assert "split" not in found.evidence

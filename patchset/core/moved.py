@@ -215,8 +215,10 @@ def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None
         top, share = homes[0]
         if share >= RENAME_SIMILARITY:
             why = f"{path} is gone; {top} holds {share:.0%} of its lines (a rename)"
-        else:
+        elif len(homes) > 1:
             why = f"{path} is gone; its lines are split across " + ", ".join(f"{p} {s:.0%}" for p, s in homes[:3])
+        else:  # one file holding a share: no split to speak of (a removed file's lines in common with a sibling)
+            why = f"{path} is gone and no file holds most of its lines ({top} holds {share:.0%})"
     elif file_gone:  # without the old file (check: no older release) nothing is said of where the rest went
         why = f"{path} is gone" + (" and no file holds most of its lines" if old_file is not None else "")
     exact = [pl for pl in index.find_block(block, prefer) if pl.file != path or not file_gone]
