@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from patchset.core.copies import drift
+import subprocess
+
+from patchset.core.copies import drift, upstream_diff
 from patchset.core.moved import PyIndex
+from patchset.core.patchfile import split_lines
 
 SOURCE = b"".join(f"def step_{i}(request, scheduler_output, blocks):\n    return request.tokens[{i}] + {i}\n".encode()
                   for i in range(30))
@@ -72,3 +75,37 @@ def test_a_source_v_ships_nowhere_is_removed() -> None:
     # U does not ship it (a file only the series creates): the fork's own, nothing said
     assert drift("vllm/fork.py", copy, _index(source=SOURCE), lambda p: SOURCE, v.get, lambda: PyIndex(v),
                  shipped_u=lambda p: False) is None
+
+
+def test_the_diff_holds_only_upstream_changes_to_copied_lines_and_applies_with_gnu_patch(tmp_path) -> None:
+    """The note's diff: the changes that replace or remove a line the copy holds, with a line of context, changes
+    that close in one hunk; upstream's other changes (a new function, an edit the copy does not hold) left out.
+    It is a real diff of the source: GNU patch -F0 applies it to U's file."""
+    new = (SOURCE.replace(b"request.tokens[7] + 7", b"request.all_tokens[7] + 7")
+           .replace(b"request.tokens[8] + 8", b"request.all_tokens[8] + 8")
+           .replace(b"request.tokens[20] + 20", b"request.other[20] + 20")  # the copy does not hold it
+           + b"def brand_new(x):\n    return x\n")
+    a, b = split_lines(SOURCE), split_lines(new)
+    held = {b"return request.tokens[7] + 7", b"return request.tokens[8] + 8"}
+    diff = upstream_diff("vllm/source.py", "vllm/source.py", a, b, held)
+    assert diff == ("--- a/vllm/source.py\n+++ b/vllm/source.py\n@@ -15,5 +15,5 @@\n"
+                    " def step_7(request, scheduler_output, blocks):\n"
+                    "-    return request.tokens[7] + 7\n+    return request.all_tokens[7] + 7\n"
+                    " def step_8(request, scheduler_output, blocks):\n"
+                    "-    return request.tokens[8] + 8\n+    return request.all_tokens[8] + 8\n"
+                    " def step_9(request, scheduler_output, blocks):\n")
+    (tmp_path / "source.py").write_bytes(SOURCE)
+    subprocess.run(["patch", "-F0", "-s", str(tmp_path / "source.py")], input=diff.encode(), check=True)
+    patched = (tmp_path / "source.py").read_bytes()
+    assert b"request.all_tokens[7] + 7" in patched and b"request.tokens[20] + 20" in patched
+    assert upstream_diff("vllm/source.py", "vllm/source.py", a, b, {b"not there"}) == ""
+
+
+def test_a_drift_carries_its_diff_and_a_removed_source_none() -> None:
+    copy = SOURCE.replace(b"def step_0(", b"def fork_step_0(")
+    changed = SOURCE.replace(b"request.tokens[7] + 7", b"request.all_tokens[7] + 7")
+    d = drift("vllm/fork.py", copy, _index(source=SOURCE), lambda p: SOURCE, lambda p: changed)
+    assert d is not None and "-    return request.tokens[7] + 7\n+    return request.all_tokens[7] + 7\n" in d.diff
+    v = {"vllm/other.py": b"x = 1\n"}
+    gone = drift("vllm/fork.py", copy, _index(source=SOURCE), lambda p: SOURCE, v.get, lambda: PyIndex(v))
+    assert gone is not None and gone.removed and gone.diff == ""

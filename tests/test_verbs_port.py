@@ -677,7 +677,7 @@ def test_a_copy_of_an_upstream_file_whose_copied_lines_upstream_changed_is_carri
     note."""
     from patchset.cache import Cache
     from patchset.report.next import next_table
-    from patchset.report.port import port_table, ported_doc
+    from patchset.report.port import port_markdown, port_table, ported_doc
     from patchset.sources.sdist import SdistSource
 
     u, v = SdistSource("vllm", "0.9.1", Cache()).root, SdistSource("vllm", "0.10.0", Cache()).root
@@ -717,12 +717,23 @@ def test_a_copy_of_an_upstream_file_whose_copied_lines_upstream_changed_is_carri
     assert by["fork-simple"].review == ()
     # the terminal shows the note in full below the table (a cell would cut it short), the cell says so
     assert f"fork-storage, review: {note}" in port_table(r) and "1 copy to review (below)" in port_table(r)
-    assert ported_doc(by["fork-storage"])["review"] == [{"file": fork_path, "copy_of": SHARED, "message": note}]
+    # and what upstream changed there: only the changes to lines the copy holds, as a diff of the source that
+    # applies to 0.9.1's file with GNU patch -F0 (tests/test_core_copies.py)
+    assert "-        for cached_req in scheduler_output.scheduled_cached_reqs:\n" in review.diff
+    assert "+        for i, req_id in enumerate(cached_reqs.req_ids):\n" in review.diff
+    assert review.diff.startswith(f"--- a/{SHARED}\n+++ b/{SHARED}\n@@ -306,")
+    assert "    -        for cached_req in scheduler_output.scheduled_cached_reqs:" in port_table(r)
+    md = port_markdown(r)
+    assert f"- fork-storage, review: {note}\n  <details><summary>what upstream changed there</summary>" in md
+    assert "  ```diff\n  --- a/" + SHARED in md
+    assert ported_doc(by["fork-storage"])["review"] == [{"file": fork_path, "copy_of": SHARED, "message": note,
+                                                         "diff": review.diff}]
     # next says the same of the patch, and it still carries
     nxt = {p.id: p for p in next_release(load_manifest(manifest), "0.10.0").patches}
     assert nxt["fork-storage"].status == "carries" and nxt["fork-storage"].review == (review,)
     shown = next_table(next_release(load_manifest(manifest), "0.10.0"))
     assert f"fork-storage, review: {note}" in shown and "1 copy to review (below)" in shown
+    assert "    +        for i, req_id in enumerate(cached_reqs.req_ids):" in shown
     assert nxt["fork-simple"].status == "carries" and nxt["fork-simple"].review == ()
 
 
@@ -760,6 +771,7 @@ def test_a_copy_in_a_patch_that_conflicts_elsewhere_is_named_in_its_workspace_re
     assert note.startswith(f"{fork_path} is a copy of {SHARED} (")
     readme = (tmp_path / "work" / "fork" / "README.md").read_text()
     assert "## To review" in readme and f"- {note}" in readme
+    assert "  ```diff\n  --- a/" + SHARED in readme and "  -        for cached_req in " in readme
     assert "1 copy to review (below)" in port_table(r) and f"fork, review: {note}" in port_table(r)
 
 
@@ -804,7 +816,11 @@ def test_a_copy_of_a_file_upstream_removed_or_moved_gets_a_note_naming_which(tmp
     (moved,) = by["fork-ipex"].review
     assert (moved.file, moved.copy_of) == (fork_ipex, ipex)
     assert f"of {ipex} (moved to {cpu}) that the copy still holds (first at {fork_ipex}:" in moved.message
-    assert ported_doc(by["fork-xpu"])["review"] == [{"file": fork_xpu, "copy_of": xpu, "message": gone.message}]
+    assert ported_doc(by["fork-xpu"])["review"] == [{"file": fork_xpu, "copy_of": xpu, "message": gone.message,
+                                                     "diff": ""}]
+    # the moved source's diff is its own changed lines, not the file it was folded into (700 lines more)
+    assert moved.diff.startswith(f"--- a/{ipex}\n+++ b/{cpu}\n") and len(moved.diff.splitlines()) < 100
+    assert "-    def get_supported_head_sizes() -> List[int]:\n" in moved.diff
     nxt = {p.id: p for p in next_release(load_manifest(manifest), "0.10.0").patches}
     assert nxt["fork-xpu"].review == (gone,) and nxt["fork-ipex"].review == (moved,)
 

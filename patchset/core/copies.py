@@ -54,6 +54,7 @@ class Drift:
     first: str  # that line, stripped, for the message
     moved_to: str | None = None  # V's path of the source, where V moved it
     removed: bool = False  # V ships the source nowhere, not even renamed
+    diff: str = ""  # upstream's change to the source (U -> V), only the hunks that change lines the copy holds
 
     def message(self, u: str, v: str) -> str:
         copy = f"{self.file} is a copy of {self.source} ({self.share:.0%} of its lines stand there in vllm {u}); "
@@ -99,4 +100,47 @@ def drift(path: str, copy: bytes, index_u: PyIndex, source_u: Callable[[str], by
     if not held:
         return None
     line, first = held[0]
-    return Drift(path, source, share, len({s for _n, s in held}), line, first.decode(errors="replace"), moved_to)
+    return Drift(path, source, share, len({s for _n, s in held}), line, first.decode(errors="replace"), moved_to,
+                 diff=upstream_diff(source, moved_to or source, a, b, {s for _n, s in held}))
+
+
+def upstream_diff(old_path: str, new_path: str, a: list[bytes], b: list[bytes], held: set[bytes],
+                  context: int = 1) -> str:
+    """What upstream changed of the lines ``held`` (stripped) that the copy holds: a unified diff of ``a`` -> ``b``
+    (the source in U and in V) made of only the changes that replace or remove such a line, each with ``context``
+    lines around it (changes closer than that share a hunk). A source folded into a larger file (a move) gives
+    its changed lines, not the whole new file."""
+    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    picked = [k for k, (tag, i1, i2, _j1, _j2) in enumerate(ops)
+              if tag in ("replace", "delete") and any(x.strip() in held for x in a[i1:i2])]
+    if not picked:
+        return ""
+    groups = [[picked[0], picked[0]]]
+    for k in picked[1:]:
+        if ops[k][1] - ops[groups[-1][1]][2] <= 2 * context:
+            groups[-1][1] = k
+        else:
+            groups.append([k, k])
+    out = [f"--- a/{old_path}\n", f"+++ b/{new_path}\n"]
+    for first, last in groups:
+        i1, j1 = ops[first][1], ops[first][3]
+        before = min(context, i1 - ops[first - 1][1]) if first > 0 and ops[first - 1][0] == "equal" else 0
+        i2, j2 = ops[last][2], ops[last][4]
+        after = (min(context, ops[last + 1][2] - ops[last + 1][1])
+                 if last + 1 < len(ops) and ops[last + 1][0] == "equal" else 0)
+        body = [" " + _text(x) for x in a[i1 - before:i1]]
+        for tag, p1, p2, q1, q2 in ops[first:last + 1]:
+            if tag == "equal":
+                body += [" " + _text(x) for x in a[p1:p2]]
+            else:
+                body += ["-" + _text(x) for x in a[p1:p2]] + ["+" + _text(x) for x in b[q1:q2]]
+        body += [" " + _text(x) for x in a[i2:i2 + after]]
+        na, nb = i2 + after - (i1 - before), j2 + after - (j1 - before)
+        out.append(f"@@ -{i1 - before + (1 if na else 0)},{na} +{j1 - before + (1 if nb else 0)},{nb} @@\n")
+        out += body
+    return "".join(out)
+
+
+def _text(line: bytes) -> str:
+    text = line.decode(errors="replace")
+    return text if text.endswith("\n") else text + "\n\\ No newline at end of file\n"

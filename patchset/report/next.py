@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from patchset.report.check import hunk_summary, patch_doc
 from patchset.report.common import dump_json, markdown_table, plural, render, table
+from patchset.report.review import review_markdown, review_text
 from patchset.verbs.next import NextPatch, NextReport, NextStatus, UpstreamChange
 
 NEXT_HEADERS = ("patch", "status", "from", "detail")
@@ -34,7 +35,8 @@ def _changes_text(report: NextReport) -> list[str]:
         for c in p.upstream_change:
             out.append(f"\n{p.id}, hunk {c.hunk} ({c.file}): {c.summary}")
             out += ["    " + x for x in c.diff.rstrip("\n").splitlines()]
-        out += [f"\n{p.id}, review: {note.message}" for note in p.review]  # in full: a table cell would cut it short
+        for note in p.review:  # in full: a table cell would cut it short
+            out += ["", *review_text(p.id, note)]
     return out
 
 
@@ -98,7 +100,7 @@ def next_markdown(report: NextReport) -> str:
         for c in p.upstream_change:
             extra.append(f"<details><summary>{p.id}, hunk {c.hunk} ({c.file}): {c.summary}</summary>\n\n"
                          f"```diff\n{c.diff}```\n</details>\n")
-        extra += [f"- {p.id}, review: {note.message}\n" for note in p.review]
+        extra += [review_markdown(p.id, note) for note in p.review]
     return head + body + ("\n" + "\n".join(extra) if extra else "")
 
 

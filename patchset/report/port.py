@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from patchset.report.common import dump_json, markdown_table, plural, render, table
+from patchset.report.review import review_markdown, review_text
 from patchset.verbs.port import Conflict, PortedPatch, PortReport, PortStatus
 
 PORT_HEADERS = ("patch", "result", "from", "detail")
@@ -28,8 +29,8 @@ def port_detail(p: PortedPatch) -> str:
 
 
 def review_lines(report: PortReport) -> list[str]:
-    """Each review note in full (a table cell would cut it short)."""
-    return [f"{p.id}, review: {note.message}" for p in report.patches for note in p.review]
+    """Each review note in full (a table cell would cut it short), with upstream's change under it."""
+    return [x for p in report.patches for note in p.review for x in review_text(p.id, note)]
 
 
 def _port_rows(report: PortReport):
@@ -74,8 +75,8 @@ def port_json(report: PortReport) -> str:
 def port_markdown(report: PortReport) -> str:
     head = f"### patchset port --to {report.to}\n\n"
     body = markdown_table(PORT_HEADERS, _port_rows(report))
-    notes = "".join(f"\n- {x}" for x in review_lines(report))
-    notes = f"\n**Review:**\n{notes}\n" if notes else ""
+    notes = "".join(review_markdown(p.id, note) for p in report.patches for note in p.review)
+    notes = f"\n**Review:**\n\n{notes}" if notes else ""
     diff = f"\n```diff\n{report.manifest_diff}```\n" if report.manifest_diff else ""
     return head + body + notes + diff + f"\nNext: `patchset test --vllm {report.to}`\n"
 

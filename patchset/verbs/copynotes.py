@@ -20,9 +20,10 @@ class Review:
     file: str
     copy_of: str
     message: str
+    diff: str = ""  # upstream's change to what the copy holds (only those hunks of the source's diff)
 
     def to_json(self) -> dict[str, str]:
-        return {"file": self.file, "copy_of": self.copy_of, "message": self.message}
+        return {"file": self.file, "copy_of": self.copy_of, "message": self.message, "diff": self.diff}
 
 
 def made_by(pf: PatchFile, u_source: Source) -> dict[str, bytes]:
@@ -73,4 +74,4 @@ def notes(made: Mapping[str, bytes], u: str, v: str, u_source: Source, v_source:
         return u_source.covers(path) and u_source.read(path) is not None
 
     found = (copies.drift(path, data, index, old, new, index_v, own, shipped) for path, data in sorted(made.items()))
-    return tuple(Review(d.file, d.source, d.message(u, v)) for d in found if d is not None)
+    return tuple(Review(d.file, d.source, d.message(u, v), d.diff) for d in found if d is not None)

@@ -829,7 +829,12 @@ def workspace_readme(r: PortedPatch, to: str, folder: Path) -> str:
         lines += ["", "## To review", "",
                   "Files this patch creates that copy a file upstream changed where the copy follows it, or "
                   "removed: bring each copy up to date, or keep it as it is.", ""]
-        lines += [f"- {x.message}" for x in r.review]
+        for x in r.review:
+            lines += [f"- {x.message}"]
+            if x.diff:
+                lines += ["", "  What upstream changed there:", "", "  ```diff"]
+                lines += ["  " + d for d in x.diff.rstrip("\n").splitlines()]
+                lines += ["  ```", ""]
     lines += ["", "## Then", "",
               "Edit the files until no marker is left and every Python file compiles, then run:", "",
               f"    patchset refresh {r.id} --vllm {to} --workdir {folder.parent}", "",
