@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from patchset.verbs.copynotes import Review
 
+#: Lines of a note's diff a terminal shows (FlagScale's FlagCX engine gives 346: docs/port.md); the rest is in
+#: the Markdown and JSON reports and a conflict's README.
+TEXT_DIFF_LINES = 40
+
 
 def review_text(patch: str, note: Review) -> list[str]:
-    """The note in full (a table cell would cut it short), then the diff, indented as next shows a hunk's."""
-    return [f"{patch}, review: {note.message}"] + ["    " + x for x in note.diff.rstrip("\n").splitlines()]
+    """The note in full (a table cell would cut it short), then the diff, indented as next shows a hunk's, up to
+    ``TEXT_DIFF_LINES`` lines."""
+    diff = note.diff.rstrip("\n").splitlines()
+    out = [f"{patch}, review: {note.message}"] + ["    " + x for x in diff[:TEXT_DIFF_LINES]]
+    if len(diff) > TEXT_DIFF_LINES:
+        more = len(diff) - TEXT_DIFF_LINES
+        out.append(f"    … {more} more line(s) of the diff: --format markdown or json has it all")
+    return out
 
 
 def review_markdown(patch: str, note: Review) -> str:
