@@ -35,7 +35,7 @@ in, findings out.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from patchset.core.moved import RENAME_SIMILARITY, PyIndex, meaningful
@@ -93,7 +93,8 @@ def drift(path: str, copy: bytes, index_u: PyIndex, source_u: Callable[[str], by
     a, b = split_lines(old), split_lines(new)
     still = {x.strip() for x in b}
     changed: set[bytes] = set()
-    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    for tag, i1, i2, _j1, _j2 in ops:
         if tag in ("replace", "delete"):
             changed.update(s for x in a[i1:i2] if meaningful(x) and (s := x.strip()) not in still)
     held = [(n, s) for n, x in enumerate(split_lines(copy), 1) if (s := x.strip()) in changed]
@@ -101,16 +102,17 @@ def drift(path: str, copy: bytes, index_u: PyIndex, source_u: Callable[[str], by
         return None
     line, first = held[0]
     return Drift(path, source, share, len({s for _n, s in held}), line, first.decode(errors="replace"), moved_to,
-                 diff=upstream_diff(source, moved_to or source, a, b, {s for _n, s in held}))
+                 diff=upstream_diff(source, moved_to or source, a, b, {s for _n, s in held}, ops=ops))
 
 
 def upstream_diff(old_path: str, new_path: str, a: list[bytes], b: list[bytes], held: set[bytes],
-                  context: int = 1) -> str:
+                  context: int = 1, ops: Sequence[tuple[str, int, int, int, int]] | None = None) -> str:
     """What upstream changed of the lines ``held`` (stripped) that the copy holds: a unified diff of ``a`` -> ``b``
     (the source in U and in V) made of only the changes that replace or remove such a line, each with ``context``
     lines around it (changes closer than that share a hunk). A source folded into a larger file (a move) gives
-    its changed lines, not the whole new file."""
-    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    its changed lines, not the whole new file. ``ops``: ``a`` -> ``b``'s opcodes, where the caller has them."""
+    if ops is None:
+        ops = list(difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes())
     picked = [k for k, (tag, i1, i2, _j1, _j2) in enumerate(ops)
               if tag in ("replace", "delete") and any(x.strip() in held for x in a[i1:i2])]
     if not picked:
