@@ -668,6 +668,15 @@ def new_file(path: str, text: str) -> str:
         f"diff --git a/{path} b/{path}\n", f"diff --git a/{path} b/{path}\nnew file mode 100644\n")
 
 
+def series_of_new_files(project: Path, files: dict[str, tuple[str, str]]) -> Path:
+    """A series on 0.9.1, one patch per entry (id -> (path, text)), each creating that file."""
+    entries = ""
+    for pid, (path, text) in files.items():
+        write_patch(project, f"recipes/{pid}/vllm-0.9.1.patch", new_file(path, text))
+        entries += f'  - id: {pid}\n    releases: ">=0.9.1"\n    patch: recipes/{pid}/vllm-0.9.1.patch\n'
+    return write_manifest(project, 'schema: 1\ntargets:\n  "0.9.1": {}\npatches:\n' + entries)
+
+
 def test_a_copy_of_an_upstream_file_whose_copied_lines_upstream_changed_is_carried_with_a_note(tmp_path):
     """A fork's connector made from 0.9.1's SharedStorageConnector: 0.10.0 turned
     ``scheduler_output.scheduled_cached_reqs`` from a list of requests into one struct of lists, and its own
@@ -688,22 +697,9 @@ def test_a_copy_of_an_upstream_file_whose_copied_lines_upstream_changed_is_carri
     fork_path = SHARED.replace("shared_storage", "fork_storage")
     fork = shared.replace("SharedStorageConnector", "ForkStorageConnector")
     mine = SIMPLE.replace("simple_connector", "fork_simple_connector")
-    project = tmp_path / "p"
-    write_patch(project, "recipes/fork-storage/vllm-0.9.1.patch", new_file(fork_path, fork))
-    write_patch(project, "recipes/fork-simple/vllm-0.9.1.patch",
-                new_file(mine, (u / SIMPLE).read_text().replace("SimpleConnector", "ForkSimpleConnector")))
-    manifest = write_manifest(project, """\
-        schema: 1
-        targets:
-          "0.9.1": {}
-        patches:
-          - id: fork-storage
-            releases: ">=0.9.1"
-            patch: recipes/fork-storage/vllm-0.9.1.patch
-          - id: fork-simple
-            releases: ">=0.9.1"
-            patch: recipes/fork-simple/vllm-0.9.1.patch
-        """)
+    manifest = series_of_new_files(tmp_path / "p", {
+        "fork-storage": (fork_path, fork),
+        "fork-simple": (mine, (u / SIMPLE).read_text().replace("SimpleConnector", "ForkSimpleConnector"))})
     r = port(load_manifest(manifest), "0.10.0", dry_run=True)
     by = {p.id: p for p in r.patches}
     assert by["fork-storage"].result == "carried" and by["fork-simple"].result == "carried" and r.ok
@@ -790,23 +786,9 @@ def test_a_copy_of_a_file_upstream_removed_or_moved_gets_a_note_naming_which(tmp
     assert (u / xpu).is_file() and (u / ipex).is_file() and (v / cpu).is_file()  # real
     assert not (v / xpu).exists() and not (v / ipex).exists()
     fork_xpu, fork_ipex = "vllm/worker/fork_xpu_model_runner.py", "vllm/attention/ops/fork_ipex_attn.py"
-    project = tmp_path / "p"
-    write_patch(project, "recipes/fork-xpu/vllm-0.9.1.patch",
-                new_file(fork_xpu, (u / xpu).read_text().replace("XPUModelRunner", "ForkXPUModelRunner")))
-    write_patch(project, "recipes/fork-ipex/vllm-0.9.1.patch",
-                new_file(fork_ipex, (u / ipex).read_text().replace("_PagedAttention", "_ForkPagedAttention")))
-    manifest = write_manifest(project, """\
-        schema: 1
-        targets:
-          "0.9.1": {}
-        patches:
-          - id: fork-xpu
-            releases: ">=0.9.1"
-            patch: recipes/fork-xpu/vllm-0.9.1.patch
-          - id: fork-ipex
-            releases: ">=0.9.1"
-            patch: recipes/fork-ipex/vllm-0.9.1.patch
-        """)
+    manifest = series_of_new_files(tmp_path / "p", {
+        "fork-xpu": (fork_xpu, (u / xpu).read_text().replace("XPUModelRunner", "ForkXPUModelRunner")),
+        "fork-ipex": (fork_ipex, (u / ipex).read_text().replace("_PagedAttention", "_ForkPagedAttention"))})
     r = port(load_manifest(manifest), "0.10.0", dry_run=True)
     by = {p.id: p for p in r.patches}
     assert [by[x].result for x in ("fork-xpu", "fork-ipex")] == ["carried", "carried"] and r.ok
@@ -831,17 +813,7 @@ def test_a_name_the_patched_file_already_lacked_on_its_release_is_no_new_problem
     the same file as "ported") and next says it carries (before, next alone called it needs-port). A name
     only the new release leaves undefined stays a refusal (``test_port_follows_code_that_upstream_moved...``)."""
     text = "import torch\n\n\ndef fork_step(x):\n    return fork_helper(torch.as_tensor(x))\n"
-    project = tmp_path / "p"
-    write_patch(project, "recipes/fork/vllm-0.9.1.patch", new_file("vllm/fork_step.py", text))
-    manifest = write_manifest(project, """\
-        schema: 1
-        targets:
-          "0.9.1": {}
-        patches:
-          - id: fork
-            releases: ">=0.9.1"
-            patch: recipes/fork/vllm-0.9.1.patch
-        """)
+    manifest = series_of_new_files(tmp_path / "p", {"fork": ("vllm/fork_step.py", text)})
     (p,) = port(load_manifest(manifest), "0.10.0", dry_run=True).patches
     assert p.result == "carried" and p.text is None
     (n,) = next_release(load_manifest(manifest), "0.10.0").patches
