@@ -23,7 +23,7 @@ from patchset.core.manifest import Manifest, Patch, PatchChoice
 from patchset.core.moved import PyIndex
 from patchset.core.patchfile import Hunk
 from patchset.core.words import Word
-from patchset.errors import ManifestError, PatchFileError, SourceError
+from patchset.errors import ManifestError, SourceError
 from patchset.sources import Source, index
 from patchset.verbs import copynotes
 from patchset.verbs.trees import Trees, newest_covered_target
@@ -201,8 +201,8 @@ def _blame_imports(manifest: Manifest, result: series.ReleaseResult, version: st
         try:
             if u not in on_u:
                 on_u[u] = series.evaluate_release(manifest, u, trees.get(u)).files
-        except (ManifestError, PatchFileError, SourceError):
-            return None  # without U's files (or a patch file of U's) nothing says the name was missing already
+        except (ManifestError, SourceError):
+            return None  # without U's files nothing says the name was missing already
         return on_u[u].get(path)
 
     found = import_problems(result, version, trees, old_patched)

@@ -806,6 +806,14 @@ def write_workspace(folder: Path, r: PortedPatch, walk: Walk, to: str) -> list[s
     return out + [str(folder / "README.md")]
 
 
+def _upstream_block(diff: str) -> list[str]:
+    """A README list item's "what upstream changed there" diff block (none for no diff)."""
+    if not diff:
+        return []
+    return ["", "  What upstream changed there:", "", "  ```diff", *("  " + x for x in diff.rstrip("\n").splitlines()),
+            "  ```", ""]
+
+
 def workspace_readme(r: PortedPatch, to: str, folder: Path) -> str:
     lines = [f"# {r.id}: port from vLLM {r.from_release} to {to} conflicts", "",
              f"This folder holds vLLM {to}'s files with the earlier patches of the series applied and "
@@ -816,10 +824,7 @@ def workspace_readme(r: PortedPatch, to: str, folder: Path) -> str:
     for c in r.conflicts:
         where = f"{c.file}:{c.line}" if c.line else c.file
         lines.append(f"- `{where}`: {c.message}")
-        if c.upstream:
-            lines += ["", "  What upstream changed there:", "", "  ```diff"]
-            lines += ["  " + x for x in c.upstream.rstrip("\n").splitlines()]
-            lines += ["  ```", ""]
+        lines += _upstream_block(c.upstream)
     if r.already_in_v:
         lines += ["", f"## Already in vLLM {to}", "",
                   f"This patch's change to these files is already in vLLM {to} (with the patches before it): "
@@ -830,11 +835,7 @@ def workspace_readme(r: PortedPatch, to: str, folder: Path) -> str:
                   "Files this patch creates that copy a file upstream changed where the copy follows it, or "
                   "removed: bring each copy up to date, or keep it as it is.", ""]
         for x in r.review:
-            lines += [f"- {x.message}"]
-            if x.diff:
-                lines += ["", "  What upstream changed there:", "", "  ```diff"]
-                lines += ["  " + d for d in x.diff.rstrip("\n").splitlines()]
-                lines += ["  ```", ""]
+            lines += [f"- {x.message}", *_upstream_block(x.diff)]
     lines += ["", "## Then", "",
               "Edit the files until no marker is left and every Python file compiles, then run:", "",
               f"    patchset refresh {r.id} --vllm {to} --workdir {folder.parent}", "",
