@@ -303,10 +303,10 @@ def import_problems(result: series.ReleaseResult, version: str, trees: Trees,
     def read(x: str) -> bytes | None:
         return result.files[x] if x in result.files else source.read(x)
 
-    out = []
     def where(name: str) -> list[str]:
         return trees.index(version).where_defined(name)
 
+    out = []
     for path, content in sorted(result.changed.items()):
         if content is None or not path.endswith(".py"):
             continue
