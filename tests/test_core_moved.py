@@ -92,3 +92,54 @@ def test_one_file_holding_a_share_of_a_gone_file_is_no_split():
     assert found is not None and found.place.file == "pkg/sibling.py"  # still the lead for this hunk
     assert "pkg/gone.py is gone and no file holds most of its lines (pkg/sibling.py holds 25%)" in found.evidence
     assert "split" not in found.evidence
+
+
+def test_another_file_is_named_only_for_lines_that_came_to_it():
+    """psrl's 0.18.0 hunk of multimodal/inputs.py (context: ``return inputs`` and a class 0.22.0 removed) was
+    led to a Helion kernel that also ends a function with ``return inputs``; gpu_model_runner.py hunks were led
+    to tpu_model_runner.py, which held the same lines in both releases. A line the hunk's own file still holds,
+    or one the other file held in the old release too, is no sign that the code went there."""
+    block = OLD.splitlines(keepends=True)[10:16]
+    edited = OLD.replace(b"value_12 = compute(12)", b"value_12 = compute(12, fast=True)")
+    gpu = edited.replace(b"value_13 = compute(13)", b"value_13 = other(13)")
+    better = moved.PyIndex({"pkg/gpu.py": gpu, "pkg/tpu.py": edited})
+    # value_13's line left gpu.py and stands in tpu.py: without the old release, that is a lead
+    found = moved.follow(better, "pkg/gpu.py", block, OLD, False, gpu)
+    assert found is not None and found.place.file == "pkg/tpu.py"
+    # tpu.py held it in the old release too: a sibling's copy, not a move; the hunk's own file is what is left
+    found = moved.follow(better, "pkg/gpu.py", block, OLD, False, gpu, {"pkg/tpu.py": edited}.get)
+    assert found is not None and found.place.file == "pkg/gpu.py"
+    # a file new in the release (the code moved there) is named, exactly
+    moved_away = b"".join(OLD.splitlines(keepends=True)[:10] + OLD.splitlines(keepends=True)[16:])
+    idx = moved.PyIndex({"pkg/gpu.py": moved_away, "pkg/tpu.py": edited, "pkg/helpers.py": OLD})
+    found = moved.follow(idx, "pkg/gpu.py", block, OLD, False, moved_away, {"pkg/tpu.py": edited}.get)
+    assert found is not None and found.sure and str(found.place) == "pkg/helpers.py:11"
+    # a gone file's sibling that held the lines all along is still where its hunk goes (V0's worker.py -> V1's)
+    found = moved.follow(better, "pkg/gone.py", block, OLD, True, None, {"pkg/tpu.py": edited}.get)
+    assert found is not None and found.place.file == "pkg/tpu.py"
+    # a file upstream emptied (a stub where the code was) is as good as gone: llm-scaler's 0.10.0 hunk of
+    # benchmarks/benchmark_serving.py, whose code 0.11.1 keeps only in vllm/benchmarks/serve.py
+    stub = b"import sys\nprint('moved to vllm bench serve', file=sys.stderr)\n"
+    emptied = moved.PyIndex({"pkg/gpu.py": stub, "pkg/tpu.py": edited})
+    found = moved.follow(emptied, "pkg/gpu.py", block, OLD, False, stub, {"pkg/tpu.py": edited}.get)
+    assert found is not None and found.place.file == "pkg/tpu.py"
+    # a line that left its file but stands in many files is boilerplate, not a trail
+    common = b"from pkg.utils import helper  # shared\n"
+    lines = OLD.splitlines(keepends=True)
+    trail = [common, lines[10]]
+    stays = b"".join(lines[:10] + lines[16:])
+    many = {f"pkg/new{i}.py": common + b"other = %d\n" % i for i in range(6)}
+    idx = moved.PyIndex({"pkg/gpu.py": stays, **many})
+    found = moved.follow(idx, "pkg/gpu.py", trail, OLD, False, stays, {}.get)
+    assert found is None or found.place.file == "pkg/gpu.py"
+    few = moved.PyIndex({"pkg/gpu.py": stays, "pkg/new0.py": many["pkg/new0.py"]})
+    found = moved.follow(few, "pkg/gpu.py", trail, OLD, False, stays, {}.get)
+    assert found is not None and found.place.file == "pkg/new0.py"
+    # the lines it shares with another file all stand in its own file still (apart: upstream edited between
+    # them): they did not go anywhere, whatever file holds them together
+    trail3 = [b"first = load(config)\n", b"second = build(first)\n", b"third = run(second)\n"]
+    own = trail3[0] + b"inserted = upstream_line()\n" * 20 + trail3[1]
+    idx = moved.PyIndex({"pkg/own.py": own, "pkg/other.py": trail3[0] + trail3[1] + b"third = other()\n"})
+    assert moved.follow(idx, "pkg/own.py", trail3, None, False).place.file == "pkg/other.py"  # without new_file
+    found = moved.follow(idx, "pkg/own.py", trail3, None, False, own)
+    assert found is None or found.place.file == "pkg/own.py"

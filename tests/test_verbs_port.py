@@ -453,6 +453,24 @@ def test_a_conflict_names_where_the_lines_nearly_stand_now(tmp_path):
     assert "moved_to: vllm/b.py:4" in (Path(p.workspace or "") / "README.md").read_text()
 
 
+def test_a_sibling_that_held_the_lines_all_along_is_no_new_place(tmp_path):
+    """0.29.0 drops f from a.py, which keeps its other code; b.py held a copy of f in 0.28.0 already. The code
+    did not move there: port neither merges the hunk into b.py (exact copy) nor names b.py (near copy)."""
+    rest = "".join(f"def keep_{i}(y):\n    return y + {i}\n\n\n" for i in range(8))
+    a_old = "import os\n\n\n" + FUNC_F + "\n\n" + rest
+    fixed = a_old.replace("    total += compute_offset(x)\n", "    total += compute_offset(x, fast=True)\n")
+    for copy in (FUNC_F, FUNC_F.replace("x * 2", "x * 3")):
+        root = tmp_path / str(len(list(tmp_path.iterdir())))
+        b = "import sys\n\n\n" + FUNC_F
+        trees = {"0.28.0": {"a.py": a_old, "b.py": b},
+                 "0.29.0": {"a.py": "import os\n\n\n" + rest, "b.py": "import sys\n\n\n" + copy}}
+        manifest, src = _one_patch_project(root, trees, udiff("vllm/a.py", a_old, fixed))
+        (p,) = port(load_manifest(manifest), "0.29.0", source=src).patches
+        assert p.result == "conflict" and p.files == ("vllm/a.py",)
+        (c,) = p.conflicts
+        assert c.file == "vllm/a.py" and "b.py" not in c.message
+
+
 def _twin(i: int, how: str = "") -> str:
     return {"": f"line_{i} = {i}\n", "fixed": f"line_{i} = -{i}\n", "up": f"line_{i} = {i}  # upstream\n"}[how]
 

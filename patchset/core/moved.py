@@ -20,13 +20,14 @@ from __future__ import annotations
 import bisect
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from patchset.core.patchfile import split_lines
 
 RENAME_SIMILARITY = 0.5  # git diff -M's default
 SAMPLE = 80  # lines of a gone file looked up to tell where it went
+RARE = 4  # a line standing in more files than this is boilerplate: no sign of where code went
 PART_SIMILARITY = 0.1  # a file that holds this share of a gone file's lines is one of its parts (a split)
 STAYED = 0.5  # a file holding this share of a hunk's context lines together still has the hunk's place
 SLACK = 10  # lines upstream may have added between a hunk's context lines that stayed
@@ -121,7 +122,7 @@ class PyIndex:
         # about where this one went: only lines that at most a few files share are counted.
         # A sample of the longest distinct lines (each costs a scan of the release) says the same.
         sample = sorted({ln for ln in split_lines(gone) if meaningful(ln)}, key=lambda x: (-len(x), x))[:SAMPLE]
-        lines = {ln for ln in sample if len({p for p, _ in self.places(ln)}) <= 4}
+        lines = {ln for ln in sample if len({p for p, _ in self.places(ln)}) <= RARE}
         if not lines:
             return []
         hits: dict[str, int] = {}
@@ -148,8 +149,12 @@ class PyIndex:
         order = {path: i for i, path in enumerate(prefer)}
         return sorted(out, key=lambda pl: (order.get(pl.file, len(order)), pl.file, pl.line))
 
-    def nearest(self, block: list[bytes], prefer: tuple[str, ...] = ()) -> Place | None:
-        """The window of the release that shares most of ``block``'s meaningful lines (at least half)."""
+    def nearest(self, block: list[bytes], prefer: tuple[str, ...] = (),
+                counts: Callable[[str, list[bytes]], bool] | None = None) -> Place | None:
+        """The window of the release that shares most of ``block``'s meaningful lines (at least half).
+
+        ``counts(file, shared)``: whether a window of ``file`` sharing those lines may be named at all (a
+        window refused, the next best is taken)."""
         wanted = [i for i, ln in enumerate(block) if meaningful(ln)]
         if not wanted:
             return None
@@ -161,11 +166,20 @@ class PyIndex:
             for path, q in places:
                 key = (path, q - i)
                 scores[key] = scores.get(key, 0) + 1
-        if not scores:
-            return None
         order = {path: i for i, path in enumerate(prefer)}
-        (path, p), n = max(scores.items(), key=lambda kv: (kv[1], -order.get(kv[0][0], len(order)), kv[0][0]))
-        if n * 2 < len(wanted):
+        # best first: most lines, then a preferred file, then the last path by name (``max``'s order, kept)
+        ranked = sorted(scores.items(), key=lambda kv: (kv[1], -order.get(kv[0][0], len(order)), kv[0][0]),
+                        reverse=True)
+        for (path, p), n in ranked:
+            if n * 2 < len(wanted):
+                return None
+            if counts is None:
+                break
+            lines = self.lines(path)
+            shared = [block[i] for i in wanted if 0 <= p + i < len(lines) and lines[p + i] == block[i]]
+            if counts(path, shared):
+                break
+        else:
             return None
         p = max(p, 0)
         actual = [_text(x) for x in self.lines(path)[p:p + len(block)]]
@@ -198,12 +212,27 @@ class Moved:
         return f"moved_to: {self.place} ({self.evidence})"
 
 
-def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None, file_gone: bool) -> Moved | None:
+def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None, file_gone: bool,
+           new_file: bytes | None = None, old_tree: Callable[[str], bytes | None] | None = None) -> Moved | None:
     """Where the lines ``block`` (a hunk's old side, from ``path`` in the old release) stand in ``index``.
 
     ``old_file``: the old release's ``path``, to tell a rename or a split by similarity (``file_gone``).
     None when the lines are nowhere near anything in the new release.
+
+    While ``path`` is still there (``new_file``), another file is named only for lines that came to it:
+    lines it shares with the hunk that ``path`` no longer holds, that stand in at most RARE files, and that
+    the other file did not hold in the old release (``old_tree``, when known). Lines that stayed,
+    boilerplate, or lines a sibling module had all along (vLLM's near-copies: the GPU and TPU model runners,
+    models built from one template, the same ``return inputs`` in a hundred files) say nothing about where
+    the hunk went: it is still its file's to merge. A gone or emptied file's sibling is another matter: vLLM
+    0.11 dropped ``worker/worker.py`` and its hunk belongs in ``v1/worker/gpu_worker.py``, which held the
+    same lines in both releases.
     """
+    # A file upstream emptied (a stub left where the code was) is as good as gone: its code's successor may
+    # be a module that held a copy all along (benchmarks/benchmark_serving.py -> vllm/benchmarks/serve.py).
+    emptied = new_file is not None and old_file is not None \
+        and _size(new_file) < RENAME_SIMILARITY * _size(old_file)
+    came = _came_to(index, path, None if file_gone else new_file, None if emptied else old_tree)
     homes: list[tuple[str, float]] = []
     if file_gone and old_file is not None:
         homes = index.renamed_to(old_file)
@@ -221,7 +250,8 @@ def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None
             why = f"{path} is gone and no file holds most of its lines ({top} holds {share:.0%})"
     elif file_gone:  # without the old file (check: no older release) nothing is said of where the rest went
         why = f"{path} is gone" + (" and no file holds most of its lines" if old_file is not None else "")
-    exact = [pl for pl in index.find_block(block, prefer) if pl.file != path or not file_gone]
+    exact = [pl for pl in index.find_block(block, prefer)
+             if (pl.file != path or not file_gone) and came(pl.file, block)]
     # One exact place only. Several (vLLM copies code between models; a renamed file may leave a copy
     # beside it): no guess, even for the file most of the old one went to. The caller refuses and names them.
     if len(exact) == 1:
@@ -231,7 +261,7 @@ def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None
         return Moved(exact[0], (why + "; " if why else "") + f"the hunk's old lines stand at {len(exact)} places: "
                      + ", ".join(map(str, exact[:4])) + (", …" if len(exact) > 4 else "") + " (ambiguous)",
                      False, tuple(exact))
-    near = index.nearest(block, prefer)
+    near = index.nearest(block, prefer, came)
     if near is None:
         # No per-hunk evidence. A rename (most of the file went to one place) still says where the hunk
         # belongs, as ``git merge`` follows renames; a share of a split (a tenth to a third of the file's
@@ -241,6 +271,31 @@ def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None
     differ = sum(1 for d in near.differ if d[:1] in "+-" and not d.startswith(("+++", "---")))
     said = f"nearest candidate {near}: {near.score:.0%} of the hunk's lines agree, {differ} differ"
     return Moved(near, f"{why}; {said}" if why else said, False)
+
+
+def _size(data: bytes) -> int:
+    """How many distinct meaningful lines a file has (a reformatted file keeps its size, a stub does not)."""
+    return len({ln for ln in split_lines(data) if meaningful(ln)})
+
+
+def _came_to(index: PyIndex, path: str, stays: bytes | None, old_tree: Callable[[str], bytes | None] | None) \
+        -> Callable[[str, list[bytes]], bool]:
+    """Whether a file's lines shared with a hunk of ``path`` came to it (``follow``): one meaningful line
+    of them is neither in ``path`` still (``stays``) nor in that file as the old release had it, and stands
+    in at most RARE files of the release (an import or a common signature says nothing). Any file, when
+    ``path`` is gone (``stays`` None)."""
+    kept = frozenset(split_lines(stays)) if stays is not None else frozenset()
+    had: dict[str, frozenset[bytes]] = {}
+
+    def came(file: str, shared: list[bytes]) -> bool:
+        if stays is None or file == path:
+            return True  # a gone file's successor may be a sibling; its own file: callers name no place there
+        if file not in had:
+            was = old_tree(file) if old_tree is not None else None
+            had[file] = frozenset(split_lines(was)) if was is not None else frozenset()
+        return any(meaningful(ln) and ln not in kept and ln not in had[file]
+                   and len({p for p, _ in index.places(ln)}) <= RARE for ln in shared)
+    return came
 
 
 def lead(index: PyIndex, path: str, old_file: bytes | None) -> str:

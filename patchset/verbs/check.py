@@ -101,7 +101,7 @@ def follow_moved(manifest: Manifest, version: str, tree: Source, result: Release
             if moved.stayed(own.kinds, own.keys, content) >= moved.STAYED:
                 continue  # its place is still in its file: the candidate check gives is the lead
             index = index or PyIndex(python_files(tree, package))
-            where = moved.follow(index, h.file, moved.core(own.kinds, own.keys)[0], None, content is None)
+            where = moved.follow(index, h.file, moved.core(own.kinds, own.keys)[0], None, content is None, content)
             if where is not None and where.place.file != h.file:
                 found[h.number] = replace(h, moved=str(where.place), moved_evidence=where.evidence)
         if found:

@@ -362,7 +362,7 @@ def upstream_changes(p: Patch, old: str, new: str, broken: Sequence[engine.HunkR
         change = window_change(path, hunk, old, new, before, after, EARLIER if earlier else "")
         if index is not None and path.endswith(".py") and gone_from(hunk, after):
             block = moved.core(hunk.kinds, hunk.keys)[0]
-            found = moved.follow(index(new), path, block, before, after is None)
+            found = moved.follow(index(new), path, block, before, after is None, after, tree(old).read)
             if found is not None and (after is None or found.place.file != path):  # in its own file: moved_to says
                 change = with_moved(change, found)
         out.append(change)

@@ -375,13 +375,13 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
     pf = covered(p.load(u, manifest.base), walk.sources[u])
     base = walk.bases[u][p.id]
     leads: dict[str, list[str]] = {}
-    pf, away, unsure = _left_their_file(walk, pf, base, leads)
+    pf, away, unsure = _left_their_file(walk, pf, base, leads, u)
     theirs_out = engine.apply_patch(base, pf, max_fuzz=p.fuzz)
     if not theirs_out.ok:
         return PortedPatch(p.id, PortStatus.CONFLICT, u, message=f"it does not apply to vllm {u} itself "
                            f"({theirs_out.message}): fix it there first (patchset check --vllm {u})")
     m = _Merged()
-    _merge_files(walk, pf, base, theirs_out.files, (f"vllm {walk.to}", f"vllm {u}", f"{p.id} on {u}"), m)
+    _merge_files(walk, pf, base, theirs_out.files, u, (f"vllm {walk.to}", f"vllm {u}", f"{p.id} on {u}"), m)
     _place_away(walk, away, m)  # after the merges: a hunk may move into a file the patch also changes
     _show_unsure(walk, unsure, m)
     # Every file that merged cleanly is checked, even when another file conflicts: the workspace
@@ -400,7 +400,7 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
 
 
 def _merge_files(walk: Walk, pf: PatchFile, base: dict[str, bytes | None], theirs: dict[str, bytes | None],
-                 labels: tuple[str, str, str], m: _Merged) -> None:
+                 u: str, labels: tuple[str, str, str], m: _Merged) -> None:
     """Each file the patch changes, merged in place; a file gone from V, hunk by hunk where its lines went."""
     target = walk.sources[walk.to]
     for path in sorted(theirs):
@@ -408,7 +408,7 @@ def _merge_files(walk: Walk, pf: PatchFile, base: dict[str, bytes | None], their
             continue
         was = base.get(path)
         if walk.ours.get(path) is None and was is not None and theirs[path] is not None:
-            found, said = _follow_file(walk, pf, path, was, m.files, labels[0])
+            found, said = _follow_file(walk, pf, path, was, m.files, u, labels[0])
             m.conflicts += found
             m.moves += said
             continue
@@ -473,7 +473,7 @@ Away = list[tuple[str, Hunk, moved.Moved]]
 
 
 def _left_their_file(walk: Walk, pf: PatchFile, base: dict[str, bytes | None],
-                     leads: dict[str, list[str]]) -> tuple[PatchFile, Away, Away]:
+                     leads: dict[str, list[str]], u: str) -> tuple[PatchFile, Away, Away]:
     """The patch without the hunks whose lines left their file for another one in V (a function moved
     between modules), those hunks with the one place their old lines stand now, and those whose old lines
     stand exactly in several places (ambiguous: each a conflict). A hunk whose lines only nearly stand in
@@ -490,8 +490,8 @@ def _left_their_file(walk: Walk, pf: PatchFile, base: dict[str, bytes | None],
         keep = []
         for h in f.hunks:
             stayed = moved.stayed(h.kinds, h.keys, ours) if h.old_keys else 1.0
-            found = moved.follow(walk.index(), f.path, moved.core(h.kinds, h.keys)[0], base.get(f.path), False) \
-                if stayed < moved.STAYED else None
+            found = moved.follow(walk.index(), f.path, moved.core(h.kinds, h.keys)[0], base.get(f.path), False, ours,
+                                 walk.sources[u].read) if stayed < moved.STAYED else None
             if found is not None and found.candidates:  # several places: refuse rather than guess
                 unsure.append((f.path, h, found))
                 continue
@@ -510,7 +510,7 @@ def _left_their_file(walk: Walk, pf: PatchFile, base: dict[str, bytes | None],
     return PatchFile(pf.path, pf.sha256, pf.header, tuple(files)), away, unsure
 
 
-def _follow_file(walk: Walk, pf: PatchFile, path: str, old: bytes, merged: dict[str, bytes | None],
+def _follow_file(walk: Walk, pf: PatchFile, path: str, old: bytes, merged: dict[str, bytes | None], u: str,
                  ours_label: str) -> tuple[list[Conflict], list[str]]:
     """``path`` is gone from V: each hunk goes where its old lines stand now, when they stand there exactly.
 
@@ -522,7 +522,7 @@ def _follow_file(walk: Walk, pf: PatchFile, path: str, old: bytes, merged: dict[
     hunks = [h for f in pf.files if f.path == path for h in f.hunks]
     for h in hunks:
         old_core, new_core = moved.core(h.kinds, h.keys)
-        found = moved.follow(walk.index(), path, old_core, old, True)
+        found = moved.follow(walk.index(), path, old_core, old, True, None, walk.sources[u].read)
         if found is None:
             weak = moved.lead(walk.index(), path, old)
             conflicts.append(Conflict(path, 0, f"{ours_label} has no {path} (removed or moved upstream) and hunk "
