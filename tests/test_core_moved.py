@@ -132,6 +132,8 @@ def test_another_file_is_named_only_for_lines_that_came_to_it():
     idx = moved.PyIndex({"pkg/gpu.py": stays, **many})
     found = moved.follow(idx, "pkg/gpu.py", trail, OLD, False, stays, {}.get)
     assert found is None or found.place.file == "pkg/gpu.py"
+    found = moved.follow(idx, "pkg/gone.py", trail, OLD, True, None, {}.get)  # a gone file's hunk alike: its
+    assert found is not None and found.place == moved.Place("pkg/gpu.py", 0, False)  # rename, no place in it
     few = moved.PyIndex({"pkg/gpu.py": stays, "pkg/new0.py": many["pkg/new0.py"]})
     found = moved.follow(few, "pkg/gpu.py", trail, OLD, False, stays, {}.get)
     assert found is not None and found.place.file == "pkg/new0.py"

@@ -288,8 +288,10 @@ def _came_to(index: PyIndex, path: str, stays: bytes | None, old_tree: Callable[
     had: dict[str, frozenset[bytes]] = {}
 
     def came(file: str, shared: list[bytes]) -> bool:
-        if stays is None or file == path:
-            return True  # a gone file's successor may be a sibling; its own file: callers name no place there
+        if file == path and stays is not None:
+            return True  # its own file: callers name no place there
+        if stays is None:  # a gone file's successor may be a sibling that held the lines all along
+            return any(meaningful(ln) and len({p for p, _ in index.places(ln)}) <= RARE for ln in shared)
         if file not in had:
             was = old_tree(file) if old_tree is not None else None
             had[file] = frozenset(split_lines(was)) if was is not None else frozenset()
