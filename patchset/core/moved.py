@@ -219,14 +219,14 @@ def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None
     ``old_file``: the old release's ``path``, to tell a rename or a split by similarity (``file_gone``).
     None when the lines are nowhere near anything in the new release.
 
-    While ``path`` is still there (``new_file``), another file is named only for lines that came to it:
-    lines it shares with the hunk that ``path`` no longer holds, that stand in at most RARE files, and that
-    the other file did not hold in the old release (``old_tree``, when known). Lines that stayed,
-    boilerplate, or lines a sibling module had all along (vLLM's near-copies: the GPU and TPU model runners,
-    models built from one template, the same ``return inputs`` in a hundred files) say nothing about where
-    the hunk went: it is still its file's to merge. A gone or emptied file's sibling is another matter: vLLM
-    0.11 dropped ``worker/worker.py`` and its hunk belongs in ``v1/worker/gpu_worker.py``, which held the
-    same lines in both releases.
+    Another file is named only on a line that came to it: one it shares with the hunk that stands in at most
+    RARE files of the release (an import or a common signature says nothing) and, while ``path`` is still
+    there (``new_file``), that ``path`` no longer holds and the other file did not hold in the old release
+    (``old_tree``, when known). Lines that stayed, or that a sibling module had all along (vLLM's
+    near-copies: the GPU and TPU model runners, models built from one template, the same ``return inputs``
+    in a hundred files), say nothing about where the hunk went: it is still its file's to merge. A gone or
+    emptied file's sibling is another matter: vLLM 0.11 dropped ``worker/worker.py`` and its hunk belongs in
+    ``v1/worker/gpu_worker.py``, which held the same lines in both releases.
     """
     # A file upstream emptied (a stub left where the code was) is as good as gone: its code's successor may
     # be a module that held a copy all along (benchmarks/benchmark_serving.py -> vllm/benchmarks/serve.py).
@@ -280,10 +280,9 @@ def _size(data: bytes) -> int:
 
 def _came_to(index: PyIndex, path: str, stays: bytes | None, old_tree: Callable[[str], bytes | None] | None) \
         -> Callable[[str, list[bytes]], bool]:
-    """Whether a file's lines shared with a hunk of ``path`` came to it (``follow``): one meaningful line
-    of them is neither in ``path`` still (``stays``) nor in that file as the old release had it, and stands
-    in at most RARE files of the release (an import or a common signature says nothing). Any file, when
-    ``path`` is gone (``stays`` None)."""
+    """Whether a file's lines shared with a hunk of ``path`` came to it (``follow``): one meaningful line of
+    them stands in at most RARE files of the release and, unless ``path`` is gone (``stays`` None), is
+    neither in ``path`` still nor in that file as the old release had it (``old_tree``, when given)."""
     kept = frozenset(split_lines(stays)) if stays is not None else frozenset()
     had: dict[str, frozenset[bytes]] = {}
 

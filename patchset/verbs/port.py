@@ -381,7 +381,7 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
         return PortedPatch(p.id, PortStatus.CONFLICT, u, message=f"it does not apply to vllm {u} itself "
                            f"({theirs_out.message}): fix it there first (patchset check --vllm {u})")
     m = _Merged()
-    _merge_files(walk, pf, base, theirs_out.files, u, (f"vllm {walk.to}", f"vllm {u}", f"{p.id} on {u}"), m)
+    _merge_files(walk, pf, base, theirs_out.files, (f"vllm {walk.to}", f"vllm {u}", f"{p.id} on {u}"), m)
     _place_away(walk, away, m)  # after the merges: a hunk may move into a file the patch also changes
     _show_unsure(walk, unsure, m)
     # Every file that merged cleanly is checked, even when another file conflicts: the workspace
@@ -400,7 +400,7 @@ def _merge(manifest: Manifest, walk: Walk, p: Patch, u: str) -> PortedPatch:
 
 
 def _merge_files(walk: Walk, pf: PatchFile, base: dict[str, bytes | None], theirs: dict[str, bytes | None],
-                 u: str, labels: tuple[str, str, str], m: _Merged) -> None:
+                 labels: tuple[str, str, str], m: _Merged) -> None:
     """Each file the patch changes, merged in place; a file gone from V, hunk by hunk where its lines went."""
     target = walk.sources[walk.to]
     for path in sorted(theirs):
@@ -408,7 +408,7 @@ def _merge_files(walk: Walk, pf: PatchFile, base: dict[str, bytes | None], their
             continue
         was = base.get(path)
         if walk.ours.get(path) is None and was is not None and theirs[path] is not None:
-            found, said = _follow_file(walk, pf, path, was, m.files, u, labels[0])
+            found, said = _follow_file(walk, pf, path, was, m.files, labels[0])
             m.conflicts += found
             m.moves += said
             continue
@@ -510,7 +510,7 @@ def _left_their_file(walk: Walk, pf: PatchFile, base: dict[str, bytes | None],
     return PatchFile(pf.path, pf.sha256, pf.header, tuple(files)), away, unsure
 
 
-def _follow_file(walk: Walk, pf: PatchFile, path: str, old: bytes, merged: dict[str, bytes | None], u: str,
+def _follow_file(walk: Walk, pf: PatchFile, path: str, old: bytes, merged: dict[str, bytes | None],
                  ours_label: str) -> tuple[list[Conflict], list[str]]:
     """``path`` is gone from V: each hunk goes where its old lines stand now, when they stand there exactly.
 
@@ -522,7 +522,7 @@ def _follow_file(walk: Walk, pf: PatchFile, path: str, old: bytes, merged: dict[
     hunks = [h for f in pf.files if f.path == path for h in f.hunks]
     for h in hunks:
         old_core, new_core = moved.core(h.kinds, h.keys)
-        found = moved.follow(walk.index(), path, old_core, old, True, None, walk.sources[u].read)
+        found = moved.follow(walk.index(), path, old_core, old, True)
         if found is None:
             weak = moved.lead(walk.index(), path, old)
             conflicts.append(Conflict(path, 0, f"{ours_label} has no {path} (removed or moved upstream) and hunk "
