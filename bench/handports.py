@@ -22,7 +22,8 @@ files with GNU patch, and every file either touches is compared.
                                               # 0.21.0 -> 0.22.0);
                                               # SRC: git directories or COMMIT/PATH folders, tried in order
     python bench/handports.py pairs FILES [PROJECT...]  # the projects of PAIRS (llumnix, psrl, kvcached, aibrix,
-                                              # FlagScale, TorchSpec, llm-scaler, ipex-llm); FILES: COMMIT/PATH
+                                              # FlagScale, TorchSpec, TraceLens, gpustack-runner, ucm,
+                                              # llm-scaler, ipex-llm); FILES: COMMIT/PATH
 
 The second is ServerlessLLM's ``sllm_store/vllm_patch/sllm_load.patch`` (repository layout, applied
 with ``patch -p2 -d site-packages/vllm``), taken at the last commit of its main line that pinned each
@@ -458,6 +459,25 @@ PAIRS: tuple[tuple[str, str, str, str, list[tuple[str, str]], list[tuple[str, st
     ("llm-scaler", "0.14.0 -> 0.21.0", "0.14.0", "0.21.0",
      [("0a8556449aba3d6b2fc9b53794ed579396b785cf", "vllm/patches/vllm_for_multi_arc.patch")],
      [("e9f2496614eb0dd3f125a5b418527aaa5970bc8c", "vllm/patches/vllm_for_multi_arc.patch")], 0, "patch"),
+    # found 2026-12-02 (second pass): TraceLens's profiling config patch, remade for each release (here its
+    # PR #790 from #670's); gpustack/runner's two fixes, rewritten by hand for 0.27.1 (its PR #251 says how);
+    # UCM's sparse-attention adaptation, redone on 0.11.0. Not FlexKV's connector (0.10.1.1 -> "0.14.1 and
+    # up"): its new patch applies to 0.14.1 only with fuzz, which the project's `git apply` does not allow
+    ("TraceLens", "0.21.0 -> 0.22.0", "0.21.0", "0.22.0",
+     [("0f7e8e419ec8dfdb8c124e318e253a715fb92146",
+       "examples/custom_workflows/inference_analysis/vllm_patches/config_vllm_v0.21.0.patch")],
+     [("4413036c2bbae9ad9cf4b67252dd6a06c9222823",
+       "examples/custom_workflows/inference_analysis/vllm_patches/config_vllm_v0.22.0.patch")], 0, "patch"),
+    ("gpustack-runner", "0.25.1 -> 0.27.1", "0.25.1", "0.27.1",
+     [("d6645638297fe0112d249e211d8902fa4f0e7463", "pack/cuda/patches/vllm/001_wrong_dp_ray.patch"),
+      ("d6645638297fe0112d249e211d8902fa4f0e7463", "pack/cuda/patches/vllm/002_shm_broadcast_port_race.patch")],
+     [("e5292b1cc893bbcda427f4fe88ebbea7d2df35b8", "pack/cuda/patches/vllm/001_wrong_dp_ray.patch"),
+      ("e5292b1cc893bbcda427f4fe88ebbea7d2df35b8", "pack/cuda/patches/vllm/002_shm_broadcast_port_race.patch")],
+     2, "patch"),
+    ("ucm", "0.9.2 -> 0.11.0", "0.9.2", "0.11.0",
+     [("bf2e529884a2f92a843183e6d4a29bb9407d4009", "ucm/integration/vllm/patch/0.9.2/vllm-adapt-sparse.patch")],
+     [("f5261e9f18d2782eb7b9e29014ef89fb0919cc10", "ucm/integration/vllm/patch/0.11.0/vllm-adapt-sparse.patch")],
+     0, "patch"),
     ("ipex-llm", "0.6.6.post1 -> 0.8.3", "0.6.6.post1", "0.8.3",
      [("73198d5b80dd584de58fc3625ca0cdf78b4f8e42", "docker/llm/serving/xpu/docker/vllm_for_multi_arc.patch")],
      [("51b41faad76da6757195670bf9e5f946cac6460c", "docker/llm/serving/xpu/docker/vllm_for_multi_arc.patch")],

@@ -74,7 +74,8 @@ EMU = "baaivision/Emu3.5"
 # release the project moved to. FlagScale's overlays (whole copies, not patches) are left out.
 REPOS = {"llumnix": "llumnix-project/llumnix", "psrl": "Somoku/psrl", "kvcached": "ovg-project/kvcached",
          "aibrix": "vllm-project/aibrix", "FlagScale": "flagos-ai/FlagScale", "TorchSpec": "lightseekorg/TorchSpec",
-         "llm-scaler": "intel/llm-scaler", "ipex-llm": "intel/ipex-llm"}
+         "llm-scaler": "intel/llm-scaler", "ipex-llm": "intel/ipex-llm", "TraceLens": "AMD-AGI/TraceLens",
+         "gpustack-runner": "gpustack/runner", "ucm": "ModelEngine-Group/unified-cache-management"}
 APPLIED_WITH = {
     "llumnix": "patch -p1 (GNU patch, default fuzz) on the releases/vREL branch",
     "psrl": "git apply on the vREL tag (patch/vllm/apply_patch.sh)",
@@ -83,7 +84,10 @@ APPLIED_WITH = {
     "FlagScale": "git apply, every *.py.patch under flagscale/backends/vllm (tools/patch/unpatch.py)",
     "TorchSpec": "patch -p1 (GNU patch, default fuzz) in dist-packages, in glob order",
     "llm-scaler": "git apply on the vREL tag (vllm/docker/Dockerfile); one squash of Intel's XPU branch",
-    "ipex-llm": "git apply on the vREL tag (its Dockerfile); one squash of Intel's XPU branch"}
+    "ipex-llm": "git apply on the vREL tag (its Dockerfile); one squash of Intel's XPU branch",
+    "TraceLens": "git apply, else patch -p1 --fuzz=10, in the vREL image's site-packages",
+    "gpustack-runner": "patch -p1 (GNU patch, default fuzz) in site-packages, in name order",
+    "ucm": "git apply in the vREL source tree (its Dockerfiles)"}
 
 
 def _from_pairs() -> list[Series]:
