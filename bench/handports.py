@@ -387,6 +387,7 @@ def dynamo(tmp: Path, sources: list[str]) -> list[tuple[str, str, str, str]]:
 # the order the build applies it; with kind "overlay" each is [(commit, folder)] whose vllm/ holds whole
 # modified copies of vLLM files (FlagScale before its .patch files), read as one patch per file against the
 # release's pristine file (`diff -u`), and with kind "dir" [(commit, folder)] of per-file *.patch files.
+TRACELENS = "examples/custom_workflows/inference_analysis/vllm_patches"
 PAIRS: tuple[tuple[str, str, str, str, list[tuple[str, str]], list[tuple[str, str]], int, str], ...] = (
     ("llumnix", "0.12.0 -> 0.18.0", "0.12.0", "0.18.0",
      [("6b8b00d6a322d9c968f4f03f3a8da2732e1740ee", "patches/vllm/vllm_v0.12.0.patch")],
@@ -459,15 +460,21 @@ PAIRS: tuple[tuple[str, str, str, str, list[tuple[str, str]], list[tuple[str, st
     ("llm-scaler", "0.14.0 -> 0.21.0", "0.14.0", "0.21.0",
      [("0a8556449aba3d6b2fc9b53794ed579396b785cf", "vllm/patches/vllm_for_multi_arc.patch")],
      [("e9f2496614eb0dd3f125a5b418527aaa5970bc8c", "vllm/patches/vllm_for_multi_arc.patch")], 0, "patch"),
-    # found 2026-12-02 (second pass): TraceLens's profiling config patch, remade for each release (here its
-    # PR #790 from #670's); gpustack/runner's two fixes, rewritten by hand for 0.27.1 (its PR #251 says how);
-    # UCM's sparse-attention adaptation, redone on 0.11.0. Not FlexKV's connector (0.10.1.1 -> "0.14.1 and
-    # up"): its new patch applies to 0.14.1 only with fuzz, which the project's `git apply` does not allow
+    # found 2026-12-02 (second pass): TraceLens's profiling config patch, remade for each release (the pairs
+    # where the new file was made while the old one stood in the tree: PRs #670, #790, #933; each old file
+    # as of the new one's parent commit); gpustack/runner's two fixes, rewritten by hand for 0.27.1 (its
+    # PR #251 says how); UCM's sparse-attention adaptation, redone on 0.11.0. Not FlexKV's connector
+    # (0.10.1.1 -> "0.14.1 and up"): its new patch applies to 0.14.1 only with fuzz, which the project's
+    # `git apply` does not allow
+    ("TraceLens", "0.20.0 -> 0.21.0", "0.20.0", "0.21.0",
+     [("cc6a1652e43cc04317e3e77cd38550430c717218", f"{TRACELENS}/config_vllm_v0.20.0.patch")],
+     [("0f7e8e419ec8dfdb8c124e318e253a715fb92146", f"{TRACELENS}/config_vllm_v0.21.0.patch")], 0, "patch"),
     ("TraceLens", "0.21.0 -> 0.22.0", "0.21.0", "0.22.0",
-     [("0f7e8e419ec8dfdb8c124e318e253a715fb92146",
-       "examples/custom_workflows/inference_analysis/vllm_patches/config_vllm_v0.21.0.patch")],
-     [("4413036c2bbae9ad9cf4b67252dd6a06c9222823",
-       "examples/custom_workflows/inference_analysis/vllm_patches/config_vllm_v0.22.0.patch")], 0, "patch"),
+     [("3d6d26b45040a8560bfcd7f6888a3841eb44a832", f"{TRACELENS}/config_vllm_v0.21.0.patch")],
+     [("4413036c2bbae9ad9cf4b67252dd6a06c9222823", f"{TRACELENS}/config_vllm_v0.22.0.patch")], 0, "patch"),
+    ("TraceLens", "0.24.0 -> 0.25.0", "0.24.0", "0.25.0",
+     [("84efff1e797f3c6700f34ae1479de480b9be296f", f"{TRACELENS}/config_vllm_v0.24.0.patch")],
+     [("42d62edff8d656bfa3a19848d86d952bed4456ef", f"{TRACELENS}/config_vllm_v0.25.0.patch")], 0, "patch"),
     ("gpustack-runner", "0.25.1 -> 0.27.1", "0.25.1", "0.27.1",
      [("d6645638297fe0112d249e211d8902fa4f0e7463", "pack/cuda/patches/vllm/001_wrong_dp_ray.patch"),
       ("d6645638297fe0112d249e211d8902fa4f0e7463", "pack/cuda/patches/vllm/002_shm_broadcast_port_race.patch")],
@@ -477,6 +484,10 @@ PAIRS: tuple[tuple[str, str, str, str, list[tuple[str, str]], list[tuple[str, st
     ("ucm", "0.9.2 -> 0.11.0", "0.9.2", "0.11.0",
      [("bf2e529884a2f92a843183e6d4a29bb9407d4009", "ucm/integration/vllm/patch/0.9.2/vllm-adapt-sparse.patch")],
      [("f5261e9f18d2782eb7b9e29014ef89fb0919cc10", "ucm/integration/vllm/patch/0.11.0/vllm-adapt-sparse.patch")],
+     0, "patch"),
+    ("ucm", "0.9.2 -> 0.11.0 rerope", "0.9.2", "0.11.0",  # its PR #686; each UCM patch is applied alone
+     [("6cac4da702169019022a13e6d75a045bbae4d8c2", "ucm/integration/vllm/patch/0.9.2/vllm-adapt-rerope.patch")],
+     [("4695d36f2bb9503bc2b928e8e9fc44f1fb16ca15", "ucm/integration/vllm/patch/0.11.0/vllm-adapt-rerope.patch")],
      0, "patch"),
     ("ipex-llm", "0.6.6.post1 -> 0.8.3", "0.6.6.post1", "0.8.3",
      [("73198d5b80dd584de58fc3625ca0cdf78b4f8e42", "docker/llm/serving/xpu/docker/vllm_for_multi_arc.patch")],

@@ -90,12 +90,18 @@ APPLIED_WITH = {
     "ucm": "git apply in the vREL source tree (its Dockerfiles)"}
 
 
+def series_name(project: str, label: str, u: str) -> str:
+    """A pair's series: ``project-U``, and the label's words after the releases where a project has two
+    pairs from one release (UCM's sparse and ReRoPE patches, each applied alone)."""
+    return "-".join([project.lower(), u, *label.split()[3:]])
+
+
 def _from_pairs() -> list[Series]:
     out = []
-    for project, _label, u, v, old, _new, _fuzz, kind in handports.PAIRS:
+    for project, label, u, v, old, _new, _fuzz, kind in handports.PAIRS:
         if kind == "overlay":
             continue
-        out.append(Series(f"{project.lower()}-{u}", REPOS[project], old[0][0], u, v,
+        out.append(Series(series_name(project, label, u), REPOS[project], old[0][0], u, v,
                           patches=tuple(path for _, path in old) if kind == "patch" else (),
                           folder=old[0][1] if kind == "dir" else "",
                           applied_with=APPLIED_WITH[project].replace("REL", u)))

@@ -37,11 +37,13 @@ def test_the_later_projects_series_are_the_old_side_of_handports_pairs() -> None
     """One list of their commits: every patch-kind pair of handports.PAIRS is a series, on its old release."""
     import handports
 
-    for project, _label, u, v, old, _new, _fuzz, kind in handports.PAIRS:
+    names = [realforks.series_name(project, label, u) for project, label, u, *_ in handports.PAIRS]
+    assert len(set(names)) == len(names)
+    for (_project, _label, u, v, old, _new, _fuzz, kind), name in zip(handports.PAIRS, names, strict=True):
         if kind == "overlay":
-            assert f"{project.lower()}-{u}" not in realforks.SERIES  # whole copies, not patches
+            assert name not in realforks.SERIES  # whole copies, not patches
             continue
-        s = realforks.SERIES[f"{project.lower()}-{u}"]
+        s = realforks.SERIES[name]
         assert (s.commit, s.release, s.port_to) == (old[0][0], u, v)
         if kind == "patch":
             assert s.patches == tuple(p for _, p in old)
