@@ -101,9 +101,10 @@ def test_another_file_is_named_only_for_lines_that_came_to_it():
     or one the other file held in the old release too, is no sign that the code went there."""
     block = OLD.splitlines(keepends=True)[10:16]
     edited = OLD.replace(b"value_12 = compute(12)", b"value_12 = compute(12, fast=True)")
-    gpu = edited.replace(b"value_13 = compute(13)", b"value_13 = other(13)")
+    gpu = edited.replace(b"value_13 = compute(13)", b"value_13 = other(13)").replace(b"value_14 = compute(14)",
+                                                                                    b"value_14 = other(14)")
     better = moved.PyIndex({"pkg/gpu.py": gpu, "pkg/tpu.py": edited})
-    # value_13's line left gpu.py and stands in tpu.py: without the old release, that is a lead
+    # value_13's and value_14's lines left gpu.py and stand in tpu.py: without the old release, a lead
     found = moved.follow(better, "pkg/gpu.py", block, OLD, False, gpu)
     assert found is not None and found.place.file == "pkg/tpu.py"
     # tpu.py held it in the old release too: a sibling's copy, not a move; the hunk's own file is what is left
@@ -123,12 +124,12 @@ def test_another_file_is_named_only_for_lines_that_came_to_it():
     emptied = moved.PyIndex({"pkg/gpu.py": stub, "pkg/tpu.py": edited})
     found = moved.follow(emptied, "pkg/gpu.py", block, OLD, False, stub, {"pkg/tpu.py": edited}.get)
     assert found is not None and found.place.file == "pkg/tpu.py"
-    # a line that left its file but stands in many files is boilerplate, not a trail
+    # lines that left their file but stand in many files are boilerplate, not a trail
     common = b"from pkg.utils import helper  # shared\n"
     lines = OLD.splitlines(keepends=True)
-    trail = [common, lines[10]]
+    trail = [common, lines[10], lines[11]]
     stays = b"".join(lines[:10] + lines[16:])
-    many = {f"pkg/new{i}.py": common + b"other = %d\n" % i for i in range(6)}
+    many = {f"pkg/new{i}.py": common + lines[10] + b"other = %d\n" % i for i in range(6)}
     idx = moved.PyIndex({"pkg/gpu.py": stays, **many})
     found = moved.follow(idx, "pkg/gpu.py", trail, OLD, False, stays, {}.get)
     assert found is None or found.place.file == "pkg/gpu.py"
@@ -137,6 +138,11 @@ def test_another_file_is_named_only_for_lines_that_came_to_it():
     few = moved.PyIndex({"pkg/gpu.py": stays, "pkg/new0.py": many["pkg/new0.py"]})
     found = moved.follow(few, "pkg/gpu.py", trail, OLD, False, stays, {}.get)
     assert found is not None and found.place.file == "pkg/new0.py"
+    # one line in common is not a trail for a hunk whose file is still there (psrl's `return inputs`)
+    one = moved.PyIndex({"pkg/gpu.py": stays, "pkg/new0.py": common + b"other = 0\n"})
+    found = moved.follow(one, "pkg/gpu.py", trail[:2], OLD, False, stays, {}.get)
+    assert found is None or found.place.file == "pkg/gpu.py"
+    assert moved.follow(one, "pkg/gpu.py", trail[:2], OLD, False).place.file == "pkg/new0.py"  # without new_file
     # the lines it shares with another file all stand in its own file still (apart: upstream edited between
     # them): they did not go anywhere, whatever file holds them together
     trail3 = [b"first = load(config)\n", b"second = build(first)\n", b"third = run(second)\n"]

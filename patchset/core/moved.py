@@ -28,6 +28,7 @@ from patchset.core.patchfile import split_lines
 RENAME_SIMILARITY = 0.5  # git diff -M's default
 SAMPLE = 80  # lines of a gone file looked up to tell where it went
 RARE = 4  # a line standing in more files than this is boilerplate: no sign of where code went
+TRAIL = 2  # lines that came to another file it takes to name it for a hunk whose own file is still there
 PART_SIMILARITY = 0.1  # a file that holds this share of a gone file's lines is one of its parts (a split)
 STAYED = 0.5  # a file holding this share of a hunk's context lines together still has the hunk's place
 SLACK = 10  # lines upstream may have added between a hunk's context lines that stayed
@@ -219,10 +220,10 @@ def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None
     ``old_file``: the old release's ``path``, to tell a rename or a split by similarity (``file_gone``).
     None when the lines are nowhere near anything in the new release.
 
-    Another file is named only on a line that came to it: one it shares with the hunk that stands in at most
+    Another file is named only on lines that came to it: lines it shares with the hunk that stand in at most
     RARE files of the release (an import or a common signature says nothing) and, while ``path`` is still
-    there (``new_file``), that ``path`` no longer holds and the other file did not hold in the old release
-    (``old_tree``, when known). Lines that stayed, or that a sibling module had all along (vLLM's
+    there (``new_file``), TRAIL of them that ``path`` no longer holds and the other file did not hold in the
+    old release (``old_tree``, when known). Lines that stayed, or that a sibling module had all along (vLLM's
     near-copies: the GPU and TPU model runners, models built from one template, the same ``return inputs``
     in a hundred files), say nothing about where the hunk went: it is still its file's to merge. A gone or
     emptied file's sibling is another matter: vLLM 0.11 dropped ``worker/worker.py`` and its hunk belongs in
@@ -280,9 +281,10 @@ def _size(data: bytes) -> int:
 
 def _came_to(index: PyIndex, path: str, stays: bytes | None, old_tree: Callable[[str], bytes | None] | None) \
         -> Callable[[str, list[bytes]], bool]:
-    """Whether a file's lines shared with a hunk of ``path`` came to it (``follow``): one meaningful line of
-    them stands in at most RARE files of the release and, unless ``path`` is gone (``stays`` None), is
-    neither in ``path`` still nor in that file as the old release had it (``old_tree``, when given)."""
+    """Whether a file's lines shared with a hunk of ``path`` came to it (``follow``): where ``path`` is gone
+    (``stays`` None), one meaningful line of them that stands in at most RARE files of the release; else
+    TRAIL such lines that ``path`` no longer holds and that file did not hold in the old release
+    (``old_tree``, when given): one line in common is a coincidence as often as a trail."""
     kept = frozenset(split_lines(stays)) if stays is not None else frozenset()
     had: dict[str, frozenset[bytes]] = {}
 
@@ -294,8 +296,9 @@ def _came_to(index: PyIndex, path: str, stays: bytes | None, old_tree: Callable[
         if file not in had:
             was = old_tree(file) if old_tree is not None else None
             had[file] = frozenset(split_lines(was)) if was is not None else frozenset()
-        return any(meaningful(ln) and ln not in kept and ln not in had[file]
-                   and len({p for p, _ in index.places(ln)}) <= RARE for ln in shared)
+        trail = {ln for ln in shared if meaningful(ln) and ln not in kept and ln not in had[file]
+                 and len({p for p, _ in index.places(ln)}) <= RARE}
+        return len(trail) >= TRAIL
     return came
 
 
