@@ -94,55 +94,69 @@ def test_one_file_holding_a_share_of_a_gone_file_is_no_split():
     assert "split" not in found.evidence
 
 
+PLAIN = [b"config = load_config(path)\n", b"options = parse_options(config, strict=True)\n",
+         b"graph = build_graph(options)\n", b"graph.optimise(level=3)\n", b"live = [n for n in graph if n.live]\n",
+         b"kernels = compile_kernels(live)\n", b"table = dict(zip(names, kernels))\n",
+         b"plan = schedule(table, workers=8)\n", b"result = run_batch(plan)\n", b"report = summarise(result)\n",
+         b"emit(report, stream=sys.stdout)\n", b"cleanup(tmpdir)\n", b"logger.info('done in %s', elapsed)\n",
+         b"return report\n"]
+DISTINCT = b"".join(PLAIN)
+
+
 def test_another_file_is_named_only_for_lines_that_came_to_it():
     """psrl's 0.18.0 hunk of multimodal/inputs.py (context: ``return inputs`` and a class 0.22.0 removed) was
     led to a Helion kernel that also ends a function with ``return inputs``; gpu_model_runner.py hunks were led
-    to tpu_model_runner.py, which held the same lines in both releases. A line the hunk's own file still holds,
-    or one the other file held in the old release too, is no sign that the code went there."""
-    block = OLD.splitlines(keepends=True)[10:16]
-    edited = OLD.replace(b"value_12 = compute(12)", b"value_12 = compute(12, fast=True)")
-    gpu = edited.replace(b"value_13 = compute(13)", b"value_13 = other(13)").replace(b"value_14 = compute(14)",
-                                                                                    b"value_14 = other(14)")
+    to tpu_model_runner.py, which held the same lines in both releases. A line the hunk's own file still holds
+    (as it was, or edited), or one the other file held in the old release too, is no sign that the code went
+    there, nor is a line many files hold, nor one line alone."""
+    block = PLAIN[4:10]
+    edited = DISTINCT.replace(b"graph = build_graph(options)", b"graph = build_graph(options, cache=True)")
+    gpu = edited.replace(PLAIN[6] + PLAIN[7], b"")  # the table and the plan left gpu.py
     better = moved.PyIndex({"pkg/gpu.py": gpu, "pkg/tpu.py": edited})
-    # value_13's and value_14's lines left gpu.py and stand in tpu.py: without the old release, a lead
-    found = moved.follow(better, "pkg/gpu.py", block, OLD, False, gpu)
+    # those two lines left gpu.py and stand in tpu.py: without the old release, a lead
+    found = moved.follow(better, "pkg/gpu.py", block, DISTINCT, False, gpu)
     assert found is not None and found.place.file == "pkg/tpu.py"
-    # tpu.py held it in the old release too: a sibling's copy, not a move; the hunk's own file is what is left
-    found = moved.follow(better, "pkg/gpu.py", block, OLD, False, gpu, {"pkg/tpu.py": edited}.get)
-    assert found is not None and found.place.file == "pkg/gpu.py"
+    # tpu.py held them in the old release too: a sibling's copy, not a move; the hunk's own file is what is left
+    found = moved.follow(better, "pkg/gpu.py", block, DISTINCT, False, gpu, {"pkg/tpu.py": edited}.get)
+    assert found is None or found.place.file == "pkg/gpu.py"
+    # gpu.py still holds them, edited (a new model built from the template keeps the lines as they were)
+    reworded = edited.replace(PLAIN[6], b"table = dict(zip(names, kernels, strict=True))\n").replace(
+        PLAIN[7], b"plan = schedule(table, workers=16)\n")
+    idx = moved.PyIndex({"pkg/gpu.py": reworded, "pkg/new_model.py": edited})
+    found = moved.follow(idx, "pkg/gpu.py", block, DISTINCT, False, reworded, {}.get)
+    assert found is None or found.place.file == "pkg/gpu.py"
     # a file new in the release (the code moved there) is named, exactly
-    moved_away = b"".join(OLD.splitlines(keepends=True)[:10] + OLD.splitlines(keepends=True)[16:])
-    idx = moved.PyIndex({"pkg/gpu.py": moved_away, "pkg/tpu.py": edited, "pkg/helpers.py": OLD})
-    found = moved.follow(idx, "pkg/gpu.py", block, OLD, False, moved_away, {"pkg/tpu.py": edited}.get)
-    assert found is not None and found.sure and str(found.place) == "pkg/helpers.py:11"
+    moved_away = b"".join(PLAIN[:4] + PLAIN[10:])
+    idx = moved.PyIndex({"pkg/gpu.py": moved_away, "pkg/tpu.py": edited, "pkg/helpers.py": DISTINCT})
+    found = moved.follow(idx, "pkg/gpu.py", block, DISTINCT, False, moved_away, {"pkg/tpu.py": edited}.get)
+    assert found is not None and found.sure and str(found.place) == "pkg/helpers.py:5"
     # a gone file's sibling that held the lines all along is still where its hunk goes (V0's worker.py -> V1's)
-    found = moved.follow(better, "pkg/gone.py", block, OLD, True, None, {"pkg/tpu.py": edited}.get)
+    found = moved.follow(better, "pkg/gone.py", block, DISTINCT, True, None, {"pkg/tpu.py": edited}.get)
     assert found is not None and found.place.file == "pkg/tpu.py"
     # a file upstream emptied (a stub where the code was) is as good as gone: llm-scaler's 0.10.0 hunk of
     # benchmarks/benchmark_serving.py, whose code 0.11.1 keeps only in vllm/benchmarks/serve.py
     stub = b"import sys\nprint('moved to vllm bench serve', file=sys.stderr)\n"
     emptied = moved.PyIndex({"pkg/gpu.py": stub, "pkg/tpu.py": edited})
-    found = moved.follow(emptied, "pkg/gpu.py", block, OLD, False, stub, {"pkg/tpu.py": edited}.get)
+    found = moved.follow(emptied, "pkg/gpu.py", block, DISTINCT, False, stub, {"pkg/tpu.py": edited}.get)
     assert found is not None and found.place.file == "pkg/tpu.py"
     # lines that left their file but stand in many files are boilerplate, not a trail
     common = b"from pkg.utils import helper  # shared\n"
-    lines = OLD.splitlines(keepends=True)
-    trail = [common, lines[10], lines[11]]
-    stays = b"".join(lines[:10] + lines[16:])
-    many = {f"pkg/new{i}.py": common + lines[10] + b"other = %d\n" % i for i in range(6)}
+    trail = [common, PLAIN[6], PLAIN[7]]
+    stays = b"".join(PLAIN[:6] + PLAIN[8:])
+    many = {f"pkg/new{i}.py": common + PLAIN[6] + b"other = %d\n" % i for i in range(6)}
     idx = moved.PyIndex({"pkg/gpu.py": stays, **many})
-    found = moved.follow(idx, "pkg/gpu.py", trail, OLD, False, stays, {}.get)
+    found = moved.follow(idx, "pkg/gpu.py", trail, DISTINCT, False, stays, {}.get)
     assert found is None or found.place.file == "pkg/gpu.py"
-    found = moved.follow(idx, "pkg/gone.py", trail, OLD, True, None, {}.get)  # a gone file's hunk alike: its
+    found = moved.follow(idx, "pkg/gone.py", trail, DISTINCT, True, None, {}.get)  # a gone file's hunk alike: its
     assert found is not None and found.place == moved.Place("pkg/gpu.py", 0, False)  # rename, no place in it
     few = moved.PyIndex({"pkg/gpu.py": stays, "pkg/new0.py": many["pkg/new0.py"]})
-    found = moved.follow(few, "pkg/gpu.py", trail, OLD, False, stays, {}.get)
+    found = moved.follow(few, "pkg/gpu.py", trail, DISTINCT, False, stays, {}.get)
     assert found is not None and found.place.file == "pkg/new0.py"
     # one line in common is not a trail for a hunk whose file is still there (psrl's `return inputs`)
     one = moved.PyIndex({"pkg/gpu.py": stays, "pkg/new0.py": common + b"other = 0\n"})
-    found = moved.follow(one, "pkg/gpu.py", trail[:2], OLD, False, stays, {}.get)
+    found = moved.follow(one, "pkg/gpu.py", trail[:2], DISTINCT, False, stays, {}.get)
     assert found is None or found.place.file == "pkg/gpu.py"
-    assert moved.follow(one, "pkg/gpu.py", trail[:2], OLD, False).place.file == "pkg/new0.py"  # without new_file
+    assert moved.follow(one, "pkg/gpu.py", trail[:2], DISTINCT, False).place.file == "pkg/new0.py"  # no new_file
     # the lines it shares with another file all stand in its own file still (apart: upstream edited between
     # them): they did not go anywhere, whatever file holds them together
     trail3 = [b"first = load(config)\n", b"second = build(first)\n", b"third = run(second)\n"]

@@ -29,6 +29,7 @@ RENAME_SIMILARITY = 0.5  # git diff -M's default
 SAMPLE = 80  # lines of a gone file looked up to tell where it went
 RARE = 4  # a line standing in more files than this is boilerplate: no sign of where code went
 TRAIL = 2  # lines that came to another file it takes to name it for a hunk whose own file is still there
+EDITED = 0.8  # a line this similar to one its file still holds (difflib's ratio) was edited there, not moved
 PART_SIMILARITY = 0.1  # a file that holds this share of a gone file's lines is one of its parts (a split)
 STAYED = 0.5  # a file holding this share of a hunk's context lines together still has the hunk's place
 SLACK = 10  # lines upstream may have added between a hunk's context lines that stayed
@@ -283,10 +284,17 @@ def _came_to(index: PyIndex, path: str, stays: bytes | None, old_tree: Callable[
         -> Callable[[str, list[bytes]], bool]:
     """Whether a file's lines shared with a hunk of ``path`` came to it (``follow``): where ``path`` is gone
     (``stays`` None), one meaningful line of them that stands in at most RARE files of the release; else
-    TRAIL such lines that ``path`` no longer holds and that file did not hold in the old release
-    (``old_tree``, when given): one line in common is a coincidence as often as a trail."""
+    TRAIL such lines that ``path`` no longer holds, not even edited (a near twin, EDITED), and that file
+    did not hold in the old release (``old_tree``, when given): one line in common is a coincidence as often
+    as a trail, and a line its own file still holds in another form stayed there (a new model built from a
+    template keeps the lines upstream then edited in the original)."""
     kept = frozenset(split_lines(stays)) if stays is not None else frozenset()
+    near = sorted({_text(ln).strip() for ln in kept if meaningful(ln)})
     had: dict[str, frozenset[bytes]] = {}
+
+    def edited(line: bytes) -> bool:
+        """``path`` still holds the line, re-indented or edited (a near twin): it stayed, changed in place."""
+        return bool(difflib.get_close_matches(_text(line).strip(), near, n=1, cutoff=EDITED))
 
     def came(file: str, shared: list[bytes]) -> bool:
         if file == path and stays is not None:
@@ -298,7 +306,7 @@ def _came_to(index: PyIndex, path: str, stays: bytes | None, old_tree: Callable[
             had[file] = frozenset(split_lines(was)) if was is not None else frozenset()
         trail = {ln for ln in shared if meaningful(ln) and ln not in kept and ln not in had[file]
                  and len({p for p, _ in index.places(ln)}) <= RARE}
-        return len(trail) >= TRAIL
+        return len(trail) >= TRAIL and len([ln for ln in trail if not edited(ln)]) >= TRAIL
     return came
 
 
