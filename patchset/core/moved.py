@@ -223,12 +223,13 @@ def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None
 
     Another file is named only on lines that came to it: lines it shares with the hunk that stand in at most
     RARE files of the release (an import or a common signature says nothing) and, while ``path`` is still
-    there (``new_file``), TRAIL of them that ``path`` no longer holds and the other file did not hold in the
-    old release (``old_tree``, when known). Lines that stayed, or that a sibling module had all along (vLLM's
-    near-copies: the GPU and TPU model runners, models built from one template, the same ``return inputs``
-    in a hundred files), say nothing about where the hunk went: it is still its file's to merge. A gone or
-    emptied file's sibling is another matter: vLLM 0.11 dropped ``worker/worker.py`` and its hunk belongs in
-    ``v1/worker/gpu_worker.py``, which held the same lines in both releases.
+    there (``new_file``), TRAIL of them that ``path`` no longer holds, not even edited, and that the other
+    file did not hold in the old release (``old_tree``, when known). Lines that stayed, or that a sibling
+    module had all along (vLLM's near-copies: the GPU and TPU model runners, models built from one template,
+    the same ``return inputs`` in a hundred files), say nothing about where the hunk went: it is still its
+    file's to merge. A gone or emptied file's sibling is another matter: vLLM 0.11 dropped
+    ``worker/worker.py`` and its hunk belongs in ``v1/worker/gpu_worker.py``, which held the same lines in
+    both releases.
     """
     # A file upstream emptied (a stub left where the code was) is as good as gone: its code's successor may
     # be a module that held a copy all along (benchmarks/benchmark_serving.py -> vllm/benchmarks/serve.py).
