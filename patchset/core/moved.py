@@ -236,34 +236,20 @@ def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None
     emptied = new_file is not None and old_file is not None \
         and _size(new_file) < RENAME_SIMILARITY * _size(old_file)
     came = _came_to(index, path, None if file_gone else new_file, None if emptied else old_tree)
-    homes: list[tuple[str, float]] = []
-    if file_gone and old_file is not None:
-        homes = index.renamed_to(old_file)
+    homes, why = _file_went(index, path, old_file, file_gone)
     # A file that still exists is where its hunk most likely still belongs: on a tie it wins over a sibling
     # module (vLLM keeps near-copies such as the GPU and TPU model runners), so no other file is named.
     prefer = tuple(p for p, _ in homes) if file_gone else (path,)
-    why = ""
-    if homes:
-        top, share = homes[0]
-        if share >= RENAME_SIMILARITY:
-            why = f"{path} is gone; {top} holds {share:.0%} of its lines (a rename)"
-        elif len(homes) > 1:
-            why = f"{path} is gone; its lines are split across " + ", ".join(f"{p} {s:.0%}" for p, s in homes[:3])
-        else:  # one file holding a share: no split to speak of (a removed file's lines in common with a sibling)
-            why = f"{path} is gone and no file holds most of its lines ({top} holds {share:.0%})"
-    elif file_gone:  # without the old file (check: no older release) nothing is said of where the rest went
-        why = f"{path} is gone" + (" and no file holds most of its lines" if old_file is not None else "")
     exact = [pl for pl in index.find_block(block, prefer)
              if (pl.file != path or not file_gone) and came(pl.file, block)]
     # One exact place only. Several (vLLM copies code between models; a renamed file may leave a copy
     # beside it): no guess, even for the file most of the old one went to. The caller refuses and names them.
     if len(exact) == 1:
-        said = f"the hunk's {len(block)} old lines stand exactly at {exact[0]}"
-        return Moved(exact[0], f"{why}; {said}" if why else said, True)
+        return Moved(exact[0], _and(why, f"the hunk's {len(block)} old lines stand exactly at {exact[0]}"), True)
     if exact:
-        return Moved(exact[0], (why + "; " if why else "") + f"the hunk's old lines stand at {len(exact)} places: "
-                     + ", ".join(map(str, exact[:4])) + (", …" if len(exact) > 4 else "") + " (ambiguous)",
-                     False, tuple(exact))
+        return Moved(exact[0], _and(why, f"the hunk's old lines stand at {len(exact)} places: "
+                                    + ", ".join(map(str, exact[:4])) + (", …" if len(exact) > 4 else "")
+                                    + " (ambiguous)"), False, tuple(exact))
     near = index.nearest(block, prefer, came)
     if near is None:
         # No per-hunk evidence. A rename (most of the file went to one place) still says where the hunk
@@ -272,8 +258,31 @@ def follow(index: PyIndex, path: str, block: list[bytes], old_file: bytes | None
         renamed = bool(homes) and homes[0][1] >= RENAME_SIMILARITY
         return Moved(Place(prefer[0], 0, False), why, False) if renamed else None
     differ = sum(1 for d in near.differ if d[:1] in "+-" and not d.startswith(("+++", "---")))
-    said = f"nearest candidate {near}: {near.score:.0%} of the hunk's lines agree, {differ} differ"
-    return Moved(near, f"{why}; {said}" if why else said, False)
+    return Moved(near, _and(why, f"nearest candidate {near}: {near.score:.0%} of the hunk's lines agree, "
+                                 f"{differ} differ"), False)
+
+
+def _file_went(index: PyIndex, path: str, old_file: bytes | None, file_gone: bool) \
+        -> tuple[list[tuple[str, float]], str]:
+    """Where a gone ``path``'s lines went (its homes, best first) and how to say it; nothing for a file still
+    there."""
+    homes = index.renamed_to(old_file) if file_gone and old_file is not None else []
+    if homes:
+        top, share = homes[0]
+        if share >= RENAME_SIMILARITY:
+            return homes, f"{path} is gone; {top} holds {share:.0%} of its lines (a rename)"
+        if len(homes) > 1:
+            return homes, f"{path} is gone; its lines are split across " + ", ".join(
+                f"{p} {s:.0%}" for p, s in homes[:3])
+        # one file holding a share: no split to speak of (a removed file's lines in common with a sibling)
+        return homes, f"{path} is gone and no file holds most of its lines ({top} holds {share:.0%})"
+    if file_gone:  # without the old file (check: no older release) nothing is said of where the rest went
+        return homes, f"{path} is gone" + (" and no file holds most of its lines" if old_file is not None else "")
+    return homes, ""
+
+
+def _and(why: str, said: str) -> str:
+    return f"{why}; {said}" if why else said
 
 
 def _size(data: bytes) -> int:
