@@ -115,6 +115,11 @@ class PyIndex:
         self._places[line] = out
         return out
 
+    def rare(self, line: bytes) -> bool:
+        """Whether ``line`` stands in at most RARE files: boilerplate (imports, common signatures) stands in
+        many and says nothing about where code went."""
+        return len({p for p, _ in self.places(line)}) <= RARE
+
     def renamed_to(self, gone: bytes, exclude: frozenset[str] = frozenset()) -> list[tuple[str, float]]:
         """Files of this release holding a share of ``gone``'s meaningful lines, best first: (path, share).
 
@@ -124,7 +129,7 @@ class PyIndex:
         # about where this one went: only lines that at most a few files share are counted.
         # A sample of the longest distinct lines (each costs a scan of the release) says the same.
         sample = sorted({ln for ln in split_lines(gone) if meaningful(ln)}, key=lambda x: (-len(x), x))[:SAMPLE]
-        lines = {ln for ln in sample if len({p for p, _ in self.places(ln)}) <= RARE}
+        lines = {ln for ln in sample if self.rare(ln)}
         if not lines:
             return []
         hits: dict[str, int] = {}
@@ -310,12 +315,12 @@ def _came_to(index: PyIndex, path: str, stays: bytes | None, old_tree: Callable[
         if file == path and stays is not None:
             return True  # its own file: callers name no place there
         if stays is None:  # a gone file's successor may be a sibling that held the lines all along
-            return any(meaningful(ln) and len({p for p, _ in index.places(ln)}) <= RARE for ln in shared)
+            return any(meaningful(ln) and index.rare(ln) for ln in shared)
         if file not in had:
             was = old_tree(file) if old_tree is not None else None
             had[file] = frozenset(split_lines(was)) if was is not None else frozenset()
         trail = {ln for ln in shared if meaningful(ln) and ln not in kept and ln not in had[file]
-                 and len({p for p, _ in index.places(ln)}) <= RARE}
+                 and index.rare(ln)}
         return len(trail) >= TRAIL and len([ln for ln in trail if not edited(ln)]) >= TRAIL
     return came
 
