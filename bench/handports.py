@@ -111,7 +111,7 @@ def compare(manifest: Manifest | Path, to: str, hand: list[Path], tmp: Path,
                         old_added.get(path, set()))
         if path in flagged:
             kind = _flag_kind(path, flagged[path], path in hand_changed, walk.read(path) is None, hand_files)
-            why = "; ".join(flagged[path] + [f"review: {x}" for x in review.get(path, [])])
+            why = _mark_leads("; ".join(flagged[path] + [f"review: {x}" for x in review.get(path, [])]), hand_changed)
             rows.append((path, kind, why, judged if path in waiting else ""))
         elif path in review and judged != "identical":
             rows.append((path, "flagged", "review: " + "; ".join(review[path]), ""))  # the maintainer changed it
@@ -132,6 +132,16 @@ def compare(manifest: Manifest | Path, to: str, hand: list[Path], tmp: Path,
         else:
             rows.append((path, "different", "merged cleanly, differs from the hand port", ""))
     return rows
+
+
+LEAD = re.compile(r"may have moved: moved_to: (\S+?):\d+")  # port's lead for a hunk whose own file still exists
+FOLLOWED, PASSED = " [the hand port changes that file]", " [the hand port leaves that file alone]"
+
+
+def _mark_leads(why: str, hand_changed: set[str]) -> str:
+    """Each lead to another file in a flag's reasons, marked with whether the maintainer's port changes that
+    file (a lead a maintainer took, or one they passed over): ``summary`` counts both from the rows."""
+    return LEAD.sub(lambda m: m.group(0) + (FOLLOWED if m.group(1) in hand_changed else PASSED), why)
 
 
 def _judge(pristine: bytes | None, ours: bytes | None, hand: bytes | None, old_added: set[bytes]) -> str:
@@ -606,6 +616,8 @@ def summary(rows: list[tuple[str, str, str, str]]) -> dict[str, int]:
     out["right, strict"] = out["right"] - sum(1 for r in only_held if r[3] not in ("identical", "same code"))
     out["right, wider"] = (out["right"] + out["same port + new work"] + out["held, merge identical"]
                            + out["held, merge same code"])
+    out["leads"] = sum(len(LEAD.findall(r[2])) for r in rows)
+    out["leads to a file the hand port changes"] = sum(r[2].count(FOLLOWED) for r in rows)
     out["waiting merges"] = sum(1 for r in rows if r[3])
     for verdict in ("identical", "same code", "same port + new work", "different"):
         out[f"waiting, merge {verdict}"] = sum(1 for r in rows if r[3] == verdict)
@@ -635,7 +647,8 @@ def main() -> int:
           f"{c['another place']} flagged at another place than the maintainer's; {c['held']} held (clean, waiting "
           f"for their patch) where the maintainer dropped the change; {c['different']} accepted yet different; "
           f"{c['review notes']} review note(s) on copies, {c['review notes the maintainer did not need']} on a copy "
-          f"the maintainer kept as it is")
+          f"the maintainer kept as it is; {c['leads']} lead(s) to another file for a hunk whose file still exists, "
+          f"{c['leads to a file the hand port changes']} to a file the hand port changes")
     return 0
 
 

@@ -83,3 +83,16 @@ def test_a_review_note_counts_as_a_flag_only_where_the_maintainer_changed_the_co
     c = handports.summary(waiting)
     assert (c["review notes"], c["review notes the maintainer did not need"]) == (2, 1)
     assert (c["right"], c["right, strict"]) == (2, 1)  # strictly, the copy whose merge is not the hand port's
+
+
+def test_a_lead_to_another_file_is_marked_with_whether_the_hand_port_changes_that_file() -> None:
+    """The docs' count of port's leads, and of those naming a file the maintainer's port changes, comes from the
+    rows (``summary``), not from a script beside the bench."""
+    why = ("conflict (line 7); hunk 295's lines may have moved: moved_to: vllm/v1/executor/uniproc_executor.py:17 "
+           "(nearest candidate …); hunk 8's lines may have moved: moved_to: vllm/benchmarks/serve.py:534 (…)")
+    marked = handports._mark_leads(why, {"vllm/benchmarks/serve.py", "vllm/v1/executor/ray_distributed_executor.py"})
+    assert "uniproc_executor.py:17 [the hand port leaves that file alone]" in marked
+    assert "serve.py:534 [the hand port changes that file]" in marked
+    c = handports.summary([("vllm/v1/executor/ray_distributed_executor.py", "flagged", marked, ""),
+                           ("a.py", "flagged", "conflict (line 3)", "")])
+    assert (c["leads"], c["leads to a file the hand port changes"]) == (2, 1)

@@ -158,6 +158,27 @@ def test_porting_again_carries_what_was_ported_and_keeps_the_workspaces(project)
     assert portfixture.snapshot(manifest.parent) == first
 
 
+def test_the_default_workspaces_are_ignored_by_git_so_a_commit_after_a_port_leaves_them_out(project, tmp_path):
+    """`git add -A` after a port with conflicts must not commit V's files from .patchset/port (pytest's and mypy's
+    caches ignore themselves the same way); a --workdir of the maintainer's own gets no .gitignore."""
+    import subprocess
+
+    manifest, src = project
+    root = manifest.parent
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    r = port(load_manifest(manifest), "0.29.0", source=src)
+    assert str(root / ".patchset/.gitignore") in r.written
+    assert (root / ".patchset/port/clash/vllm/clash.py").is_file()
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root, check=True,
+                            capture_output=True, text=True).stdout
+    assert "recipes/merge/vllm-0.29.0.patch" in status and ".patchset" not in status
+    (root / ".patchset/.gitignore").write_text("# mine\n")
+    port(load_manifest(manifest), "0.29.0", source=src)
+    assert (root / ".patchset/.gitignore").read_text() == "# mine\n"  # the maintainer's own is left alone
+    port(load_manifest(manifest), "0.29.0", source=src, workdir=tmp_path / "mine")
+    assert not (tmp_path / ".gitignore").exists() and not (tmp_path / "mine/.gitignore").exists()
+
+
 def test_a_workspace_edited_by_hand_is_never_overwritten(project, capsys):
     manifest, src = project
     port(load_manifest(manifest), "0.29.0", source=src)

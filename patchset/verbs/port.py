@@ -735,6 +735,8 @@ def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: 
                  if r.result == PortStatus.CONFLICT and r.workspace and r.id in walk.workspaces]
     for r in conflicts:
         _check_workspace(Path(r.workspace or ""), walk.workspaces[r.id][1])
+    if conflicts and work == manifest.base / DEFAULT_WORKDIR:
+        written += _ignored_by_git(work.parent)
     for r in conflicts:
         written += write_workspace(Path(r.workspace or ""), r, walk, report.to)
     try:
@@ -755,6 +757,21 @@ def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: 
             f.unlink(missing_ok=True)
         raise
     return written
+
+
+SCRATCH = b"# Written by patchset port: conflict workspaces are scratch, never part of the fork's commits.\n*\n"
+
+
+def _ignored_by_git(folder: Path) -> list[str]:
+    """The default workspaces' folder (``.patchset/`` beside the manifest) ignores itself in git, as pytest's and
+    mypy's caches do: ``git add -A`` after a port must not commit copies of vLLM's files. A ``.gitignore`` already
+    there is the maintainer's and is left alone; a ``--workdir`` of their own is theirs to place."""
+    ignore = folder / ".gitignore"
+    if ignore.exists():
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(ignore, SCRATCH)
+    return [str(ignore)]
 
 
 def _check_workspace(folder: Path, merged: dict[str, bytes | None]) -> None:
