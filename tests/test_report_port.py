@@ -33,7 +33,25 @@ def test_port_renderers_count_results_and_end_with_the_proof_command(tmp_path: P
     text = render.port_table(r)
     assert "(dry run: nothing written)" in text
     assert "1 carried, 1 retired, 2 ported, 2 conflict, 1 blocked in" in text
-    assert text.rstrip().endswith("a merge is not a proof: run patchset test --vllm 0.29.0")
+    # 0.29.0 is no target while a patch conflicts (test --vllm 0.29.0 would refuse it): the next step writes them
+    assert text.rstrip().endswith("next: patchset port --to 0.29.0 writes each conflict's workspace (vLLM 0.29.0's "
+                                  "files with diff3 markers, a README)")
     md = render.port_markdown(r)
     assert "| after | blocked | 0.28.0 | comes after clash (conflict) |" in md
-    assert "```diff\n--- a/patches.yaml" in md and "Next: `patchset test --vllm 0.29.0`" in md
+    assert "```diff\n--- a/patches.yaml" in md and "Next: `patchset port --to 0.29.0`" in md
+
+
+def test_port_names_the_next_step_the_first_conflict_or_the_proof(tmp_path: Path):
+    """b4 tells the maintainer what to run next; so does port, and never a command that would refuse its input."""
+    path = portfixture.build(tmp_path)
+    work = tmp_path / "work"
+    r = port(load_manifest(path), "0.29.0", source=portfixture.source(tmp_path), workdir=work)
+    refresh = f"patchset refresh clash --vllm 0.29.0 --workdir {work}"
+    assert render.port_table(r).rstrip().endswith(
+        f"next: resolve clash in {work / 'clash'} (its README.md lists each conflict), then {refresh}, and port "
+        "again for the patches after it")
+    assert json.loads(render.port_json(r))["next"] == refresh and f"Next: `{refresh}`" in render.port_markdown(r)
+    clean = port(load_manifest(path), "0.29.0", source=portfixture.source(tmp_path),
+                 only=["merge"], dry_run=True)
+    assert clean.first_conflict is None
+    assert render.port_table(clean).rstrip().endswith("a merge is not a proof: run patchset test --vllm 0.29.0")

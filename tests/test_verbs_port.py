@@ -205,7 +205,7 @@ def test_cli_json_and_exit_codes(project, capsys):
                  "--dry-run"])
     out = json.loads(capsys.readouterr().out)
     assert code == 1
-    assert out["to"] == "0.29.0" and out["next"] == "patchset test --vllm 0.29.0"
+    assert out["to"] == "0.29.0" and out["next"] == "patchset port --to 0.29.0"  # a dry run with conflicts
     clash = next(p for p in out["patches"] if p["id"] == "clash")
     assert set(clash) >= {"id", "result", "from", "patch", "workspace", "conflicts"}
     assert clash["conflicts"][0]["line"] == 20

@@ -46,8 +46,19 @@ def port_table(report: PortReport) -> str:
     counts = {k: sum(1 for p in report.patches if p.result == k)
               for k in PortStatus}
     out.append(", ".join(f"{n} {k}" for k, n in counts.items()) + f" in {report.seconds:.1f} s")
-    out.append(f"a merge is not a proof: run patchset test --vllm {report.to}")
+    out.append(_next_line(report))
     return "\n".join(out) + "\n"
+
+
+def _next_line(report: PortReport) -> str:
+    first = report.first_conflict
+    if first is None:
+        return f"a merge is not a proof: run {report.next_step}"
+    if not first.workspace:
+        return (f"next: {report.next_step} writes each conflict's workspace (vLLM {report.to}'s files with diff3 "
+                "markers, a README)")
+    return (f"next: resolve {first.id} in {first.workspace} (its README.md lists each conflict), then "
+            f"{report.next_step}, and port again for the patches after it")
 
 
 def conflict_doc(c: Conflict) -> dict:
@@ -64,7 +75,7 @@ def ported_doc(p: PortedPatch) -> dict:
 def port_doc(report: PortReport) -> dict:
     return {"ok": report.ok, "to": report.to, "manifest": report.manifest, "dry_run": report.dry_run,
             "patches": [ported_doc(p) for p in report.patches], "manifest_diff": report.manifest_diff,
-            "written": report.written, "next": f"patchset test --vllm {report.to}",
+            "written": report.written, "next": report.next_step,
             "seconds": round(report.seconds, 2)}
 
 
@@ -78,7 +89,7 @@ def port_markdown(report: PortReport) -> str:
     notes = "".join(review_markdown(p.id, note) for p in report.patches for note in p.review)
     notes = f"\n**Review:**\n\n{notes}" if notes else ""
     diff = f"\n```diff\n{report.manifest_diff}```\n" if report.manifest_diff else ""
-    return head + body + notes + diff + f"\nNext: `patchset test --vllm {report.to}`\n"
+    return head + body + notes + diff + f"\nNext: `{report.next_step}`\n"
 
 
 PORT = {"table": port_table, "json": port_json, "markdown": port_markdown}

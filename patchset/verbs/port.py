@@ -121,6 +121,24 @@ class PortReport:
     def ok(self) -> bool:
         return all(p.result.ok for p in self.patches)
 
+    @property
+    def first_conflict(self) -> PortedPatch | None:
+        """The first patch in series order that conflicts: the one to resolve first, as the patches after it
+        are ported onto it."""
+        return next((p for p in self.patches if p.result == PortStatus.CONFLICT), None)
+
+    @property
+    def next_step(self) -> str:
+        """The command the maintainer runs next. While a patch conflicts, V is no target yet (``test --vllm V``
+        would refuse it): a real port writes the workspaces after a dry run, else the first conflict's
+        ``refresh`` once it is resolved. With none, the proof: a merge is not one."""
+        first = self.first_conflict
+        if first is None:
+            return f"patchset test --vllm {self.to}"
+        if not first.workspace:
+            return f"patchset port --to {self.to}"
+        return f"patchset refresh {first.id} --vllm {self.to} --workdir {Path(first.workspace).parent}"
+
 
 @dataclass
 class Walk:
