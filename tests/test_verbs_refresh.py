@@ -104,6 +104,18 @@ def test_refresh_json(ported, capsys):
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["mode"] == "workspace" and out["written"] == []
     assert not (manifest.parent / "recipes/clash/vllm-0.29.0.patch").exists()
+    assert out["next"] == "patchset port --to 0.29.0"  # the patches after it, and the target, wait on a port
+
+
+def test_a_refreshed_workspace_names_the_port_that_carries_the_rest_and_line_numbers_name_nothing(ported, capsys):
+    manifest, src, work = ported
+    resolve(work, "clash", "markers", "line_20 = -20  # upstream\n")
+    assert main(["refresh", "clash", "--vllm", "0.29.0", "--manifest", str(manifest), "--source", src]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(
+        "next: patchset port --to 0.29.0 (it carries the patches after clash; vLLM 0.29.0 becomes a target once "
+        "none conflicts)")
+    assert main(["refresh", "carry", "--vllm", "0.29.0", "--manifest", str(manifest), "--source", src]) == 0
+    assert "next:" not in capsys.readouterr().out
 
 
 @pytest.mark.network

@@ -48,6 +48,12 @@ class RefreshReport:
 
     ok = True  # a refresh that cannot be done raises: bad input, exit 2
 
+    @property
+    def next_step(self) -> str:
+        """After a resolved conflict, port again: it carries the patches after this one, and V becomes a target
+        once none conflicts. A refresh of line numbers leaves nothing to run."""
+        return f"patchset port --to {self.vllm}" if self.mode == RefreshMode.WORKSPACE else ""
+
 
 def refresh(manifest: Manifest, patch_id: str, version: str, *, workdir: str | Path | None = None,
             source: str = "pypi", dry_run: bool = False) -> RefreshReport:
