@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from helpers import udiff
+from helpers import patch_of, udiff
+from test_core_engine import git_apply, gnu_patch, needs_patch
 
+from patchset.core.engine import apply_patch
 from patchset.core.patchfile import parse_patch
 from patchset.errors import PatchFileError
 
@@ -70,6 +72,31 @@ def test_hunk_shorter_than_its_header():
     with pytest.raises(PatchFileError) as e:
         parse(text)
     assert e.value.line == 3 and "-3 +3" in str(e.value)
+
+
+@needs_patch
+def test_a_patch_file_ending_short_of_its_last_hunks_blank_context_is_refused_as_git_apply_does(tmp_path):
+    """NVIDIA Dynamo's 002-pr55374 patch for vLLM 0.31.0 (commit ce2851e6) ends one line short: its last hunk's
+    header says -6 +10, the file holds -5 +9, the blank context line it ended on stripped. GNU patch assumes
+    stripped blank lines ("blank lines got chopped") and applies it, git apply refuses it as corrupt; patchset
+    refuses it as git apply does, saying what is missing and how to mend it (docs/differential.md)."""
+    base = {"vllm/a.py": b"a\nb\nc\n\nd\n"}
+    text = "--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,4 +1,5 @@\n a\n+new\n b\n c\n"
+    rc, _, gnu = gnu_patch(tmp_path, base, text, "-F0")
+    assert rc == 0 and gnu["vllm/a.py"] == b"a\nnew\nb\nc\n\nd\n"
+    rc, said, _ = git_apply(tmp_path, base, text)
+    assert rc != 0 and "corrupt patch" in said
+    with pytest.raises(PatchFileError) as e:
+        parse(text)
+    assert e.value.line == 3 and "header says -4 +5 lines but it has -3 +4: the patch file ends 1 context line(s) " \
+        "short" in str(e.value) and "restore the 1 blank context line(s)" in (e.value.hint or "")
+    mended = parse(text + " \n").files[0].hunks[0]  # as the hint says: what GNU patch assumed, now written
+    assert apply_patch(base, patch_of(text + " \n")).files["vllm/a.py"] == gnu["vllm/a.py"]
+    assert mended.source_length == 4
+    # short before another file's diff: no file end to blame, the plain reason
+    with pytest.raises(PatchFileError) as e:
+        parse(text + "diff --git a/vllm/b.py b/vllm/b.py\n--- a/vllm/b.py\n+++ b/vllm/b.py\n@@ -1 +1 @@\n-x\n+y\n")
+    assert "ends 1 context line(s) short" not in str(e.value) and "regenerate the patch" in (e.value.hint or "")
 
 
 def test_hunk_longer_than_its_header_which_unidiff_ignores():

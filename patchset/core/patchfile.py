@@ -474,13 +474,28 @@ class _Reader:
             self.i += 1
             marked = True
         if old != old_want or new != new_want:
-            raise self.error(f"malformed hunk: its header says -{old_want} +{new_want} lines but it has "
-                             f"-{old} +{new}", at, "regenerate the patch rather than editing hunks by hand")
+            raise self.short(at, old_want, new_want, old, new)
         self.after_hunk(at, old_want, new_want, kinds, keys, marked)
         self.number += 1
         return Hunk(number=self.number, line=at, source_start=int(m.group(1)), source_length=old_want,
                     target_start=int(m.group(3)), target_length=new_want, kinds=kinds, keys=tuple(keys),
                     section=m.group(5).decode("utf-8", errors="surrogateescape").strip())
+
+    def short(self, at: int, old_want: int, new_want: int, old: int, new: int) -> PatchFileError:
+        """A hunk with fewer lines than its header says. Where the patch file ends inside it and only context
+        is missing (as many lines on both sides), its trailing blank context lines were most likely stripped
+        (an editor, a paste): GNU patch assumes so ("blank lines got chopped") and applies it where the file
+        holds blank lines there, git apply refuses it as corrupt. patchset refuses it as git apply does, and
+        says which lines are missing."""
+        said = f"malformed hunk: its header says -{old_want} +{new_want} lines but it has -{old} +{new}"
+        missing = old_want - old
+        if self.i >= len(self.lines) and missing == new_want - new > 0:
+            return self.error(f"{said}: the patch file ends {missing} context line(s) short, most likely trailing "
+                              "blank lines that were stripped (GNU patch assumes so and applies it; git apply "
+                              "refuses it as corrupt)", at,
+                              f"restore the {missing} blank context line(s) (a single space each) at the end of "
+                              "the file, or regenerate the patch")
+        return self.error(said, at, "regenerate the patch rather than editing hunks by hand")
 
     def after_hunk(self, at: int, old_want: int, new_want: int, kinds: str, keys: list[bytes], marked: bool) -> None:
         """Refuse a hunk with lines beyond its header's counts, or one whose "No newline at end of file"
