@@ -65,5 +65,21 @@ class PatchFileError(PatchsetError):
     """A patch file cannot be used."""
 
 
+class PatchFileErrors(PatchFileError):
+    """Several patch files cannot be used: the first one's file, line and message, then where the others are,
+    so that one run names every file to mend (a series imported from a folder may hold several)."""
+
+    def __init__(self, errors: list[PatchFileError]) -> None:
+        self.errors = tuple(errors)
+        first = self.errors[0]
+        super().__init__(first.message, file=first.file, line=first.line, patch=first.patch, hunk=first.hunk,
+                         hint=first.hint)
+
+    def render(self) -> str:
+        others = [f"{e.file}:{e.line}" if e.line else str(e.file) for e in self.errors[1:]]
+        more = f" [and {len(others)} more: {', '.join(others)}]" if others else ""
+        return super().render() + more
+
+
 class SourceError(PatchsetError):
     """A pristine tree could not be obtained."""

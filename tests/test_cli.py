@@ -168,6 +168,18 @@ def test_json_errors_are_one_document_with_file_and_line(project, capsys):
     assert "unknown key 'relases'" in doc["error"]["message"]
     assert doc["error"]["hint"].startswith("did you mean 'releases'? known keys")
     assert "patches.yaml:5:" in captured.err  # the line for people still goes to stderr
+    assert "more" not in doc["error"]  # one problem: no list of others
+
+
+def test_json_errors_list_every_problem_of_a_manifest_that_has_several(project, capsys):
+    text = (project / "patches.yaml").read_text()
+    two = text.replace("releases", "relases").replace("patch: recipes", "pach: recipes")  # two unknown keys
+    (project / "patches.yaml").write_text(two)
+    assert main(["check", *SRC, "--format", "json"]) == 2
+    doc = json.loads(capsys.readouterr().out)["error"]
+    said = [doc["message"]] + [m["message"] for m in doc["more"]]
+    assert all(set(m) == {"file", "line", "message", "hint"} for m in doc["more"])
+    assert any("unknown key 'relases'" in x for x in said) and any("unknown key 'pach'" in x for x in said)
 
 
 def test_a_parse_error_asked_for_as_json_is_json_too(project, capsys):

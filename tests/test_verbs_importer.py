@@ -387,6 +387,27 @@ def test_cli_bad_input_exits_2_and_writes_nothing(pristine, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_every_patch_file_that_cannot_be_read_is_named_in_one_run(pristine, tmp_path, capsys):
+    """Dynamo's patch folder held two files that end one blank context line short: one run names both, in the
+    line and in JSON, so the maintainer mends them together; nothing is written. Each at the line of the user's
+    own file (3), not of the recipe import would write with a DEP-3 header above the diff (5, before)."""
+    (tmp_path / "p").mkdir()
+    short = "--- a/vllm/{0}.py\n+++ b/vllm/{0}.py\n@@ -1,3 +1,4 @@\n a\n+b\n c\n"
+    (tmp_path / "p" / "01-one.patch").write_text(short.format("one"))
+    (tmp_path / "p" / "02-fine.patch").write_text("--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1 +1 @@\n-x\n+y\n")
+    (tmp_path / "p" / "03-two.patch").write_text(short.format("two"))
+    out = tmp_path / "out"
+    assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION]) == 2
+    err = capsys.readouterr().err
+    assert "01-one.patch:3: malformed hunk: its header says -3 +4 lines but it has -2 +3: the patch file ends 1 " \
+        "context line(s) short" in err and err.rstrip().endswith(f"[and 1 more: {tmp_path / 'p' / '03-two.patch'}:3]")
+    assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION, "--format", "json"]) == 2
+    doc = json.loads(capsys.readouterr().out)["error"]
+    assert doc["file"].endswith("01-one.patch") and [(m["file"], m["line"]) for m in doc["more"]] == \
+        [(str(tmp_path / "p" / "03-two.patch"), 3)]
+    assert not out.exists()
+
+
 def test_prose_that_names_a_patch_is_a_comment_not_a_disabled_entry(tmp_path):
     """Issue 21 item 6: only a comment that is nothing but an entry (name, perhaps quilt's -pN) is one
     switched off; a sentence that starts with a patch's name is prose, and an entry on further down wins."""

@@ -5,7 +5,8 @@ was asked holds, 1 on a finding, 2 on bad input (one line on stderr naming
 where and what to do), 3 on an internal error (one line plus the path of a
 file holding the traceback; never 1, which CI reads as "a fix is missing").
 With ``--format json`` stdout is exactly one JSON document, errors included:
-``{"ok": false, "error": {"file", "line", "message", "hint"}}``.
+``{"ok": false, "error": {"file", "line", "message", "hint"}}``, and ``"more"``, a list of such objects,
+where one input held several problems.
 """
 
 from __future__ import annotations

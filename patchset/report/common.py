@@ -27,8 +27,14 @@ def dump_json(obj: object) -> str:
 
 
 def error_doc(e: PatchsetError) -> dict:
-    """The ``error`` object of ``{"ok": false, "error": ...}`` (``--format json``)."""
-    return {"file": e.file, "line": e.line, "message": e.subject() + e.message, "hint": e.hint}
+    """The ``error`` object of ``{"ok": false, "error": ...}`` (``--format json``): the first problem, and where
+    one input held several (every patch file of an import that cannot be read, every problem of a manifest),
+    the others under ``more``, each an object of the same four keys."""
+    doc: dict[str, object] = {"file": e.file, "line": e.line, "message": e.subject() + e.message, "hint": e.hint}
+    others: tuple[PatchsetError, ...] = getattr(e, "errors", ())[1:]
+    if others:
+        doc["more"] = [error_doc(x) for x in others]
+    return doc
 
 
 @dataclass

@@ -37,7 +37,7 @@ from patchset.core.manifest import DEFAULT_MANIFEST, PATCH_SUFFIXES
 from patchset.core.manifest_load import load_manifest
 from patchset.core.patchfile import PatchFile, parse_dep3, parse_patch
 from patchset.core.series import ReleaseResult, evaluate_release
-from patchset.errors import PatchFileError, PatchsetError
+from patchset.errors import PatchFileError, PatchFileErrors, PatchsetError
 from patchset.sources import Source, open_source
 from patchset.verbs.check import CheckReport
 from patchset.verbs.deps import Edge, infer_edges
@@ -356,12 +356,17 @@ def plan(entries: list[Entry], tree: Source, layout: str, notes: list[str]) -> l
     out: list[Planned] = []
     taken: set[str] = set()
     created: set[str] = set()
+    unusable: list[PatchFileError] = []  # every file that cannot be read, named at once
     for e in entries:
         if e.disabled:
             continue
         pid = _unique(_id_from_name(e.name), taken)
-        content, text = _content(e)
-        strip, root, pf = _layout(e, content, tree, layout, created)
+        try:
+            content, text = _content(e)
+            strip, root, pf = _layout(e, content, tree, layout, created)
+        except PatchFileError as err:
+            unusable.append(err)
+            continue
         made = {f.new_path for f in pf.files if f.old_path is None and f.new_path}
         notes += [f"{e.where} creates {x}: a leftover of a patch tool? (kept; drop that section if so)"
                   for x in sorted(made) if x.endswith((".orig", ".rej"))]
@@ -369,6 +374,10 @@ def plan(entries: list[Entry], tree: Source, layout: str, notes: list[str]) -> l
         pr, commit = _refs(text, e)
         out.append(Planned(pid, f"recipes/{pid}/{_file_name(e.name, pid)}", content, strip, root,
                            _title(e, text, pid), "backport" if pr or commit else "fork", pr, commit))
+    if len(unusable) > 1:
+        raise PatchFileErrors(unusable)
+    if unusable:
+        raise unusable[0]
     return out
 
 
@@ -481,8 +490,19 @@ def _layout(e: Entry, content: bytes, tree: Source, layout: str, created: set[st
                 return strip, root, pf
             tried.append((strip, root, pf))
     if not tried:
-        raise errors[0]
+        raise _at_their_line(errors[0], e, content)
     return tried[0]  # no layout fits: check will say which file is missing
+
+
+def _at_their_line(err: PatchsetError, e: Entry, content: bytes) -> PatchsetError:
+    """The error at its line in the user's own file: import parses the recipe it would write, whose DEP-3
+    header stands where the file's preamble (or mail header) stood, with another number of lines."""
+    body = e.data[_diff_start(e.data):]
+    added = content[:len(content) - len(body)].count(b"\n") - e.data[:len(e.data) - len(body)].count(b"\n")
+    if not added or err.line is None:
+        return err
+    return type(err)(err.message, file=err.file, line=err.line - added, patch=err.patch, hunk=err.hunk,
+                     hint=err.hint)
 
 
 def _fits(pf: PatchFile, tree: Source, created: set[str]) -> bool:
