@@ -68,6 +68,31 @@ def test_a_failed_patch_blocks_what_comes_after_it(tmp_path):
     assert not r.ok
 
 
+def test_a_hunk_that_stands_on_a_failed_patchs_lines_names_it_without_an_after_list(tmp_path):
+    """A series imported on a release where an earlier patch fails has no after: list to block the later one (import
+    infers them where the series applies): its failed hunk names the patch whose lines it stands on, which did
+    not apply and so left the tree without them (a real 0.30.0 series checked on 0.31.0: three later patches
+    failed on envs.py lines the second one adds)."""
+    manifest = project(tmp_path)
+    manifest.write_text(manifest.read_text().replace("after: [first]", "fuzz: 0"))
+    m = load_manifest(manifest)
+    broken = PRISTINE.replace("line 11\n", "line eleven\n")
+    r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", broken))
+    assert statuses(r) == {"first": "failed", "second": "failed"}
+    second = r.patch("second")
+    assert "hunk 1 stands on lines first adds, which does not apply here: mend first first" in second.message
+    assert second.hunks[0].message.endswith("; it stands on lines first adds, which does not apply here")
+    assert "stands on" not in r.patch("first").message
+    # a failure of its own, after the same failed patch (its context lacks a line no earlier patch adds), names none
+    write_patch(tmp_path, "recipes/third/fix.patch", udiff(MOD, PRISTINE, PRISTINE.replace("line 25\n", "line 25!\n")))
+    manifest.write_text(manifest.read_text() + "  - id: third\n    releases: '>=0.28.0'\n"
+                        "    patch: recipes/third/fix.patch\n")
+    both = broken.replace("line 24\n", "line twenty-four\n")
+    r = evaluate_release(load_manifest(manifest), "0.29.0", tree(tmp_path, "u", both))
+    assert statuses(r) == {"first": "failed", "second": "failed", "third": "failed"}
+    assert "stands on" in r.patch("second").message and "stands on" not in r.patch("third").message
+
+
 def test_probe_says_upstream_and_dependants_still_apply(tmp_path):
     m = load_manifest(project(tmp_path))
     r = evaluate_release(m, "0.30.0", tree(tmp_path, "t", FIRST))

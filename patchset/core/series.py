@@ -16,6 +16,13 @@ layout (``root``/``strip``) under which it would exist, if any: a path that
 another layout finds inside the package is a layout mistake, never
 ``not-in-tree``. An upstream tree (sdist, git tag, source checkout) can hold
 every path, so there every hunk is checked.
+
+A patch that does not apply changes nothing, as ``apply`` is all or nothing:
+the patches after it see the tree without any of its hunks (GNU patch keeps a
+failed patch's other hunks, so its offsets and failures after one can differ).
+A later hunk that fails because it stands on lines such a patch adds (a
+context or removed line the tree lacks and that patch's hunks add to that
+file) says so, naming it: mend that one first.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from dataclasses import dataclass, field, replace
 
 from patchset.core import engine
 from patchset.core.manifest import Manifest, Patch
-from patchset.core.patchfile import FilePatch, PatchFile
+from patchset.core.patchfile import FilePatch, PatchFile, split_lines
 from patchset.core.words import Word
 from patchset.errors import PatchFileError, PatchsetError
 from patchset.sources import Source
@@ -157,6 +164,8 @@ def evaluate_release(manifest: Manifest, version: str, source: Source,
         r = _evaluate_one(walk, p, loaded.get(p.id), load_errors.get(p.id))
         results.append(r)
         walk.by_id[p.id] = r
+        if r.status.blocks and (pf := loaded.get(p.id)) is not None:
+            walk.unapplied[p.id] = _added(pf)
     return ReleaseResult(version, source.identity, results, walk.tree, pristine, walk.warnings, walk.modes)
 
 
@@ -170,7 +179,7 @@ def paths_to_read(manifest: Manifest, loaded: dict[str, PatchFile]) -> list[str]
 class _Walk:
     """One release's evaluation as it goes: the tree as the patches so far leave it, and what they said."""
 
-    __slots__ = ("version", "source", "pristine", "tree", "exclude", "by_id", "warnings", "modes")
+    __slots__ = ("version", "source", "pristine", "tree", "exclude", "by_id", "warnings", "modes", "unapplied")
 
     def __init__(self, version: str, source: Source, pristine: dict[str, bytes | None],
                  tree: dict[str, bytes | None], exclude: frozenset[str]) -> None:
@@ -179,6 +188,8 @@ class _Walk:
         self.by_id: dict[str, PatchResult] = {}
         self.warnings: list[str] = []
         self.modes: dict[str, int] = {}  # path -> mode the series sets so far
+        self.unapplied: dict[str, dict[str, frozenset[bytes]]] = {}  # a patch that did not apply -> the lines
+        # it adds, per file
 
 
 def _evaluate_one(walk: _Walk, p: Patch, pf: PatchFile | None, load_error: PatchsetError | None) -> PatchResult:
@@ -236,7 +247,13 @@ def _apply_one(walk: _Walk, p: Patch, pf: PatchFile, base: PatchResult) -> Patch
                         "narrow releases to retire the patch")
         return base
     if not outcome.ok:
-        return _not_applying(base, outcome, walk.version, untouched)
+        base.hunks, on = _stands_on_unapplied(walk, sub, base.hunks)
+        result = _not_applying(base, outcome, walk.version, untouched)
+        if on:
+            result.message += "; " + "; ".join(f"{_hunks(numbers)} {'stands' if len(numbers) == 1 else 'stand'} on "
+                                               f"lines {pid} adds, which does not apply here: mend {pid} first"
+                                               for pid, numbers in on.items())
+        return result
     tree.update(outcome.files)
     for path, content in outcome.files.items():
         if content is None:
@@ -249,6 +266,38 @@ def _apply_one(walk: _Walk, p: Patch, pf: PatchFile, base: PatchResult) -> Patch
             walk.warnings.append(f"{p.id}: its present probe does not hold after applying it "
                             f"({probe.describe(tree.get(probe.file))}): the probe cannot detect the fix")
     return base
+
+
+def _added(pf: PatchFile) -> dict[str, frozenset[bytes]]:
+    """The lines a patch adds, per file it changes."""
+    out: dict[str, set[bytes]] = {}
+    for f in pf.files:
+        for h in f.hunks:
+            out.setdefault(f.path, set()).update(k for kind, k in zip(h.kinds, h.keys, strict=True) if kind == "+")
+    return {path: frozenset(lines) for path, lines in out.items()}
+
+
+def _stands_on_unapplied(walk: _Walk, pf: PatchFile, hunks: tuple[engine.HunkResult, ...]) \
+        -> tuple[tuple[engine.HunkResult, ...], dict[str, list[int]]]:
+    """Each failed hunk whose context or removed lines include a line the tree's file lacks and an earlier
+    patch that did not apply adds to it (the first such patch, in series order), with that said in its
+    message; and, per such patch, the hunks that stand on it."""
+    if not walk.unapplied:
+        return hunks, {}
+    own = {(f.path, h.number): h for f in pf.files for h in f.hunks}
+    on: dict[str, list[int]] = {}
+    out = []
+    for r in hunks:
+        h = own.get((r.file, r.number))
+        if r.status == engine.HunkStatus.FAILED and h is not None:
+            have = set(split_lines(walk.tree.get(r.file) or b""))
+            need = {k for kind, k in zip(h.kinds, h.keys, strict=True) if kind != "+" and k.strip() and k not in have}
+            pid = next((x for x, added in walk.unapplied.items() if need & added.get(r.file, frozenset())), None)
+            if pid is not None:
+                on.setdefault(pid, []).append(r.number)
+                r = replace(r, message=f"{r.message}; it stands on lines {pid} adds, which does not apply here")
+        out.append(r)
+    return tuple(out), on
 
 
 def _with_patch_lines(hunks: tuple[engine.HunkResult, ...], pf: PatchFile) -> tuple[engine.HunkResult, ...]:
