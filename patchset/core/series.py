@@ -247,12 +247,9 @@ def _apply_one(walk: _Walk, p: Patch, pf: PatchFile, base: PatchResult) -> Patch
                         "narrow releases to retire the patch")
         return base
     if not outcome.ok:
-        base.hunks, on = _stands_on_unapplied(walk, sub, base.hunks)
+        base.hunks, said = _stands_on_unapplied(walk, sub, base.hunks)
         result = _not_applying(base, outcome, walk.version, untouched)
-        if on:
-            result.message += "; " + "; ".join(f"{_hunks(numbers)} {'stands' if len(numbers) == 1 else 'stand'} on "
-                                               f"lines {pid} adds, which does not apply here: mend {pid} first"
-                                               for pid, numbers in on.items())
+        result.message += said
         return result
     tree.update(outcome.files)
     for path, content in outcome.files.items():
@@ -278,12 +275,12 @@ def _added(pf: PatchFile) -> dict[str, frozenset[bytes]]:
 
 
 def _stands_on_unapplied(walk: _Walk, pf: PatchFile, hunks: tuple[engine.HunkResult, ...]) \
-        -> tuple[tuple[engine.HunkResult, ...], dict[str, list[int]]]:
+        -> tuple[tuple[engine.HunkResult, ...], str]:
     """Each failed hunk whose context or removed lines include a line the tree's file lacks and an earlier
     patch that did not apply adds to it (the first such patch, in series order), with that said in its
-    message; and, per such patch, the hunks that stand on it."""
+    message; and what the patch's message gains: which hunks stand on which patch, to mend first."""
     if not walk.unapplied:
-        return hunks, {}
+        return hunks, ""
     own = {(f.path, h.number): h for f in pf.files for h in f.hunks}
     on: dict[str, list[int]] = {}
     out = []
@@ -297,7 +294,9 @@ def _stands_on_unapplied(walk: _Walk, pf: PatchFile, hunks: tuple[engine.HunkRes
                 on.setdefault(pid, []).append(r.number)
                 r = replace(r, message=f"{r.message}; it stands on lines {pid} adds, which does not apply here")
         out.append(r)
-    return tuple(out), on
+    said = "".join(f"; {_hunks(numbers)} {'stands' if len(numbers) == 1 else 'stand'} on lines {pid} adds, which "
+                   f"does not apply here: mend {pid} first" for pid, numbers in on.items())
+    return tuple(out), said
 
 
 def _with_patch_lines(hunks: tuple[engine.HunkResult, ...], pf: PatchFile) -> tuple[engine.HunkResult, ...]:
