@@ -491,8 +491,8 @@ class _Reader:
         missing = old_want - old
         if self.i >= len(self.lines) and missing == new_want - new > 0:
             return self.error(f"{said}: the patch file ends {missing} context line(s) short, most likely trailing "
-                              "blank lines that were stripped (GNU patch assumes so and applies it; git apply "
-                              "refuses it as corrupt)", at,
+                              "blank lines that were stripped (GNU patch assumes so and reads them as blank "
+                              "context; git apply refuses the patch as corrupt)", at,
                               f"restore the {missing} blank context line(s) (a single space each) at the end of "
                               "the file, or regenerate the patch")
         return self.error(said, at, "regenerate the patch rather than editing hunks by hand")
