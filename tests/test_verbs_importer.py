@@ -376,6 +376,22 @@ def test_a_p0_series_entry_and_a_forced_layout(pristine, tmp_path):
     assert (forced.patches[0].strip, forced.patches[0].root) == (0, "")  # as told, even where it finds nothing
 
 
+def test_patches_without_git_prefixes_are_read_at_p0_where_p1_would_name_the_same_files(pristine, tmp_path):
+    """FreeBSD's ports carry vLLM's patches as `--- vllm/x.py.orig<TAB>date` / `+++ vllm/x.py`, applied with
+    patch -p0 (`setup.py` beside `vllm/`): -p1 under the package root names the same files, but the manifest
+    should say the layout the patches have."""
+    rel = candidates(pristine)[3]
+    text = (pristine / "vllm" / rel).read_text()
+    diff = udiff(rel, text, insert_after(text, 9, "# ports")).split("\n", 1)[1]  # no `diff --git` line
+    diff = diff.replace(f"--- a/{rel}", f"--- vllm/{rel}.orig\t2026-05-11").replace(f"+++ b/{rel}", f"+++ vllm/{rel}")
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "patch-x").write_text(diff)
+    result = import_series([str(tmp_path / "p" / "patch-x")], tmp_path / "out", [VERSION])
+    assert result.ok and (result.patches[0].strip, result.patches[0].root) == (0, "")
+    told = import_series([str(tmp_path / "p" / "patch-x")], tmp_path / "pkg", [VERSION], "package")
+    assert told.ok and (told.patches[0].strip, told.patches[0].root) == (1, "vllm")  # the same files, as told
+
+
 def test_cli_bad_input_exits_2_and_writes_nothing(pristine, tmp_path, capsys):
     (tmp_path / "p").mkdir()
     (tmp_path / "p" / "empty.patch").write_text("Only words, no diff.\n")

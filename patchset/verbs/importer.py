@@ -479,7 +479,7 @@ def _layout(e: Entry, content: bytes, tree: Source, layout: str, created: set[st
     """The (strip, root) under which every file the patch edits exists in the pristine tree."""
     tried: list[tuple[int, str, PatchFile]] = []
     errors: list[PatchsetError] = []
-    for strip in [e.strip] if e.strip is not None else [1, 0]:
+    for strip in [e.strip] if e.strip is not None else [0, 1] if _unprefixed(content) else [1, 0]:
         for root in LAYOUTS[layout]:
             try:
                 pf = parse_patch(content, name=e.where, strip=strip, root=root)
@@ -492,6 +492,14 @@ def _layout(e: Entry, content: bytes, tree: Source, layout: str, created: set[st
     if not tried:
         raise _at_their_line(errors[0], e, content)
     return tried[0]  # no layout fits: check will say which file is missing
+
+
+def _unprefixed(content: bytes) -> bool:
+    """Whether no file header has git's ``a/`` or ``b/`` prefix (``--- vllm/x.py.orig``, as FreeBSD's ports and
+    ``diff -u`` inside a tree write them, applied with ``patch -p0``): then ``-p0`` is tried first, so that the
+    manifest says the layout the patches have where another one would name the same files too."""
+    heads = [ln for ln in content.splitlines() if ln.startswith((b"--- ", b"+++ "))]
+    return bool(heads) and not any(ln[4:].lstrip().startswith((b"a/", b"b/")) for ln in heads)
 
 
 def _at_their_line(err: PatchsetError, e: Entry, content: bytes) -> PatchsetError:
