@@ -19,6 +19,9 @@ class PatchsetError(Exception):
     """A problem with the user's input or environment, reported without a traceback."""
 
     exit_code = EXIT_BAD_INPUT
+    # Every problem one input held, this one first (a manifest's, the patch files an import reads); a single
+    # error holds none. ``--format json`` lists the others under "more".
+    errors: tuple[PatchsetError, ...] = ()
 
     def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
                  patch: str | None = None, hunk: int | None = None, hint: str | None = None) -> None:

@@ -55,3 +55,17 @@ def test_port_names_the_next_step_the_first_conflict_or_the_proof(tmp_path: Path
                  only=["merge"], dry_run=True)
     assert clean.first_conflict is None
     assert render.port_table(clean).rstrip().endswith("a merge is not a proof: run patchset test --vllm 0.29.0")
+
+
+def test_a_patch_that_does_not_apply_to_its_own_release_gets_no_workspace_and_its_next_step_is_check(tmp_path: Path):
+    """Port merges nothing for a patch that fails on the release it was made for: no workspace is named (none is
+    written), and the next step is to mend it there, not a refresh of a workspace that does not exist."""
+    path = portfixture.build(tmp_path)
+    (tmp_path / "trees/0.28.0/vllm/merge.py").write_text("nothing the patch knows\n")
+    r = port(load_manifest(path), "0.29.0", source=portfixture.source(tmp_path), only=["merge"])
+    merge = r.first_conflict
+    assert merge is not None and merge.id == "merge" and merge.workspace is None
+    assert not (path.parent / ".patchset/port/merge").exists()
+    assert r.next_step == "patchset check --vllm 0.28.0"
+    assert render.port_table(r).rstrip().endswith(
+        "next: patchset check --vllm 0.28.0: merge does not apply to vLLM 0.28.0 itself; mend it there")

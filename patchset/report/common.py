@@ -31,9 +31,8 @@ def error_doc(e: PatchsetError) -> dict:
     one input held several (every patch file of an import that cannot be read, every problem of a manifest),
     the others under ``more``, each an object of the same four keys."""
     doc: dict[str, object] = {"file": e.file, "line": e.line, "message": e.subject() + e.message, "hint": e.hint}
-    others: tuple[PatchsetError, ...] = getattr(e, "errors", ())[1:]
-    if others:
-        doc["more"] = [error_doc(x) for x in others]
+    if e.errors[1:]:
+        doc["more"] = [error_doc(x) for x in e.errors[1:]]
     return doc
 
 

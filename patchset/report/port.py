@@ -54,11 +54,13 @@ def _next_line(report: PortReport) -> str:
     first = report.first_conflict
     if first is None:
         return f"a merge is not a proof: run {report.next_step}"
-    if not first.workspace:
+    if first.workspace:
+        return (f"next: resolve {first.id} in {first.workspace} (its README.md lists each conflict), then "
+                f"{report.next_step}, and port again for the patches after it")
+    if first.conflicts:
         return (f"next: {report.next_step} writes each conflict's workspace (vLLM {report.to}'s files with diff3 "
                 "markers, a README)")
-    return (f"next: resolve {first.id} in {first.workspace} (its README.md lists each conflict), then "
-            f"{report.next_step}, and port again for the patches after it")
+    return f"next: {report.next_step}: {first.id} does not apply to vLLM {first.from_release} itself; mend it there"
 
 
 def conflict_doc(c: Conflict) -> dict:

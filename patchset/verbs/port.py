@@ -131,13 +131,16 @@ class PortReport:
     def next_step(self) -> str:
         """The command the maintainer runs next. While a patch conflicts, V is no target yet (``test --vllm V``
         would refuse it): a real port writes the workspaces after a dry run, else the first conflict's
-        ``refresh`` once it is resolved. With none, the proof: a merge is not one."""
+        ``refresh`` once it is resolved, or ``check`` on the release it came from where it does not apply there
+        itself (nothing was merged). With none, the proof: a merge is not one."""
         first = self.first_conflict
         if first is None:
             return f"patchset test --vllm {self.to}"
-        if not first.workspace:
+        if first.workspace:
+            return f"patchset refresh {first.id} --vllm {self.to} --workdir {Path(first.workspace).parent}"
+        if first.conflicts:  # a dry run: the workspaces are not written yet
             return f"patchset port --to {self.to}"
-        return f"patchset refresh {first.id} --vllm {self.to} --workdir {Path(first.workspace).parent}"
+        return f"patchset check --vllm {first.from_release}"  # it does not apply to its own release: no merge
 
 
 @dataclass
@@ -211,7 +214,7 @@ def port(manifest: Manifest, to: str, *, from_release: str | None = None, only: 
         r = step(manifest, walk, p, from_release)
         if only and p.id not in only:
             continue  # it still shapes V for the patches after it; it is not reported or rewritten
-        if r.result == PortStatus.CONFLICT:
+        if r.result == PortStatus.CONFLICT and p.id in walk.workspaces:  # none for a patch that fails on U itself
             r.workspace = str(work / p.id)
             if dry_run:  # nothing is written: say where a real port puts them, and point nowhere yet
                 r.message = (f"{len(r.conflicts)} conflict(s); a port without --dry-run writes them with diff3 "
