@@ -391,7 +391,7 @@ def dynamo(tmp: Path, sources: list[str]) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-# More projects that kept a vLLM patch by hand for two releases, found 2026-12-02 (docs/port.md, "More
+# More projects that kept a vLLM patch by hand for two releases, found 2026-12-02 (docs/records/port.md, "More
 # projects"): (project, label, old release, new release, the old series, the hand-made one, the fuzz the
 # project's build allows (0: `git apply`; 2: `patch -p1`'s default), kind). Each series is [(commit, path)] in
 # the order the build applies it; with kind "overlay" each is [(commit, folder)] whose vllm/ holds whole
@@ -514,7 +514,7 @@ def _series(files: Path, release: str, entries: list[tuple[str, str]], kind: str
     for commit, path in entries:
         at = files / commit / path
         if not at.exists():
-            raise SystemExit(f"{at} is missing: bring {commit}:{path} from the project (docs/port.md)")
+            raise SystemExit(f"{at} is missing: bring {commit}:{path} from the project (docs/records/port.md)")
         if kind == "patch":
             made.append(out / f"{len(made):03}-{at.name}")
             made[-1].write_bytes(at.read_bytes())

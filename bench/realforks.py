@@ -10,7 +10,7 @@ compared byte for byte between patchset's result and each tool's. Hand ports (on
 kept for two releases) are compared with ``port``'s 3-way merge, file by file.
 
 The other projects' patches are read from their repositories at run time and never copied into this
-one. Results and the exact commands are in docs/real-forks.md.
+one. Results and the exact commands are in docs/records/real-forks.md.
 
     git clone https://github.com/OWNER/NAME /tmp/NAME      # each repository the series below name
     .venv/bin/python bench/realforks.py --clone OWNER/NAME=/tmp/NAME ... --work /tmp/realforks [SERIES...]
@@ -69,7 +69,7 @@ OMNI = "zhengjinhuan/omni-infer"
 OMNI_AT = "0d409dfc8a13893eed45369351738720eba96d78"
 SLLM = "ServerlessLLM/ServerlessLLM"
 EMU = "baaivision/Emu3.5"
-# The projects found 2026-12-02 with the hand ports of docs/port.md ("More projects"): each pair's old series
+# The projects found 2026-12-02 with the hand ports of docs/records/port.md ("More projects"): each pair's old series
 # (handports.PAIRS, the one list of their commits) as its project applies it, on its release, asked about the
 # release the project moved to. FlagScale's overlays (whole copies, not patches) are left out.
 REPOS = {"llumnix": "llumnix-project/llumnix", "psrl": "Somoku/psrl", "kvcached": "ovg-project/kvcached",

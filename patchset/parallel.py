@@ -2,7 +2,7 @@
 
 Releases are independent (each is its own tree, patched in memory), so a series checked on several
 releases can use every core. ``concurrent.futures`` costs more to import and to start a pool than a
-small series takes to check (docs/performance.md), so this forks by hand: a child
+small series takes to check (docs/records/performance.md), so this forks by hand: a child
 inherits the loaded manifest, parsed patches and opened trees, runs its share of the items and sends
 its results back pickled through a pipe (parent and child are the same program at the same moment,
 so the pickle never crosses a trust boundary), then leaves with ``os._exit``: no atexit handler,
@@ -28,7 +28,7 @@ _R = TypeVar("_R")
 
 #: Below this many hunk evaluations (hunks x releases) a fork is not worth it: this repository's series
 #: (132) gains nothing forked, the fork-shaped 37-patch series on three releases (2,244) does
-#: (docs/performance.md).
+#: (docs/records/performance.md).
 MIN_WORK = 300
 
 
@@ -45,7 +45,7 @@ def workers(items: int, work: int) -> int:
     # One more process than cores when each still gets two items or more: the shares are fixed in
     # advance and releases differ in cost (one where hunks fail costs more), so an extra share lets the
     # scheduler even them out. With fewer items, a child with one release spends as much on its start
-    # (copy-on-write faults, sending its results) as the extra share saves (docs/performance.md).
+    # (copy-on-write faults, sending its results) as the extra share saves (docs/records/performance.md).
     return min(items, cores + 1 if items >= 2 * (cores + 1) else cores)
 
 

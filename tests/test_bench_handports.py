@@ -1,4 +1,4 @@
-"""bench/handports.py's verdicts on flagged files (docs/port.md, "Measured on real hand ports")."""
+"""bench/handports.py's verdicts on flagged files (docs/records/port.md, "Measured on real hand ports")."""
 
 import sys
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""bench/realforks.py's named disagreements with the reference tools (docs/real-forks.md)."""
+"""bench/realforks.py's named disagreements with the reference tools (docs/records/real-forks.md)."""
 
 import shutil
 import sys

@@ -67,7 +67,7 @@ def test_lines_that_stand_exactly_in_several_files_are_ambiguous_with_every_cand
 
 
 def test_a_file_that_still_exists_wins_a_tie_for_its_own_hunk_over_a_sibling_module():
-    """kvcached's gpu_model_runner.py hunk led to tpu_model_runner.py (docs/port.md): where the hunk's own file
+    """kvcached's gpu_model_runner.py hunk led to tpu_model_runner.py (docs/records/port.md): where the hunk's own file
     holds as much of its lines as a sibling, the lead is the hunk's own file, and no other file is named."""
     block = OLD.splitlines(keepends=True)[10:16]
     edited = OLD.replace(b"value_12 = compute(12)", b"value_12 = compute(12, fast=True)")

@@ -15,7 +15,9 @@ from patchset.cli import build_parser
 from patchset.errors import PatchsetError
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "images" / "README.md"]
+USER_PAGES = sorted((ROOT / "docs").glob("*.md"))
+RECORDS = sorted((ROOT / "docs" / "records").glob("*.md"))
+PAGES = [ROOT / "README.md", *USER_PAGES, *RECORDS, ROOT / "images" / "README.md"]
 # A synopsis rather than a command: alternatives, optional parts, elisions, or placeholders in capitals
 # (V, IMAGE, FILE, NEXT, WORK/NAME, ...).
 PLACEHOLDER = re.compile(r"[\[\]|…()]|\.\.\.| / |(?<![\w-])(?:[A-Z]|[A-Z][A-Z_]+)\b")
@@ -120,6 +122,24 @@ def test_the_readme_is_a_users_readme():
     assert len(lines) <= 250
     # Its first lines: the two commands that set up a fresh machine, as the Makefile has them.
     assert lines[2].split("#")[0].split() == ["make", "check"] and lines[3].split("#")[0].split() == ["make", "test"]
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda p: p.name)
+def test_a_user_page_is_a_users_page(page):
+    """A page under docs/ says what a verb does, how to read its output and what to do next, in at most
+    250 lines; measurements and run logs go to docs/records/, which the page links once at most."""
+    text = page.read_text()
+    assert len(text.splitlines()) <= 250, f"{page.name}: {len(text.splitlines())} lines; move records to docs/records/"
+    for record in RECORDS:
+        assert text.count(f"](records/{record.name})") <= 1, f"{page.name} links records/{record.name} more than once"
+
+
+def test_each_record_has_its_user_page():
+    """docs/records/X.md is for maintainers; its user page docs/X.md exists and links it."""
+    assert RECORDS, "docs/records/ holds the measurements"
+    for record in RECORDS:
+        user = ROOT / "docs" / record.name
+        assert user.exists() and f"](records/{record.name})" in user.read_text(), record.name
 
 
 def test_the_readmes_from_scratch_quickstart_runs(tmp_path, monkeypatch, capsys):

@@ -625,7 +625,7 @@ def test_a_hunk_of_a_gone_file_whose_lines_stand_nowhere_names_no_place_only_a_w
 
 
 def test_a_conflicting_patch_says_which_of_its_files_the_new_release_already_carries(tmp_path):
-    """omni-infer 0.8.3 -> 0.9.0 (docs/port.md): ten clean files of conflicting patches merged into 0.9.0's own
+    """omni-infer 0.8.3 -> 0.9.0 (docs/records/port.md): ten clean files of conflicting patches merged into 0.9.0's own
     files; the maintainer left them as 0.9.0 has them. port now says so, in the result and the README."""
     a_old, b_old = "A = 1\nB = 2\nC = 3\n", "X = 1\nY = 2\nZ = 3\n"
     a_fixed, b_fixed = a_old.replace("B = 2", "B = 20"), b_old.replace("Y = 2", "Y = 20")
@@ -652,7 +652,7 @@ LLAMA = '    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),\n'
 
 @pytest.mark.network
 def test_a_backport_upstream_landed_at_another_place_is_refused_not_carried_twice(tmp_path):
-    """FlagScale's 0.9.1 -> 0.10.0 hand port (docs/port.md): the fork had backported the Ernie 4.5 registry
+    """FlagScale's 0.9.1 -> 0.10.0 hand port (docs/records/port.md): the fork had backported the Ernie 4.5 registry
     entries after Zamba2, between its marker comments; 0.10.0 added them itself, in alphabetical order. The
     merge was clean and put them in twice (in factory.py the same made a connector registered twice, which
     raises at import); the maintainer dropped the backport. port and next now say so; a fork's own entry
@@ -721,7 +721,7 @@ def test_a_copy_of_an_upstream_file_whose_copied_lines_upstream_changed_is_carri
     ``scheduler_output.scheduled_cached_reqs`` from a list of requests into one struct of lists, and its own
     connector now walks ``cached_reqs.req_ids``. The copy still iterates the old way; nothing conflicts and it
     imports, so port carries it (and next says it carries), and both say the copy's source changed where the
-    copy follows it (as FlagScale's FlagCX engine, docs/port.md). A copy of a file upstream left alone gets no
+    copy follows it (as FlagScale's FlagCX engine, docs/records/port.md). A copy of a file upstream left alone gets no
     note."""
     from patchset.cache import Cache
     from patchset.report.next import next_table
@@ -814,7 +814,8 @@ def test_a_copy_of_a_file_upstream_removed_or_moved_gets_a_note_naming_which(tmp
     """Real 0.9.1 -> 0.10.0: 0.10.0 removed the V0 ``xpu_model_runner.py`` (no file of it holds half its lines)
     and folded ``attention/ops/ipex_attn.py`` into ``v1/attention/backends/cpu_attn.py``, changing lines there. A
     fork's copy of each imports fine and carries; the notes say the first's source is gone and where the second's
-    went (llm-scaler kept such XPU copies and reworked them when upstream removed their sources, docs/port.md)."""
+    went (llm-scaler kept such XPU copies and reworked them when upstream removed their sources,
+    docs/records/port.md)."""
     from patchset.cache import Cache
     from patchset.report.port import ported_doc
     from patchset.sources.sdist import SdistSource

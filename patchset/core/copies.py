@@ -5,7 +5,7 @@ the GPU one, a FlagCX engine made from upstream's NCCL engine). A port carries
 such a file as it is: it is the fork's own, no hunk meets upstream's lines,
 nothing conflicts. When upstream changed the lines the copy was made from,
 the maintainer usually brings the copy along (measured on the hand ports in
-docs/port.md: FlagScale's 0.9.1 → 0.10.0 port rewrote 52 lines of its FlagCX
+docs/records/port.md: FlagScale's 0.9.1 → 0.10.0 port rewrote 52 lines of its FlagCX
 engine that upstream had changed in the engine it copies; llm-scaler did the
 same for its XPU runners), and sometimes keeps it as it is. Whether it must
 follow is a person's call, so this is a note to review, not a refusal.
@@ -25,7 +25,7 @@ The rule, for a Python file the patch creates and V does not ship:
 * where V ships the source nowhere, not even renamed, the code the copy was
   made from is gone upstream (vLLM removing its V0 workers, say): the note
   says so, with no lines to count (llm-scaler's maintainers reworked both such
-  copies on their hand ports, docs/port.md).
+  copies on their hand ports, docs/records/port.md).
 
 U's source is U's pristine file where U ships one, else the series' own file
 (a backport the series adds to U that V now ships itself). Pure: contents

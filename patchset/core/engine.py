@@ -338,7 +338,7 @@ class _Buffer:
         Only a hunk that fails asks, for each of its lines: the places of every line are indexed once per
         state of the buffer, as several hunks failing in one file ask again. Against scanning the file for
         each line, this takes about a quarter off evaluating the fork-shaped series on releases where many
-        hunks fail (docs/performance.md).
+        hunks fail (docs/records/performance.md).
         """
         index = self._index
         if index is None:

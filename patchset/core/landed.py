@@ -7,7 +7,7 @@ change at its own place, the patch's hunk no longer meets upstream's lines,
 so a 3-way merge (or a plain apply) is clean and puts the lines in a second
 time: ``register_connector("P2pNcclConnector", ...)`` twice raises at import,
 a model registry gets duplicate keys. Measured on FlagScale's 0.9.1 → 0.10.0
-hand port (docs/port.md), where the maintainer dropped both backports.
+hand port (docs/records/port.md), where the maintainer dropped both backports.
 
 The rule, per run of added lines (consecutive ``+`` lines of a hunk), on the
 run's significant lines (stripped; blank lines and, in Python files, comment

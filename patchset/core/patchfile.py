@@ -67,7 +67,7 @@ class HunkLine:
 class Hunk:
     """One hunk, as its lines' kinds and bytes: ``kinds[i]`` is " ", "-" or "+" and ``keys[i]`` the
     line's bytes as they must stand in the file (its "\n" included unless the patch says "No newline
-    at end of file"). Parsing makes no object per line (faster to parse, docs/performance.md);
+    at end of file"). Parsing makes no object per line (faster to parse, docs/records/performance.md);
     :attr:`lines` makes them on demand."""
 
     number: int  # 1-based across the whole patch file, as users count them
@@ -218,7 +218,7 @@ def _parsed(data: bytes, name: str, strip: int, root: str) -> PatchFile:
 
     Across processes, a parse is kept in the cache (``derived/patch/``, marshal: every value is a str,
     bytes, int, bool, None or a tuple of them) by the patch's sha256, strip and root, and this module's
-    file, which about halves the parse phase of a check (docs/performance.md). Refusals are never kept: a bad
+    file, which about halves the parse phase of a check (docs/records/performance.md). Refusals are never kept: a bad
     patch is parsed, and refused, every time."""
     digest = hashlib.sha256(data).hexdigest()
     entry = derived("patch", f"{digest}\0{strip}\0{root}\0{_MARSHAL}".encode(), (__file__,), ".marshal")

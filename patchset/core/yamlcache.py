@@ -1,7 +1,7 @@
 """A manifest's parse, kept: the loader reads the JSON form back instead of parsing the text again.
 
 Parsing costs more than everything else a warm ``check`` does (ruamel.yaml is pure Python, slow to
-import and to run; the figures are in docs/performance.md), so once the loader has found no problem in a
+import and to run; the figures are in docs/records/performance.md), so once the loader has found no problem in a
 manifest, its parse is kept in the cache under the sha256 of the text and of the parser's own files, and
 read back as JSON: the same text gives the same document, containers, positions, duplicates and written
 forms alike. Only documents of plain scalars (str, int, bool, null) with no aliases are kept; anything

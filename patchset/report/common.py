@@ -52,7 +52,7 @@ def junit(cases: Iterable[Case], name: str = "patchset") -> str:
 
     Written with ElementTree rather than junitparser on purpose: junitparser writes the same XML with no
     less code, much slower (its per-case statistics update; ``bench/junit_writer.py``, figures in
-    docs/performance.md), and does not escape illegal characters either.
+    docs/records/performance.md), and does not escape illegal characters either.
     """
     cases = [Case(x(c.suite), x(c.name), c.failure and x(c.failure), c.skipped and x(c.skipped), x(c.detail))
              for c in cases]

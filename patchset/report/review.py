@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from patchset.verbs.copynotes import Review
 
-#: Lines of a note's diff a terminal shows (FlagScale's FlagCX engine gives 346: docs/port.md); the rest is in
+#: Lines of a note's diff a terminal shows (FlagScale's FlagCX engine gives 346: docs/records/port.md); the rest is in
 #: the Markdown and JSON reports and a conflict's README.
 TEXT_DIFF_LINES = 40
 

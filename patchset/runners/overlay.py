@@ -6,7 +6,7 @@ folder) is one symlink, and the configuration's files are real files (or
 are absent, when the configuration deletes them). Put its parent first on
 PYTHONPATH and ``import vllm`` finds it before site-packages. For a series
 touching a few files that is a few folders and a few hundred links (why not
-a link per file: docs/performance.md), so every configuration gets a fresh
+a link per file: docs/records/performance.md), so every configuration gets a fresh
 one and the cached environment stays read-only, safe to share between
 concurrent runs (runs do not write bytecode).
 

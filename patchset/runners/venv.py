@@ -414,7 +414,7 @@ class VenvRunner:
             kept = Cache().path("warm", f"{key}.json")
             if (found := read_probed(kept)) is not None:
                 # exactly what importing the package and the conftest imported, not the guessed list: a module
-                # of the list they never import delayed every run (docs/performance.md)
+                # of the list they never import delayed every run (docs/records/performance.md)
                 modules, probe = ("pytest", *found), None
             else:
                 if tree is None or overlay is None:

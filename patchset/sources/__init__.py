@@ -61,7 +61,7 @@ def open_source(spec: str, version: str, *, project: str = "vllm", tag: str = "v
     """The pristine tree of ``version`` named by a --source spec.
 
     Each kind's module is imported when that kind is opened: a git tag's needs GitPython, whose import
-    would otherwise be most of a warm check's time (docs/performance.md).
+    would otherwise be most of a warm check's time (docs/records/performance.md).
     """
     cache = cache or Cache()
     kind, _, arg = spec.partition(":")

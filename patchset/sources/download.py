@@ -174,7 +174,7 @@ def _name(url: str) -> str:
 def _stream(url: str, size: int | None = None) -> Iterator[tuple[bytes, int, int]]:
     """(chunk, bytes so far, total or 0) of ``url``, no more than ``size`` bytes; file: URLs are read directly."""
     if url.startswith("file:"):
-        import urllib.request  # file: URLs only (a local mirror, the tests); see docs/performance.md
+        import urllib.request  # file: URLs only (a local mirror, the tests); see docs/records/performance.md
 
         with urllib.request.urlopen(url) as resp:
             total, done = int(resp.headers.get("Content-Length") or 0), 0
@@ -184,7 +184,7 @@ def _stream(url: str, size: int | None = None) -> Iterator[tuple[bytes, int, int
                 _bounded(url, size, total, done)
                 yield chunk, done, total
         return
-    import requests  # only when something is downloaded: see docs/performance.md
+    import requests  # only when something is downloaded: see docs/records/performance.md
 
     try:
         with http.get(url, stream=True, headers={"Accept-Encoding": "identity"}) as resp:  # the bytes, as hashed

@@ -46,7 +46,7 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
 
     ``files=False`` drops each release's touched files (``ReleaseResult.pristine`` and ``.files``) as
     soon as it is evaluated, for reports that only show verdicts: only the Markdown report's dependency
-    graph reads them. A forked child then sends back a small fraction of the pickle (docs/performance.md),
+    graph reads them. A forked child then sends back a small fraction of the pickle (docs/records/performance.md),
     and a serial run reuses one release's memory for the next.
     ``graph``: also say which patch needs which (``CheckReport.graph``), from those files.
     """

@@ -156,7 +156,7 @@ def main():
     if unsafe:
         return 0
     # Everything imported so far is left out of the children's garbage collections: a collection writes to
-    # every object it visits, and each page it writes to is copied out of the server's (docs/performance.md).
+    # every object it visits, and each page it writes to is copied out of the server's (docs/records/performance.md).
     gc.freeze()
     _serve(out, base_path)
     return 0
