@@ -24,7 +24,8 @@ PLACEHOLDER = re.compile(r"[\[\]|…()]|\.\.\.| / |(?<![\w-])(?:[A-Z]|[A-Z][A-Z_
 
 
 def code_lines(text: str) -> list[str]:
-    """Lines of fenced blocks (not JSON/YAML) and of indented blocks that follow a blank line."""
+    """Lines of fenced blocks (not JSON/YAML, nor ``text``: a command's output) and of indented blocks that
+    follow a blank line."""
     out: list[str] = []
     fence: str | None = None
     indented = False
@@ -33,7 +34,7 @@ def code_lines(text: str) -> list[str]:
         if fence is not None:
             if line.startswith("```"):
                 fence = None
-            elif fence not in ("json", "yaml", "yml", "mermaid"):
+            elif fence not in ("json", "yaml", "yml", "mermaid", "text"):
                 out.append(line)
             continue
         if line.startswith("```"):

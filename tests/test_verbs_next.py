@@ -169,10 +169,13 @@ def test_a_target_or_an_older_release_is_never_titled_newer_than_the_targets(fix
     assert "newer than the targets" not in next_table(r) and "Newer than" not in next_markdown(r)
     shutil.copytree(tmp_path / "trees/0.28.0", tmp_path / "trees/0.27.0")
     older = next_release(m, "0.27.0", source=src, released=["0.27.0", "0.28.0", "0.29.0"])
-    assert older.standing == "older" and "(older than the newest target)" in next_table(older)
+    assert older.standing == "older" and "(older than the newest target; targets: 0.28.0)" in next_table(older)
     assert json.loads(next_json(older))["standing"] == "older"
     newer = next_release(m, "0.29.0", source=src, released=["0.28.0", "0.29.0"])
-    assert newer.standing == "newer" and "(newer than the targets: 0.29.0)" in next_table(newer)
+    assert newer.standing == "newer" and newer.targets == ["0.28.0"]
+    assert next_table(newer).startswith(
+        "patchset next: vLLM 0.29.0 (newer than every target; targets: 0.28.0; "
+        "releases newer than the targets: 0.29.0)")
 
 
 def _series_providing_a_name_later(root: Path, with_export: bool) -> Path:

@@ -24,6 +24,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--vllm", metavar="V", type=release,
                    help="the release to evaluate (default: the newest on the index)")
     p.add_argument("--pre", action="store_true", help="count pre-releases as releases")
+    p.add_argument("--detail", action="store_true",
+                   help="table: upstream's diff under each hunk that no longer lands (Markdown and JSON always "
+                        "have them)")
     add_manifest(p)
     add_format(p, render.NEXT)
     add_source(p)
@@ -35,6 +38,9 @@ def run(args: argparse.Namespace) -> int:
     manifest = manifest_from(args)
     progress = progress_printer(args, "evaluating the series on vLLM {} ...")
     report = next_release(manifest, args.vllm, pre=args.pre, source=args.source, on_release=progress)
-    sys.stdout.write(render.NEXT[args.format](report))
+    if args.format == "table":
+        sys.stdout.write(render.next_table(report, detail=args.detail))
+    else:
+        sys.stdout.write(render.NEXT[args.format](report))
     write_summary(args, lambda: render.next_markdown(report))
     return EXIT_OK if report.ok else EXIT_FINDING

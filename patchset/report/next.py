@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from patchset.core.engine import HunkResult, HunkStatus
 from patchset.report.check import hunk_summary, patch_doc
 from patchset.report.common import dump_json, markdown_table, plural, render, table
 from patchset.report.review import review_markdown, review_text
@@ -29,23 +30,64 @@ def _next_rows(report: NextReport):
         yield (p.id, p.status, p.from_release or "-", next_detail(p))
 
 
-def _changes_text(report: NextReport) -> list[str]:
+def _place(h: HunkResult, c: UpstreamChange | None) -> str:
+    """FILE:LINE of a failing hunk in the new release: where its lines went when they left their file, else
+    where it comes nearest in its own file."""
+    if c is not None and c.moved:
+        return c.moved
+    line = h.line if h.line else c.moved_to or c.line if c is not None else None
+    return f"{h.file}:{line}" if line else h.file
+
+
+def failing_hunk_lines(p: NextPatch) -> list[str]:
+    """One line per hunk that no longer lands: its place in the new release, why, and what upstream did there
+    (with the lead when its lines moved). The diffs themselves: ``--detail``, Markdown and JSON."""
+    changes = {(c.file, c.hunk): c for c in p.upstream_change}
     out = []
-    for p in report.patches:
-        for c in p.upstream_change:
-            out.append(f"\n{p.id}, hunk {c.hunk} ({c.file}): {c.summary}")
-            out += ["    " + x for x in c.diff.rstrip("\n").splitlines()]
-        for note in p.review:  # in full: a table cell would cut it short
-            out += ["", *review_text(p.id, note)]
+    for h in p.result.hunks:
+        if h.status not in (HunkStatus.FAILED, HunkStatus.FUZZ):
+            continue
+        c = changes.get((h.file, h.number))
+        why = f"{h.status}" + (f" - {h.message}" if h.message else "")
+        upstream = c.summary if c is not None and c.summary else ""
+        if not upstream and h.moved:
+            upstream = f"moved_to: {h.moved} ({h.moved_evidence})"
+        out.append(f"  {p.id} hunk {h.number}: {_place(h, c)}: {why}" + (f"; {upstream}" if upstream else ""))
     return out
 
 
-def next_table(report: NextReport) -> str:
+def _diffs_text(p: NextPatch) -> list[str]:
+    """Each failing hunk's upstream diff, indented; a diff the patch showed already for another hunk is named,
+    not shown again."""
+    out: list[str] = []
+    shown: dict[str, int] = {}
+    for c in p.upstream_change:
+        out.append(f"\n{p.id}, hunk {c.hunk} ({c.file}): {c.summary}")
+        if c.diff and c.diff in shown:
+            out.append(f"    (the same upstream change as hunk {shown[c.diff]} above)")
+            continue
+        shown.setdefault(c.diff, c.hunk)
+        out += ["    " + x for x in c.diff.rstrip("\n").splitlines()]
+    return out
+
+
+def next_table(report: NextReport, detail: bool = False) -> str:
+    """The table, then one line per failing hunk (``detail``: upstream's diff under each instead), the review
+    notes in full, the warnings and the verdict."""
     if report.vllm is None:
         return "no release on the index is newer than the targets (--pre counts pre-releases)\n"
     out = [render(table(f"patchset next: vLLM {report.vllm} ({_standing(report)})", NEXT_HEADERS,
                         _next_rows(report))).rstrip("\n")]
-    out += _changes_text(report)
+    if detail:
+        out += [x for p in report.patches for x in _diffs_text(p)]
+    else:
+        hunks = [x for p in report.patches for x in failing_hunk_lines(p)]
+        if hunks:
+            out += ["", "hunks that no longer land (upstream's diff under each: --detail, or --format markdown):",
+                    *hunks]
+    for p in report.patches:
+        for note in p.review:  # in full: a table cell would cut it short
+            out += ["", *review_text(p.id, note)]
     out += [f"warning: {w}" for w in report.warnings]
     verdict = "every patch carries or is upstream on" if report.ok else "the series needs porting to"
     out.append(f"{verdict} vLLM {report.vllm}" + ("" if report.ok else f": patchset port --to {report.vllm}"))
@@ -53,12 +95,15 @@ def next_table(report: NextReport) -> str:
 
 
 def _standing(report: NextReport) -> str:
-    """Where the release stands: only one newer than every target is "newer than the targets"."""
+    """Where the release stands, with the targets and the newer releases said apart: only one newer than every
+    target is "newer than every target"."""
+    targets = f"targets: {', '.join(report.targets)}" if report.targets else ""
     if report.standing == "target":
         return "a target already: patchset check shows it as the manifest has it"
     if report.standing == "older":
-        return "older than the newest target"
-    return f"newer than the targets: {', '.join(report.newer) or 'none'}"
+        return "older than the newest target" + (f"; {targets}" if targets else "")
+    newer = f"releases newer than the targets: {', '.join(report.newer) or 'none'}"
+    return "newer than every target; " + "; ".join(x for x in (targets, newer) if x)
 
 
 def upstream_change_doc(c: UpstreamChange) -> dict:

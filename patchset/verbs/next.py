@@ -87,6 +87,7 @@ class NextReport:
     patches: list[NextPatch]
     warnings: list[str] = field(default_factory=list)
     standing: str = "newer"  # where vllm stands: "newer" than every target, a "target" already, or "older"
+    targets: list[str] = field(default_factory=list)  # the manifest's targets, oldest first (for the header)
 
     @property
     def ok(self) -> bool:
@@ -172,7 +173,8 @@ def next_release(manifest: Manifest, version: str | None = None, *, pre: bool = 
     upstream = tuple(p.id + " " for p in patches if p.status == NextStatus.UPSTREAM) + tuple(
         p.id + ":" for p in patches if p.status == NextStatus.UPSTREAM)
     warnings = [w for w in result.warnings if not w.startswith(upstream)] if upstream else list(result.warnings)
-    return NextReport(version, newer, result.source, patches, warnings, standing(manifest, version))
+    return NextReport(version, newer, result.source, patches, warnings, standing(manifest, version),
+                      [t.version for t in sorted(manifest.targets, key=lambda t: Release(t.version))])
 
 
 def standing(manifest: Manifest, version: str) -> str:
