@@ -74,12 +74,53 @@ def test_validate_json_holds_every_problem(project, capsys):
     write_manifest(project, BROKEN)
     assert main(["validate", "--format", "json"]) == 2
     doc = json.loads(capsys.readouterr().out)
-    assert doc["ok"] is False and doc["truncated"] is False
-    assert [(e["line"], e["patch"]) for e in doc["errors"]] == [(8, None), (4, None), (11, "other"), (12, "other")]
-    assert doc["error"] == doc["errors"][0]
-    assert doc["errors"][1] == {"file": "patches.yaml", "line": 4, "patch": None, "hunk": None,
-                                "message": "target 0.30 is not a string: unquoted, YAML reads it as the number 0.3",
-                                "hint": 'quote it: "0.30"'}
+    assert set(doc) == {"ok", "error"} and doc["ok"] is False  # every verb's error document
+    first, more = doc["error"], doc["error"]["more"]
+    assert [(e["line"], e["message"].split(":")[0]) for e in [first, *more]] == [
+        (8, "key 'releases' is written twice, at lines 7 and 8"),
+        (4, "target 0.30 is not a string"), (11, "patch other"), (12, "patch other")]
+    assert more[0] == {"file": "patches.yaml", "line": 4,
+                       "message": "target 0.30 is not a string: unquoted, YAML reads it as the number 0.3",
+                       "hint": 'quote it: "0.30"'}
+
+
+def test_validate_json_has_the_shape_of_every_other_verbs_error(project, capsys):
+    """The same broken manifest under validate and under check: one error document, key for key."""
+    write_manifest(project, BROKEN)
+    assert main(["validate", "--format", "json"]) == 2
+    validated = json.loads(capsys.readouterr().out)
+    assert main(["check", "--format", "json", "--source", f"dir:{project}/trees/{{version}}"]) == 2
+    assert json.loads(capsys.readouterr().out) == validated
+
+
+def test_validate_json_says_when_it_stopped_at_its_limit(project, capsys):
+    items = "".join(f"      - {{id: p{i}, patch: recipes/fix/fix.patch, tpyo: 1}}\n" for i in range(2 * MAX_ERRORS))
+    write_manifest(project, GOOD[:GOOD.index("      - id")] + items)
+    assert main(["validate", "--format", "json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["truncated"] is True and len(doc["error"]["more"]) == MAX_ERRORS - 1
+
+
+@pytest.mark.parametrize(("key", "typo"), [("targets", "targts"), ("patches", "pathces"), ("schema", "schem")])
+def test_a_misspelled_top_level_key_is_one_error_at_that_key(project, capsys, key, typo):
+    """Not a second one for the key it misses, pointing at line 1 (``schema: 1``), nor one per patch file the
+    misspelled list no longer names."""
+    text = GOOD.replace(f"    {key}:", f"    {typo}:", 1)
+    lines = [x.strip() for x in text.strip().splitlines()]
+    write_manifest(project, text)
+    assert main(["validate"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    line = next(i for i, x in enumerate(lines, 1) if x.startswith(typo))
+    assert err == [f"patches.yaml:{line}: unknown key '{typo}' in the manifest (did you mean '{key}'? known keys: "
+                   "layout, patches, recipes, schema, suites, targets, upstream)",
+                   "patchset validate: error: patches.yaml: 1 problem"]
+
+
+def test_a_missing_key_with_no_misspelling_near_it_is_still_an_error(project, capsys):
+    write_manifest(project, GOOD.replace('    targets: {"0.29.0": {}}\n', "    colour: blue\n"))
+    assert main(["validate"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown key 'colour'" in err and "targets must map each pinned vLLM release" in err
 
 
 def test_validate_json_when_all_is_well(project, capsys):

@@ -153,11 +153,17 @@ class Manifest:
         return out
 
 
+def closest(word: str, known: list[str]) -> str | None:
+    """The known word ``word`` is most likely a misspelling of, if any is close."""
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def did_you_mean(word: str, known: list[str], what: str) -> str:
     """``did you mean 'releases'? known keys: …`` when one is close, else just the list."""
-    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    close = closest(word, known)
     listed = f"{what}: {', '.join(known)}"
-    return f"did you mean {close[0]!r}? {listed}" if close else listed
+    return f"did you mean {close!r}? {listed}" if close else listed
 
 
 

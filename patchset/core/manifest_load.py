@@ -23,6 +23,7 @@ from patchset.core.manifest import (
     Probe,
     Suite,
     Target,
+    closest,
     did_you_mean,
     display_path,
 )
@@ -153,7 +154,7 @@ class _Loader:
             self.fail("the manifest must be a mapping with schema, upstream, targets and patches", 1)
         self.keys(d, TOP_KEYS, "the manifest")
         schema = d.get("schema")
-        if schema != 1 or isinstance(schema, bool):
+        if (schema != 1 or isinstance(schema, bool)) and not self.misspelled(d, "schema", TOP_KEYS):
             self.note(f"schema must be 1, not {schema!r}", yamlnodes.line_of(d, "schema"))
         pypi, git, tag = self.attempt(self.upstream, d, default=("vllm", None, "v{version}"))
         strip, root = self.attempt(self.layout, d, default=(1, ""))
@@ -161,7 +162,8 @@ class _Loader:
         suites = self.attempt(self.suites, d, default=())
         recipes = self.attempt(self.string, d, "recipes", "recipes", None, default="recipes")
         patches = self.attempt(self.patches, d, strip, root, targets, default=())
-        warnings = self.orphans(d, patches, recipes)
+        # with the patch list misspelled, every patch file is unnamed: its own error says so already
+        warnings = () if self.misspelled(d, "patches", TOP_KEYS) else self.orphans(d, patches, recipes)
         return Manifest(
             path=self.path, sha256=hashlib.sha256(self.raw).hexdigest(), pypi=pypi, git=git, tag=tag,
             targets=targets, patches=patches, suites=suites, recipes=recipes, warnings=warnings,
@@ -192,6 +194,12 @@ class _Loader:
             if k not in allowed:
                 self.note(f"unknown key {k!r} in {what}", yamlnodes.line_of(m, k), patch,
                           hint=did_you_mean(str(k), sorted(allowed), "known keys"))
+
+    @staticmethod
+    def misspelled(m: dict, key: str, allowed: set[str]) -> bool:
+        """Whether ``key`` is missing from ``m`` because an unknown key there is its misspelling (``targts:``):
+        that key's own error says so, with the did-you-mean, so the missing one gets no second error."""
+        return key not in m and any(k not in allowed and closest(str(k), sorted(allowed)) == key for k in m)
 
     def int_field(self, m: yamlnodes.Mapping, key: str, default: int, patch: str | None) -> int:
         v = m.get(key, default)
@@ -267,6 +275,8 @@ class _Loader:
 
     def targets(self, d: yamlnodes.Mapping) -> tuple[Target, ...]:
         t = d.get("targets")
+        if t is None and self.misspelled(d, "targets", TOP_KEYS):
+            raise _Abandon
         if not isinstance(t, yamlnodes.Mapping) or not t:
             self.fail("targets must map each pinned vLLM release to its settings", yamlnodes.line_of(d, "targets"),
                       hint='e.g. targets: {"0.29.0": {image: "vllm/vllm-openai:v0.29.0"}}')
@@ -300,6 +310,8 @@ class _Loader:
 
     def patches(self, d: yamlnodes.Mapping, strip: int, root: str, targets: tuple[Target, ...]) -> tuple[Patch, ...]:
         items = d.get("patches")
+        if items is None and self.misspelled(d, "patches", TOP_KEYS):
+            raise _Abandon
         if not isinstance(items, yamlnodes.Sequence):
             self.fail("patches must be a list", yamlnodes.line_of(d, "patches"))
         out: list[Patch] = []

@@ -26,13 +26,15 @@ def dump_json(obj: object) -> str:
     return json.dumps(obj, indent=2) + "\n"
 
 
-def error_doc(e: PatchsetError) -> dict:
-    """The ``error`` object of ``{"ok": false, "error": ...}`` (``--format json``): the first problem, and where
-    one input held several (every patch file of an import that cannot be read, every problem of a manifest),
-    the others under ``more``, each an object of the same four keys."""
+def error_doc(e: PatchsetError, more: Sequence[PatchsetError] | None = None) -> dict:
+    """The ``error`` object of ``{"ok": false, "error": ...}`` (``--format json``, every verb): the first problem,
+    and where one input held several (every patch file of an import that cannot be read, every problem of a
+    manifest), the others under ``more`` (default: the error's own siblings), each an object of the same four
+    keys."""
     doc: dict[str, object] = {"file": e.file, "line": e.line, "message": e.subject() + e.message, "hint": e.hint}
-    if e.errors[1:]:
-        doc["more"] = [error_doc(x) for x in e.errors[1:]]
+    others = e.errors[1:] if more is None else more
+    if others:
+        doc["more"] = [error_doc(x, ()) for x in others]
     return doc
 
 

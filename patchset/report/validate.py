@@ -4,27 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from patchset.errors import PatchsetError
-from patchset.report.common import dump_json
+from patchset.report.common import dump_json, error_doc
 from patchset.verbs.validate import ValidateReport
 
 
-def error_doc(e: PatchsetError) -> dict:
-    """One problem, every field apart (``common.error_doc`` is the CLI's joined ``error`` object)."""
-    return {"file": e.file, "line": e.line, "patch": e.patch, "hunk": e.hunk, "message": e.message,
-            "hint": e.hint}
-
-
 def validate_doc(report: ValidateReport) -> dict:
-    out: dict = {"ok": report.ok, "manifest": report.manifest}
+    """A manifest that holds: what it holds. One that does not: every verb's error document, the first problem
+    under ``error`` and the others under its ``more`` (``truncated``: validate stopped at its limit)."""
     if report.errors:
-        out["error"] = error_doc(report.errors[0])
-        out["errors"] = [error_doc(e) for e in report.errors]
-        out["truncated"] = report.truncated
-    else:
-        out.update({"patches": report.patches, "patch_files": report.files, "hunks": report.hunks,
-                    "targets": report.targets})
-    return out
+        out: dict = {"ok": False, "error": error_doc(report.errors[0], report.errors[1:])}
+        if report.truncated:
+            out["truncated"] = True
+        return out
+    return {"ok": True, "manifest": report.manifest, "patches": report.patches, "patch_files": report.files,
+            "hunks": report.hunks, "targets": report.targets}
 
 
 def render_json(report: ValidateReport) -> str:
