@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from patchset.cli import progress as reporter
 from patchset.core.manifest import DEFAULT_MANIFEST, Manifest
-from patchset.core.manifest_load import load_manifest
+from patchset.core.manifest_load import find_manifest, load_manifest
 from patchset.versions import is_release
 
 # Docker's reference grammar (distribution/reference): a bad name is bad input here, not a docker traceback.
@@ -26,8 +27,21 @@ NAME_MAX = 255
 
 
 def add_manifest(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--manifest", default=DEFAULT_MANIFEST, metavar="FILE",
-                   help=f"the series manifest (default: {DEFAULT_MANIFEST})")
+    p.add_argument("--manifest", metavar="FILE",
+                   help=f"the series manifest (default: {DEFAULT_MANIFEST} here or in the nearest folder above, "
+                        "up to the repository's root)")
+
+
+def manifest_path(args: argparse.Namespace) -> str:
+    """``--manifest``, or the ``patches.yaml`` found here or above (``find_manifest``): said on stderr when it is
+    not this folder's, so that a run in ``recipes/`` names the manifest it used. Sets ``args.manifest``."""
+    if args.manifest is None:
+        found = find_manifest()
+        args.manifest = found.as_posix()
+        if found.parent != Path() and not reporter.current.quiet:
+            reporter.current.say(f"patchset: using the manifest {args.manifest} (the nearest {DEFAULT_MANIFEST} "
+                                 "above this folder)")
+    return str(args.manifest)
 
 
 def add_vllm(p: argparse.ArgumentParser, *, required: bool = False, many: bool = False) -> None:
@@ -84,7 +98,7 @@ def progress_printer(args: argparse.Namespace, template: str, *, plain: bool = F
 
 
 def manifest_from(args: argparse.Namespace) -> Manifest:
-    return load_manifest(args.manifest)
+    return load_manifest(manifest_path(args))
 
 
 def release(value: str) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from patchset.cli.options import add_manifest
+from patchset.cli.options import add_manifest, manifest_path
 from patchset.cli.registry import subparser
 from patchset.errors import EXIT_BAD_INPUT, EXIT_OK
 from patchset.report import validate as render
@@ -19,7 +19,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = validate(args.manifest)
+    report = validate(manifest_path(args))
     sys.stdout.write(render.RENDERERS[args.format](report))
     if args.format == "text":
         sys.stderr.write(render.render_problems(report))

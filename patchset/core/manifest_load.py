@@ -45,6 +45,22 @@ PROBE_KEYS = {"file", "contains"}
 SUITE_KEYS = {"path", "gpu", "timeout", "deselect"}
 
 
+def find_manifest(start: str | Path = ".") -> Path:
+    """The manifest a verb run in ``start`` means, as git and pre-commit find their own: ``patches.yaml`` in
+    ``start`` or in the nearest folder above it, up to the root of the git repository holding ``start``
+    (never above it; outside a repository, ``start`` alone). Relative to ``start`` when ``start`` is, so
+    messages name it as the user would (``../patches.yaml``); ``start``'s own when there is none anywhere (its
+    loader then says how to start one)."""
+    here = Path(start)
+    folder = here.resolve()
+    chain = [folder, *folder.parents]
+    top = next((i for i, d in enumerate(chain) if (d / ".git").exists()), None)
+    for up, d in enumerate(chain[:1] if top is None else chain[:top + 1]):
+        if (d / DEFAULT_MANIFEST).is_file():
+            return here / Path(*[".."] * up, DEFAULT_MANIFEST) if up else here / DEFAULT_MANIFEST
+    return here / DEFAULT_MANIFEST
+
+
 def load_manifest(path: str | Path = DEFAULT_MANIFEST) -> Manifest:
     """Load and validate the manifest; raise ManifestErrors naming every problem (the first is the message).
 
