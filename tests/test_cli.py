@@ -106,7 +106,8 @@ def test_apply_cli_twice(project, capsys, tmp_path):
 def test_targets_matrix_for_ci(project, capsys):
     assert main(["targets", "--format", "matrix", "--carrying"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out == {"include": [{"vllm": "0.28.0", "image": None}, {"vllm": "0.29.0", "image": None}]}
+    assert out == {"include": [{"vllm": "0.28.0", "image": None, "no_proof": True, "untested": "fix"},
+                               {"vllm": "0.29.0", "image": None, "no_proof": True, "untested": "fix"}]}
 
 
 def test_check_table_groups_hunks_by_placement(project, capsys):

@@ -12,7 +12,7 @@ import pytest
 from helpers import load_yaml
 
 from patchset.cli import main
-from patchset.verbs.init import HOME, PRE_COMMIT, WORKFLOW, default_action_ref
+from patchset.verbs.init import HOME, PRE_COMMIT, WORKFLOW, default_action_ref, workflow_text
 
 SCHEMAS = Path(__file__).parent / "data" / "schemastore"
 
@@ -83,3 +83,67 @@ def test_a_missing_manifest_names_init_and_import(tmp_path, monkeypatch, capsys)
     assert main(["check"]) == 2
     err = capsys.readouterr().err
     assert "patchset init" in err and "patchset import" in err
+
+
+# --- the test job proves something, or says why it does not ----------------------------------------------
+
+def _value(expr: str, row: dict) -> object:
+    """A step's ``${{ matrix.X }}`` / ``${{ !matrix.X }}`` on one matrix row, as the runner reads them; any
+    other expression fails here, so the step stays within what this evaluates."""
+    inner = expr.strip()
+    assert inner.startswith("${{") and inner.endswith("}}"), expr
+    inner = inner[3:-2].strip()
+    negate = inner.startswith("!")
+    name = inner.lstrip("!")
+    assert name.startswith("matrix.") and name.count(".") == 1, expr
+    value = row.get(name.split(".", 1)[1])
+    return (not value) if negate else value
+
+
+def _run_test_job(workflow: dict, row: dict, summary: Path) -> list[str]:
+    """The test job's steps on one matrix row: which would run; each ``run`` step run with bash as the runner
+    does (its env evaluated, the job summary a file)."""
+    ran = []
+    for step in workflow["jobs"]["test"]["steps"]:
+        if "if" in step and not _value(step["if"], row):
+            continue
+        ran.append(step.get("name") or step["uses"].split("@")[0])
+        if "run" in step:
+            env = {k: str(_value(v, row) or "") for k, v in step.get("env", {}).items()}
+            subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], check=True,
+                           env={"PATH": "/usr/bin:/bin", "GITHUB_STEP_SUMMARY": str(summary), **env})
+    return ran
+
+
+def _matrix(capsys) -> list[dict]:
+    assert main(["targets", "--format", "matrix"]) == 0
+    return json.loads(capsys.readouterr().out)["include"]
+
+
+def test_the_test_job_skips_a_release_whose_patches_name_no_test_and_says_so(tmp_path, monkeypatch, capsys):
+    """A series with no `tests:` anywhere: the CPU test job downloads no wheel for nothing; its summary names
+    the patches and says how to add tests. Once a patch names a test, the job runs `test --venv` again."""
+    from helpers import scratch_fork
+
+    root = scratch_fork(tmp_path / "fork")
+    monkeypatch.chdir(root)
+    workflow = load_yaml(workflow_text(f"{HOME}@v1", ["0.29.0"]))
+    (row, _) = _matrix(capsys)
+    assert row == {"vllm": "0.29.0", "image": None, "no_proof": True, "untested": "fix"}
+    summary = tmp_path / "summary.md"
+    ran = _run_test_job(workflow, row, summary)
+    assert ran == ["Nothing to prove on this release"]
+    (line,) = summary.read_text().splitlines()
+    assert line.startswith("vLLM 0.29.0: test skipped, no patch names a test to prove it: fix. Add `tests: [")
+    assert "to each in patches.yaml" in line
+
+    text = (root / "patches.yaml").read_text()
+    pad = text.split("patch: recipes/fix/fix.patch")[0].rsplit("\n", 1)[1]
+    tests = f'{pad}tests: ["tests/test_mod.py::test_fix"]\n'
+    line = "patch: recipes/fix/fix.patch\n"
+    (root / "patches.yaml").write_text(text.replace(line, line + tests))
+    (row, _) = _matrix(capsys)
+    assert row["no_proof"] is False and row["untested"] == ""
+    summary.unlink()
+    assert _run_test_job(workflow, row, summary) == ["actions/checkout", "actions/cache", HOME]
+    assert not summary.exists()

@@ -17,8 +17,11 @@ def render_json(rows: list[TargetRow]) -> str:
 
 
 def render_matrix(rows: list[TargetRow]) -> str:
-    """One line of JSON for GitHub Actions' ``fromJSON()``."""
-    return json.dumps({"include": [{"vllm": r.vllm, "image": r.image} for r in rows]}) + "\n"
+    """One line of JSON for GitHub Actions' ``fromJSON()``: per release its image, ``no_proof`` (the CPU test job
+    has nothing to prove there: no carried patch has ``tests:`` and no suite runs without a GPU) and
+    ``untested``, the carried patches without ``tests:``, for the job summary."""
+    return json.dumps({"include": [{"vllm": r.vllm, "image": r.image, "no_proof": not r.proves,
+                                    "untested": ", ".join(r.untested)} for r in rows]}) + "\n"
 
 
 RENDERERS = {"table": render_table, "json": render_json, "matrix": render_matrix}

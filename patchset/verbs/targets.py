@@ -14,14 +14,18 @@ class TargetRow:
     vllm: str
     image: str | None
     patches: tuple[str, ...]
+    untested: tuple[str, ...] = ()  # the patches carried here that name no upstream test (no ``tests:``)
+    proves: bool = False  # ``test --venv`` proves something here: a carried patch has tests, or a CPU suite runs
 
 
 def targets(manifest: Manifest, *, carrying: bool = False) -> list[TargetRow]:
     """Every target in the manifest's order; ``carrying``: only those at least one patch targets."""
     rows = []
     for t in manifest.targets:
-        carried = tuple(p.id for p in manifest.patches if p.targets(t.version))
-        if carrying and not carried:
+        patches = [p for p in manifest.patches if p.targets(t.version)]
+        if carrying and not patches:
             continue
-        rows.append(TargetRow(t.version, t.image, carried))
+        untested = tuple(p.id for p in patches if not p.tests)
+        proves = len(untested) < len(patches) or any(not s.gpu for s in manifest.suites)
+        rows.append(TargetRow(t.version, t.image, tuple(p.id for p in patches), untested, proves))
     return rows
