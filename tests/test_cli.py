@@ -60,9 +60,15 @@ def test_check_fails_with_exit_1_and_names_the_hunk(project, capsys, monkeypatch
     captured = capsys.readouterr()
     out = captured.out
     assert "failed" in out and "recipes/fix/fix.patch:6: hunk 1" in out
-    assert "-line11 = 11" in out and "+line11 = 12" in out
     assert "::error file=recipes/fix/fix.patch,line=6::vLLM 0.29.0: fix failed" in captured.err
     assert "::error" not in out
+    # one line per failing hunk on a terminal; the lines that differ where it comes nearest on asking
+    assert "-line11 = 11" not in out and "--detail" in out.splitlines()[-2]
+    assert main(["check", *SRC, "--vllm", "0.29.0", "--detail"]) == 1
+    detailed = capsys.readouterr().out
+    assert "-line11 = 11" in detailed and "+line11 = 12" in detailed and "--detail" not in detailed
+    assert main(["check", *SRC, "--vllm", "0.29.0", "--format", "markdown"]) == 1
+    assert "+line11 = 12" in capsys.readouterr().out
 
 
 def test_check_junit_and_markdown(project, capsys):

@@ -24,6 +24,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_vllm(p, many=True)
     add_manifest(p)
     add_format(p, render.RENDERERS)
+    p.add_argument("--detail", action="store_true",
+                   help="table: the lines that differ under each failed hunk (Markdown, JUnit and JSON always "
+                        "have them)")
     add_source(p)
     add_summary(p)
     return p
@@ -34,7 +37,10 @@ def run(args: argparse.Namespace) -> int:
     markdown = args.format == "markdown" or bool(args.summary)  # the Markdown report shows the dependencies
     report = check(manifest, args.vllm, args.source, on_release=progress_printer(args, "checking vLLM {} ..."),
                    files=markdown, graph=markdown)
-    sys.stdout.write(render.RENDERERS[args.format](report))
+    if args.format == "table":
+        sys.stdout.write(render.render_table(report, detail=args.detail))
+    else:
+        sys.stdout.write(render.RENDERERS[args.format](report))
     write_summary(args, lambda: render.render_markdown(report))
     # Annotations go to stderr whatever the format: the runner reads both streams, and stdout
     # must stay one clean document (JSON, JUnit XML or Markdown for the step summary).

@@ -44,7 +44,9 @@ def detail(p: PatchResult) -> str:
     return text
 
 
-def failure_text(p: PatchResult) -> str:
+def failure_text(p: PatchResult, detail: bool = True) -> str:
+    """Why a patch fails: its message, then a line per hunk that does not land (``detail``: with the lines
+    that differ at the nearest candidate under it; a terminal asks for them with ``--detail``)."""
     lines = [p.message] if p.message else []
     for h in p.hunks:
         if h.applied or h.status == HunkStatus.NOT_IN_TREE or (h.status == HunkStatus.ALREADY
@@ -52,7 +54,8 @@ def failure_text(p: PatchResult) -> str:
             continue
         where = f"{p.patch_file}:{h.patch_line}: " if h.patch_line else ""
         lines.append(f"{where}hunk {h.number} ({h.file}): {h.status}" + (f" - {h.message}" if h.message else ""))
-        lines += ["    " + d for d in h.differ]
+        if detail:
+            lines += ["    " + d for d in h.differ]
         if h.moved:
             lines.append(f"    moved_to: {h.moved} ({h.moved_evidence})")
     return "\n".join(lines)
@@ -64,15 +67,21 @@ def rows(report: CheckReport):
             yield (t.vllm, p.id, p.status, detail(p))
 
 
-def render_table(report: CheckReport) -> str:
+def render_table(report: CheckReport, detail: bool = False) -> str:
+    """The table, then per failing patch a line per hunk that does not land; the lines that differ at each
+    one's nearest candidate with ``detail`` (Markdown, JUnit and JSON always have them)."""
     out = [render(table("patchset check", HEADERS, rows(report))).rstrip("\n")]
+    left_out = False
     for t in report.targets:
         for p in t.patches:
             if p.status.blocks:
                 out.append(f"\n{t.vllm} {p.id}: {p.status}")
-                out.append(failure_text(p))
+                out.append(failure_text(p, detail))
+                left_out = left_out or not detail and any(h.differ for h in p.hunks)
         for w in t.warnings:
             out.append(f"warning: {t.vllm}: {w}")
+    if left_out:
+        out.append("\n(the lines that differ where each failed hunk comes nearest: --detail, or --format markdown)")
     out.append("ok" if report.ok else "FAILED")
     return "\n".join(out) + "\n"
 
