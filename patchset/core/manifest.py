@@ -100,11 +100,26 @@ class Suite:
 
 
 @dataclass(frozen=True)
+class Pin:
+    """Where a target's tree comes from when it is no release on the index: a git repository at one commit
+    (docs/pinned.md). ``git`` is as the manifest writes it (a URL, a ``file://`` URL or a path relative to
+    the manifest); ``commit`` is a full commit id."""
+
+    git: str
+    commit: str
+    line: int = 0  # the line of source: in the manifest, for every error about fetching it
+
+
+@dataclass(frozen=True)
 class Target:
-    """A pinned release, and the image built for it."""
+    """A pinned release (or commit), and the image built for it."""
 
     version: str
     image: str | None = None
+    source: Pin | None = None  # a commit's tree instead of the release's sdist
+    base: str | None = None  # the base image `build` starts from when --base names none
+    wheel: str | None = None  # the vLLM wheel `test --venv` installs: a file, a URL or a wheel index
+    line: int = 0
 
 
 @dataclass(frozen=True)
@@ -134,6 +149,13 @@ class Manifest:
         known = ", ".join(t.version for t in self.targets)
         raise ManifestError(f"vLLM {version} is not a target (targets: {known})", file=str(self.path),
                             line=self.targets_line or None, hint="add it under targets:")
+
+    def pinned(self, version: str) -> Target | None:
+        """The target ``version`` when it names its own source (a commit), else None (a release, or no target)."""
+        for t in self.targets:
+            if t.source is not None and Release(t.version) == Release(version):
+                return t
+        return None
 
     def patch(self, patch_id: str) -> Patch:
         for p in self.patches:

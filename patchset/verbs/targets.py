@@ -9,11 +9,14 @@ from patchset.core.manifest import Manifest
 
 @dataclass(frozen=True)
 class TargetRow:
-    """One pinned release: its image and the ids of the patches the manifest targets at it."""
+    """One pinned release: its image and the ids of the patches the manifest targets at it; for a target
+    pinned to a commit, its repository and commit too."""
 
     vllm: str
     image: str | None
     patches: tuple[str, ...]
+    git: str | None = None
+    commit: str | None = None
 
 
 def targets(manifest: Manifest, *, carrying: bool = False) -> list[TargetRow]:
@@ -23,5 +26,6 @@ def targets(manifest: Manifest, *, carrying: bool = False) -> list[TargetRow]:
         carried = tuple(p.id for p in manifest.patches if p.targets(t.version))
         if carrying and not carried:
             continue
-        rows.append(TargetRow(t.version, t.image, carried))
+        pin = t.source
+        rows.append(TargetRow(t.version, t.image, carried, pin.git if pin else None, pin.commit if pin else None))
     return rows
