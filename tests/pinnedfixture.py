@@ -1,10 +1,11 @@
 """A real git history made of real vLLM release trees, for targets pinned to a commit.
 
 vLLM's own repository is over a gigabyte and out of reach here, so the history is built from the sdists
-on the package index: one commit holds 0.29.0's tree, the next 0.30.0's. To keep the repository small
-only what this repository's series touches and needs beside it is committed (``SUBTREES``: the
-KV-transfer package, its tests, ``vllm/__init__.py`` and ``pyproject.toml``), not the whole tree. Author,
-committer and dates are fixed, so the commit ids are the same on every run.
+on the package index: one commit holds 0.29.0's tree, the next 0.30.0's, each tagged ``v<release>`` as
+upstream tags them. To keep the repository small only what this repository's series touches and needs
+beside it is committed (``SUBTREES``: the KV-transfer package, its tests, ``vllm/__init__.py`` and
+``pyproject.toml``), not the whole tree. Author, committer and dates are fixed, so the commit ids are the
+same on every run.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def release_history(dest: Path) -> dict[str, str]:
         with repo.git.custom_environment(**_ENV, GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date):
             repo.git.add("-A")
             repo.git.commit("-q", "--no-gpg-sign", "-m", f"vLLM {version}'s tree ({', '.join(SUBTREES)})")
+        repo.create_tag(f"v{version}")  # as upstream tags its releases
         out[version] = repo.head.commit.hexsha
     repo.close()
     return out

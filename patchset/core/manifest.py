@@ -14,7 +14,7 @@ from pathlib import Path
 
 from patchset.core.patchfile import PatchFile, read_patch
 from patchset.errors import ManifestError
-from patchset.versions import Release, Releases
+from patchset.versions import Release, Releases, is_release, public
 
 DEFAULT_MANIFEST = "patches.yaml"
 ORIGINS = ("backport", "fork", "local")
@@ -156,6 +156,21 @@ class Manifest:
             if t.source is not None and Release(t.version) == Release(version):
                 return t
         return None
+
+    def installed_as(self, installed: str) -> str:
+        """The target an installed vLLM's version string stands for: a target written exactly so; else the
+        release without its local label (``0.29.0+cu128`` is 0.29.0); else, when no release target is that,
+        the one commit target with the same public version (a nightly built at ``g251bc8456`` says
+        ``0.29.1.dev1+g251bc8456``, perhaps with a build label after it)."""
+        mine = [t for t in self.targets if t.version == installed]
+        if mine:
+            return mine[0].version
+        plain = public(installed)
+        if any(t.source is None and Release(t.version) == Release(plain) for t in self.targets
+               if is_release(plain)):
+            return plain
+        pins = [t for t in self.targets if t.source is not None and public(t.version) == plain]
+        return pins[0].version if len(pins) == 1 else plain
 
     def patch(self, patch_id: str) -> Patch:
         for p in self.patches:

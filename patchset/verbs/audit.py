@@ -39,8 +39,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from patchset.core import bytecode, engine, provenance
 from patchset.core.digest import sha256
 from patchset.core.manifest import Manifest, Patch
@@ -174,10 +172,7 @@ def audit_image(client: Client, manifest: Manifest, ref: str, *, source: str = "
             return result
         result.vllm, result.site = install.version, install.site
         record = _read_record(files, install, result)
-        try:
-            version = str(Version(install.version).public)
-        except InvalidVersion:
-            version = install.version
+        version = manifest.installed_as(install.version)  # a commit target's local label is its own
         try:
             pristine = pristine or open_release(manifest, version, source)
             expected = evaluate_release(manifest, version, pristine)
