@@ -7,6 +7,7 @@ the other.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shutil
 import subprocess
@@ -16,11 +17,11 @@ import git
 import pytest
 from pinnedfixture import SUBTREES, nightly, release_history
 
-from patchset.cache import release_uses
+from patchset.cache import Cache, release_uses
 from patchset.cli import main
 from patchset.core.manifest_load import ManifestErrors, load_manifest
-from patchset.core.pristine import open_release
-from patchset.errors import ManifestError
+from patchset.core.pristine import open_release, target_wheel
+from patchset.errors import ManifestError, PatchsetError
 from patchset.sources.commit import CommitSource
 from patchset.verbs.apply import apply_series
 from patchset.verbs.cache import cache_info, prune
@@ -238,7 +239,8 @@ def test_the_cache_holds_one_tree_per_commit_verified_and_prune_removes_it(histo
         assert about["tree"] == clone.commit(e.name).tree.hexsha
         files = sorted(str(p.relative_to(e / "tree")) for p in (e / "tree").rglob("*") if p.is_file())
         assert files == sorted(clone.git.ls_tree("-r", "--name-only", e.name).splitlines())
-        assert all(f.startswith(SUBTREES) for f in files)
+        assert all(any(fnmatch.fnmatch(f, sub) or f.startswith(sub + "/") or f == sub for sub in SUBTREES)
+                   for f in files)
     releases = {r for r in cache_info().releases()}
     assert releases == {f"vllm {pins(history)[r][0]}" for r in ("0.29.0", "0.30.0")}
     held = prune(keep=0)
@@ -334,3 +336,78 @@ def test_git_fetches_only_the_one_commit(history, tmp_path):
     count = subprocess.run(["git", "-C", str(scratch), "rev-list", "--count", commits["0.30.0"]],
                            capture_output=True, text=True, check=True).stdout
     assert count.strip() == "1"
+
+
+def _with(path: Path, version: str, line: str) -> Path:
+    """The manifest at ``path`` with ``line`` added under the target ``version``'s settings."""
+    text = path.read_text().replace(f'  "{version}":\n', f'  "{version}":\n    {line}\n')
+    path.write_text(text)
+    return path
+
+
+def test_build_of_a_commit_target_needs_a_base(history, tmp_path, capsys):
+    from patchset.verbs.build import build_image, default_base
+
+    version = pins(history)["0.29.0"][0]
+    path = this_series(tmp_path, pinned_targets(history))
+    with pytest.raises(PatchsetError) as e:
+        build_image(load_manifest(path), version)  # refused before any engine is asked
+    assert e.value.line == _line_of(path, f'"{version}"') and "no release image exists" in e.value.message
+    assert main(["build", "--manifest", str(path), "--vllm", version]) == 2
+    assert f"{path}:{_line_of(path, version)}: vLLM {version} is pinned to commit" in capsys.readouterr().err
+    _with(path, version, 'base: "registry.example.org/vllm-nightly:251bc8456"')
+    assert default_base(load_manifest(path), version) == "registry.example.org/vllm-nightly:251bc8456"
+    assert default_base(load_manifest(path), "0.29.0") == "vllm/vllm-openai:v0.29.0"
+
+
+def test_test_venv_on_a_commit_target_needs_its_wheel(history, tmp_path, capsys):
+    version = pins(history)["0.29.0"][0]
+    path = this_series(tmp_path, pinned_targets(history))
+    assert main(["test", "--manifest", str(path), "--vllm", version, "--venv", "--no-suites"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:{_line_of(path, version)}: vLLM {version} is pinned to commit" in err and "set wheel:" in err
+    wheel = tmp_path / "vllm-0.30.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+    wheel.write_bytes(b"not opened: its name is refused first")
+    _with(path, version, f"wheel: {wheel.name}")
+    assert main(["test", "--manifest", str(path), "--vllm", version, "--venv", "--no-suites"]) == 2
+    assert f"{wheel.name} is vllm 0.30.0, not vllm {version}" in capsys.readouterr().err
+    path = this_series(tmp_path / "url", pinned_targets(history))
+    _with(path, version, "wheel: https://wheels.example.org/vllm-0.29.1.dev1-cp38-abi3-manylinux_2_28_x86_64.whl")
+    with pytest.raises(ManifestError, match="says no sha256"):
+        target_wheel(load_manifest(path), load_manifest(path).target(version))
+
+
+def test_a_wheel_that_names_another_commit_is_refused(history, tmp_path):
+    c1 = history[1]["0.29.0"]
+    version = f"0.29.1.dev1+g{c1[:9]}"
+    path = this_series(tmp_path, f'  "{version}":\n    source: {{git: "{history[0]}", commit: "{c1}"}}\n'
+                                 f'    wheel: vllm-0.29.1.dev1+gdeadbeef1-cp38-abi3-manylinux_2_28_x86_64.whl\n')
+    (tmp_path / "vllm-0.29.1.dev1+gdeadbeef1-cp38-abi3-manylinux_2_28_x86_64.whl").write_bytes(b"x")
+    manifest = load_manifest(path)
+    with pytest.raises(ManifestError, match="not vllm 0.29.1.dev1"):
+        target_wheel(manifest, manifest.target(version))
+    assert manifest.target(version).source.contradicts("0.29.1.dev1+gdeadbeef1.cu128")
+    assert not manifest.target(version).source.contradicts(f"0.29.1.dev1+g{c1[:9]}.cu128")
+    assert manifest.installed_as(f"0.29.1.dev1+g{c1[:9]}.cu128") == version
+
+
+@pytest.mark.slow
+def test_test_venv_proves_a_fix_on_a_commit_target_with_the_wheel_it_names(history, tmp_path):
+    """The upstream tests come from the commit's tree, vLLM from the wheel the target names: here the real
+    0.29.0 wheel from the index (the commit holds 0.29.0's tree), so the target is a fork's build of 0.29.0."""
+    from patchset.sources import download
+    from patchset.sources.wheel import WheelSource
+    from patchset.verbs.proof import ProofOptions
+    from patchset.verbs.test import prove_release
+
+    c1 = history[1]["0.29.0"]
+    found = WheelSource.of("vllm", "0.29.0", Cache()).file  # the wheel pip would choose here
+    blob = download.blob(Cache(), found.sha256, found.url, size=found.size)
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "wheels" / found.filename).symlink_to(blob)
+    version = f"0.29.0+g{c1[:9]}"
+    path = this_series(tmp_path, f'  "{version}":\n    source: {{git: "{history[0]}", commit: "{c1}"}}\n'
+                                 f'    wheel: wheels/{found.filename}\n')
+    report = prove_release(load_manifest(path), version, options=ProofOptions(
+        patch_ids=("offload-finished-watermark",), suites=False))
+    assert [(p.id, str(p.verdict)) for p in report.patches] == [("offload-finished-watermark", "proven")]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,6 +109,14 @@ class Pin:
     git: str
     commit: str
     line: int = 0  # the line of source: in the manifest, for every error about fetching it
+
+    def contradicts(self, installed: str) -> bool:
+        """Does an installed vLLM's version name another commit? A build from a git tree says which in its
+        local label (setuptools_scm's ``+g<abbreviated id>``, ``0.29.1.dev1+g251bc8456.cu128``)."""
+        for part in installed.partition("+")[2].lower().split("."):
+            if re.fullmatch(r"g[0-9a-f]{7,64}", part):
+                return not self.commit.startswith(part[1:])
+        return False
 
 
 @dataclass(frozen=True)
