@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -29,6 +30,7 @@ from patchset.verbs.check import check
 from patchset.verbs.next import next_release
 from patchset.verbs.port import port
 
+pytest_plugins = ["conftest_docker"]
 pytestmark = pytest.mark.network  # the release trees come from the sdists on the package index
 
 REPO = Path(__file__).resolve().parent.parent
@@ -411,3 +413,41 @@ def test_test_venv_proves_a_fix_on_a_commit_target_with_the_wheel_it_names(histo
     report = prove_release(load_manifest(path), version, options=ProofOptions(
         patch_ids=("offload-finished-watermark",), suites=False))
     assert [(p.id, str(p.verdict)) for p in report.patches] == [("offload-finished-watermark", "proven")]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_build_and_sbom_of_an_image_built_from_a_commit(history, tmp_path, docker_client, standin, session_repo,
+                                                        derive_image):
+    """A fork's image of the commit: the stand-in 0.29.0 image whose vLLM says it was built at that commit.
+    ``build`` applies the series to the image's own files; the SBOM names the commit; an image whose vLLM
+    names another commit is refused."""
+    from patchset.images.builder import BuildError
+    from patchset.images.engine import ImageFiles
+    from patchset.verbs.build import build_image
+
+    c1 = history[1]["0.29.0"]
+    version = f"0.29.0+g{c1[:9]}"
+    metadata = "/usr/local/lib/python3.11/dist-packages/vllm-0.29.0.dist-info/METADATA"
+    with ImageFiles(docker_client, standin) as files:
+        raw = files.read(metadata)
+    assert raw is not None
+
+    def nightly_image(tag: str, said: str) -> str:
+        return derive_image(standin, f"{session_repo}:{tag}", write={
+            metadata: raw.replace(b"\nVersion: 0.29.0\n", f"\nVersion: {said}\n".encode())})
+
+    ours = nightly_image("nightly", f"{version}.cpu")
+    path = this_series(tmp_path, f'  "{version}":\n    source: {{git: "{history[0]}", commit: "{c1}"}}\n'
+                                 f'    base: "{ours}"\n')
+    report = build_image(load_manifest(path), version, tag=f"{session_repo}:nightly-patched", client=docker_client,
+                         sbom=tmp_path / "sbom.json")
+    assert report.base == ours and [str(p.status) for p in report.result.patches] == ["applies"] * 3
+    doc = json.loads((tmp_path / "sbom.json").read_text())
+    vllm = next(c for c in doc["components"] if c["name"] == "vllm")
+    assert vllm["version"] == f"{version}.cpu"
+    assert vllm["externalReferences"][0]["type"] == "vcs" and c1 in vllm["externalReferences"][0]["comment"]
+    assert len(vllm["pedigree"]["patches"]) == 3
+    theirs = nightly_image("other-commit", "0.29.0+gdeadbeef1")
+    with pytest.raises(BuildError, match=f"holds vLLM 0.29.0\\+gdeadbeef1 .*, not {re.escape(version)}"):
+        build_image(load_manifest(path), version, base=theirs, tag=f"{session_repo}:x", client=docker_client)

@@ -113,10 +113,21 @@ class Pin:
     def contradicts(self, installed: str) -> bool:
         """Does an installed vLLM's version name another commit? A build from a git tree says which in its
         local label (setuptools_scm's ``+g<abbreviated id>``, ``0.29.1.dev1+g251bc8456.cu128``)."""
-        for part in installed.partition("+")[2].lower().split("."):
-            if re.fullmatch(r"g[0-9a-f]{7,64}", part):
-                return not self.commit.startswith(part[1:])
-        return False
+        named = _commit_label(installed)
+        return named is not None and not self.commit.startswith(named)
+
+    def named_by(self, installed: str) -> bool:
+        """Does an installed vLLM's version name this commit in its local label?"""
+        named = _commit_label(installed)
+        return named is not None and self.commit.startswith(named)
+
+
+def _commit_label(installed: str) -> str | None:
+    """The abbreviated commit id in a version's local label (``+g251bc8456``), or None."""
+    for part in installed.partition("+")[2].lower().split("."):
+        if re.fullmatch(r"g[0-9a-f]{7,64}", part):
+            return part[1:]
+    return None
 
 
 @dataclass(frozen=True)
@@ -168,13 +179,17 @@ class Manifest:
 
     def installed_as(self, installed: str) -> str:
         """The target an installed vLLM's version string stands for: a target written exactly so; else the
-        release without its local label (``0.29.0+cu128`` is 0.29.0); else, when no release target is that,
-        the one commit target with the same public version (a nightly built at ``g251bc8456`` says
-        ``0.29.1.dev1+g251bc8456``, perhaps with a build label after it)."""
+        commit target its ``+g<id>`` label names (a build at ``g251bc8456`` says ``0.29.1.dev1+g251bc8456``,
+        perhaps with a build label after it); else the release without its local label (``0.29.0+cu128``
+        is 0.29.0); else the one commit target with the same public version."""
         mine = [t for t in self.targets if t.version == installed]
         if mine:
             return mine[0].version
         plain = public(installed)
+        named = [t for t in self.targets if t.source is not None and public(t.version) == plain
+                 and t.source.named_by(installed)]
+        if len(named) == 1:  # its +g label names the commit a target pins
+            return named[0].version
         if any(t.source is None and Release(t.version) == Release(plain) for t in self.targets
                if is_release(plain)):
             return plain
