@@ -163,6 +163,22 @@ def test_next_and_port_from_the_first_commit_to_the_second_as_from_release_to_re
     assert load_manifest(commits).target(c2).source.commit == history[1]["0.30.0"]  # its source is kept
 
 
+def test_a_port_between_commits_conflicts_where_the_release_port_does_and_leaves_its_workspace(history, tmp_path):
+    """Without the probes that say the fixes are upstream, two patches conflict on 0.30.0's tree: on the
+    commits exactly as on the releases, and the workspace holds the second commit's files."""
+    (c1, s1), (c2, s2) = pins(history)["0.29.0"], pins(history)["0.30.0"]
+    commits = _fork_on(tmp_path / "commits", c1, s1, f'  "{c2}":\n    source: {s2}\n')
+    releases = _fork_on(tmp_path / "releases", "0.29.0", None)
+    for path in (commits, releases):
+        path.write_text(re.sub(r"\n    present:\n      file: .*\n      contains: .*(?=\n  - id: offload-mtp|\n$)",
+                               "", path.read_text()))
+    on_commits = port(load_manifest(commits), c2)
+    assert _results(on_commits) == _results(port(load_manifest(releases), "0.30.0", dry_run=True))
+    conflicts = [p for p in on_commits.patches if str(p.result) == "conflict"]
+    assert conflicts and all(Path(p.workspace).is_dir() for p in conflicts)
+    assert c2 in (Path(conflicts[0].workspace) / "README.md").read_text()
+
+
 def test_port_from_a_commit_to_the_next_release_on_the_index(history, tmp_path):
     c1, s1 = pins(history)["0.29.0"]
     commits = _fork_on(tmp_path / "commits", c1, s1)
