@@ -81,3 +81,18 @@ def test_credentials_in_the_url_are_never_shown(repo, tmp_path):
         CommitSource("https://user:s3cret-token@127.0.0.1:9/vllm.git", "0" * 40, "vllm", "0.1.dev1",
                      Cache(tmp_path / "cache"))
     assert "s3cret-token" not in str(e.value) and "127.0.0.1:9/vllm.git" in str(e.value)
+
+
+def test_a_commit_two_targets_pin_is_held_for_prune_under_the_version_it_is_listed_by(repo, tmp_path):
+    from patchset.cache import release_uses
+    from patchset.verbs.cache import prune
+
+    path, shas = repo
+    cache = Cache(tmp_path / "cache")
+    CommitSource(str(path), shas[0], "vllm", "0.1.dev1", cache)
+    release_uses()
+    CommitSource(str(path), shas[0], "vllm", "0.1.dev1+fork", cache)  # the same commit, another target's key
+    held = prune(cache, keep=0)
+    assert held.in_use == ["vllm 0.1.dev1"] and not held.removed
+    release_uses()
+    assert [e.path.name for e in prune(cache, keep=0).removed] == [shas[0]]

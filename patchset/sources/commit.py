@@ -47,14 +47,18 @@ class CommitSource(DirSource):
             cache.tree(commit, lambda tmp: _fill(tmp, repository, commit, project, version, self.public_url),
                        folder=COMMITS)
         cache.in_use(canonical_name(project), version, about)  # touched: when this commit was last used
+        try:
+            recorded = json.loads(about.read_bytes())
+        except (OSError, ValueError):
+            recorded = {}
+        if isinstance(recorded, dict) and recorded.get("version") not in (None, version):
+            # Another target pinned this commit first: prune knows the entry by that target's version.
+            cache.in_use(canonical_name(project), str(recorded["version"]))
         super().__init__(self.entry / "tree")
         self.identity = f"git:{self.public_url}@{commit[:12]}"
         self.kind = "git commit"  # the whole repository at that commit: an upstream tree
         self.source_tree, self.package = True, import_name(project)
-        try:
-            self.tree_id = str(json.loads(about.read_bytes())["tree"])
-        except (OSError, ValueError, KeyError, TypeError):
-            self.tree_id = ""
+        self.tree_id = str(recorded.get("tree", "")) if isinstance(recorded, dict) else ""
 
     def covers(self, path: str) -> bool:
         return True  # an upstream tree: every path is checked, a missing one fails
