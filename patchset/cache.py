@@ -93,12 +93,12 @@ class Cache:
                 os.unlink(tmp)
         return final
 
-    def tree(self, key: str, fill: Callable[[Path], None]) -> Path:
-        """A directory built once by ``fill`` into a temporary place, then renamed in."""
-        final = self.path("trees", key)
+    def tree(self, key: str, fill: Callable[[Path], None], *, folder: str = "trees") -> Path:
+        """A directory built once by ``fill`` into a temporary place, then renamed in (under ``folder``)."""
+        final = self.path(folder, key)
         if final.is_dir():
             return final
-        with self.lock("trees", key):
+        with self.lock(folder, key):
             if final.is_dir():
                 return final
             final.parent.mkdir(parents=True, exist_ok=True)

@@ -316,3 +316,51 @@ def test_suites_are_paths_or_mappings_with_gpu_timeout_and_deselect(tmp_path):
 def test_bad_suite_entries_are_refused_with_their_line(tmp_path, suite, says):
     e = error(tmp_path, ONE, extra=f"suites:\n          - {suite}")
     assert says in str(e) and e.line == 7
+
+
+SHA = "ac9126e58" + "0" * 31
+
+
+def pinned(tmp_path, source: str, more: str = ""):
+    """A manifest with a commit target whose source: is ``source`` (YAML, flow style), on its own line."""
+    (tmp_path / "clone").mkdir(exist_ok=True)
+    write_patch(tmp_path, "recipes/one/fix.patch", DIFF)
+    path = tmp_path / "patches.yaml"
+    path.write_text('schema: 1\ntargets:\n  "0.29.0": {}\n  "0.31.1.dev45+gac9126e58":\n'
+                    f"    source: {source}\n{more}patches:\n  - id: one\n    patch: recipes/one/fix.patch\n")
+    return path
+
+
+def test_a_commit_target_loads_with_its_source_base_and_wheel(tmp_path):
+    m = load_manifest(pinned(tmp_path, f'{{git: clone, commit: "{SHA}"}}',
+                             '    base: "registry.example.org/vllm:nightly"\n    wheel: dist/vllm.whl\n'))
+    t = m.target("0.31.1.dev45+gac9126e58")
+    assert (t.source.git, t.source.commit, t.source.line, t.line) == ("clone", SHA, 5, 4)
+    assert (t.base, t.wheel) == ("registry.example.org/vllm:nightly", "dist/vllm.whl")
+    assert m.pinned("0.31.1.dev45+gac9126e58") is t and m.pinned("0.29.0") is None
+    assert [x.version for x in m.targets] == ["0.29.0", "0.31.1.dev45+gac9126e58"]  # PEP 440 order
+
+
+@pytest.mark.parametrize("source, says", [
+    ('{git: clone, commit: "ac9126e58"}', "source.commit 'ac9126e58' is not a full commit id (it is abbreviated)"),
+    ('{git: clone, commit: main}', "source.commit 'main' is not a full commit id"),
+    ('{git: clone, commit: 1234567890123456789012345678901234567890}',
+     "source.commit 1234567890123456789012345678901234567890 is not a string: unquoted, YAML reads it as the number"),
+    ("{git: clone}", "source.commit is missing"),
+    (f'{{commit: "{SHA}"}}', "source.git must name the repository"),
+    (f'{{git: no-such-clone, commit: "{SHA}"}}', "source.git no-such-clone is no folder here"),
+    (f'{{git: clone, commit: "{SHA}", branch: main}}', "unknown key 'branch' in target 0.31.1.dev45+gac9126e58 source"),
+    ('"https://example.org/vllm.git"', "source must be a mapping with git and commit"),
+])
+def test_a_bad_source_is_refused_at_its_line(tmp_path, source, says):
+    path = pinned(tmp_path, source)
+    with pytest.raises(ManifestErrors) as e:
+        load_manifest(path)
+    assert says in e.value.message and e.value.line == 5 and e.value.file == str(path)
+
+
+def test_a_remote_repository_is_not_looked_for_on_disk(tmp_path):
+    for url in ("https://example.org/vllm.git", "ssh://git@example.org/vllm.git", "git@example.org:org/vllm.git"):
+        assert load_manifest(pinned(tmp_path, f'{{git: "{url}", commit: "{SHA}"}}')).targets[1].source.git == url
+    file_url = (tmp_path / "clone").as_uri()
+    assert load_manifest(pinned(tmp_path, f'{{git: "{file_url}", commit: "{SHA}"}}')).targets[1].source.git == file_url

@@ -103,3 +103,24 @@ def test_sbom_of_the_bare_base_lists_no_patch(capsys, standin, manifest_path, pr
     code = main(["sbom", standin, "--manifest", str(manifest_path), "--source", pristine_source])
     doc = valid(capsys.readouterr().out)
     assert code == 1 and "pedigree" not in vllm_of(doc)
+
+
+def test_an_image_built_from_a_pinned_commit_names_it_as_a_vcs_reference(tmp_path):
+    commit = "251bc8456987b089152af24f5712f7ac24777952"
+    (tmp_path / "clone").mkdir()
+    text = (REPO / "patches.yaml").read_text().replace(
+        '  "0.30.0": {image: "vllm/vllm-openai:v0.30.0"}\n',
+        '  "0.30.0": {image: "vllm/vllm-openai:v0.30.0"}\n'
+        f'  "0.29.1.dev1+g251bc8456":\n    source: {{git: clone, commit: "{commit}"}}\n')
+    (tmp_path / "patches.yaml").write_text(text)
+    (tmp_path / "recipes").symlink_to(REPO / "recipes")
+    manifest = load_manifest(tmp_path / "patches.yaml")
+    image = ImageAudit("fork/vllm:nightly", vllm="0.29.1.dev1+g251bc8456.cu128", digest="sha256:" + "ab" * 32,
+                       fixes=[FixVerdict(WATERMARK, CARRIED, "carried (test)", True)])
+    vllm = vllm_of(valid(sbom.document(image, manifest)))
+    clone = (tmp_path / "clone").resolve().as_uri()
+    assert vllm["externalReferences"] == [{"type": "vcs", "url": clone, "comment": f"commit {commit}"}]
+    assert vllm["purl"] == f"pkg:pypi/vllm@0.29.1.dev1%2Bg251bc8456.cu128?vcs_url=git%2B{clone}%40{commit}"
+    assert {"name": "patchset:vllm:commit", "value": commit} in vllm["properties"]
+    release = vllm_of(valid(sbom.document(audited((WATERMARK, CARRIED)), load_manifest(REPO / "patches.yaml"))))
+    assert "externalReferences" not in release and "?" not in release["purl"]  # a release says no commit

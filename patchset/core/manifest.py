@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchset.core.patchfile import PatchFile, read_patch
 from patchset.errors import ManifestError
-from patchset.versions import Release, Releases
+from patchset.versions import Release, Releases, is_release, public
 
 DEFAULT_MANIFEST = "patches.yaml"
 ORIGINS = ("backport", "fork", "local")
@@ -100,11 +101,45 @@ class Suite:
 
 
 @dataclass(frozen=True)
+class Pin:
+    """Where a target's tree comes from when it is no release on the index: a git repository at one commit
+    (docs/pinned.md). ``git`` is as the manifest writes it (a URL, a ``file://`` URL or a path relative to
+    the manifest); ``commit`` is a full commit id."""
+
+    git: str
+    commit: str
+    line: int = 0  # the line of source: in the manifest, for every error about fetching it
+
+    def contradicts(self, installed: str) -> bool:
+        """Does an installed vLLM's version name another commit? A build from a git tree says which in its
+        local label (setuptools_scm's ``+g<abbreviated id>``, ``0.29.1.dev1+g251bc8456.cu128``)."""
+        named = _commit_label(installed)
+        return named is not None and not self.commit.startswith(named)
+
+    def named_by(self, installed: str) -> bool:
+        """Does an installed vLLM's version name this commit in its local label?"""
+        named = _commit_label(installed)
+        return named is not None and self.commit.startswith(named)
+
+
+def _commit_label(installed: str) -> str | None:
+    """The abbreviated commit id in a version's local label (``+g251bc8456``), or None."""
+    for part in installed.partition("+")[2].lower().split("."):
+        if re.fullmatch(r"g[0-9a-f]{7,64}", part):
+            return part[1:]
+    return None
+
+
+@dataclass(frozen=True)
 class Target:
-    """A pinned release, and the image built for it."""
+    """A pinned release (or commit), and the image built for it."""
 
     version: str
     image: str | None = None
+    source: Pin | None = None  # a commit's tree instead of the release's sdist
+    base: str | None = None  # the base image `build` starts from when --base names none
+    wheel: str | None = None  # the vLLM wheel `test --venv` installs: a file, a URL or a wheel index
+    line: int = 0
 
 
 @dataclass(frozen=True)
@@ -134,6 +169,32 @@ class Manifest:
         known = ", ".join(t.version for t in self.targets)
         raise ManifestError(f"vLLM {version} is not a target (targets: {known})", file=str(self.path),
                             line=self.targets_line or None, hint="add it under targets:")
+
+    def pinned(self, version: str) -> Target | None:
+        """The target ``version`` when it names its own source (a commit), else None (a release, or no target)."""
+        for t in self.targets:
+            if t.source is not None and Release(t.version) == Release(version):
+                return t
+        return None
+
+    def installed_as(self, installed: str) -> str:
+        """The target an installed vLLM's version string stands for: a target written exactly so; else the
+        commit target its ``+g<id>`` label names (a build at ``g251bc8456`` says ``0.29.1.dev1+g251bc8456``,
+        perhaps with a build label after it); else the release without its local label (``0.29.0+cu128``
+        is 0.29.0); else the one commit target with the same public version."""
+        mine = [t for t in self.targets if t.version == installed]
+        if mine:
+            return mine[0].version
+        plain = public(installed)
+        named = [t for t in self.targets if t.source is not None and public(t.version) == plain
+                 and t.source.named_by(installed)]
+        if len(named) == 1:  # its +g label names the commit a target pins
+            return named[0].version
+        if any(t.source is None and Release(t.version) == Release(plain) for t in self.targets
+               if is_release(plain)):
+            return plain
+        pins = [t for t in self.targets if t.source is not None and public(t.version) == plain]
+        return pins[0].version if len(pins) == 1 else plain
 
     def patch(self, patch_id: str) -> Patch:
         for p in self.patches:

@@ -29,6 +29,9 @@ from patchset.versions import UNION, Release, Releases
 UPPER = ("<", "<=")
 LOWER = (">", ">=")
 
+#: A target's settings that name its own tree, never copied to another target (docs/pinned.md).
+OWN_TREE = ("source", "wheel")
+
 
 def _yaml() -> YAML:
     y = YAML()  # round-trip mode
@@ -249,7 +252,8 @@ class ManifestEditor:
             _move_trailing_comment(spec, last, list(spec)[pos])
 
     def add_target(self, version: str) -> None:
-        """Add ``version`` under targets:, its settings copied from the newest target with the version swapped."""
+        """Add ``version`` under targets:, its settings copied from the newest target with the version swapped
+        (but a commit target's ``source`` and ``wheel``: they are that commit's own)."""
         targets = self.doc["targets"]
         if any(Version(str(k)) == Version(version) for k in targets):
             return
@@ -260,6 +264,8 @@ class ManifestEditor:
         settings = CommentedMap()
         if isinstance(model, CommentedMap):
             for k, val in model.items():
+                if k in OWN_TREE:
+                    continue
                 settings[k] = _like(val, str(val).replace(str(keys[pos - 1]), version)) if isinstance(val, str) \
                     else val
             if model.fa.flow_style():

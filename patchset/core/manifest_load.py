@@ -20,6 +20,7 @@ from patchset.core.manifest import (
     Manifest,
     Patch,
     PatchChoice,
+    Pin,
     Probe,
     Suite,
     Target,
@@ -38,7 +39,9 @@ _U = TypeVar("_U")
 TOP_KEYS = {"schema", "upstream", "layout", "targets", "suites", "patches", "recipes"}
 UPSTREAM_KEYS = {"pypi", "git", "tag"}
 LAYOUT_KEYS = {"strip", "root"}
-TARGET_KEYS = {"image"}
+TARGET_KEYS = {"image", "source", "base", "wheel"}
+PIN_KEYS = {"git", "commit"}
+FULL_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1, or SHA-256 object format
 PATCH_KEYS = {"id", "title", "origin", "upstream", "releases", "patch", "after", "tests", "present", "fuzz",
               "strip", "root"}
 PROBE_KEYS = {"file", "contains"}
@@ -322,7 +325,50 @@ class _Loader:
         if image is not None and not isinstance(image, str):
             self.fail(f"target {version}: image must be an image reference, not {image!r}",
                       yamlnodes.line_of(settings, "image"), hint='e.g. image: "vllm/vllm-openai:v0.29.0"')
-        return Target(version=version, image=image)
+        for key in ("base", "wheel"):
+            value = settings.get(key)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                self.fail(f"target {version}: {key} must be a string, not {value!r}",
+                          yamlnodes.line_of(settings, key),
+                          hint='e.g. base: "my-registry/cuda-python:12.8"' if key == "base"
+                          else 'e.g. wheel: "dist/vllm-0.31.1.dev45-cp38-abi3-manylinux_2_28_x86_64.whl"')
+        pin = self.pin(settings, version) if "source" in settings else None
+        return Target(version=version, image=image, source=pin, base=settings.get("base"),
+                      wheel=settings.get("wheel"), line=line)
+
+    def pin(self, settings: yamlnodes.Mapping, version: str) -> Pin:
+        """A target's own source: ``{git: URL-or-path, commit: FULL_ID}``."""
+        src = settings["source"]
+        line = yamlnodes.line_of(settings, "source")
+        example = 'e.g. source: {git: "https://example.org/vllm.git", commit: "<40 hex digits>"}'
+        if not isinstance(src, yamlnodes.Mapping):
+            self.fail(f"target {version}: source must be a mapping with git and commit", line, hint=example)
+        self.keys(src, PIN_KEYS, f"target {version} source")
+        url = src.get("git")
+        if not isinstance(url, str) or not url.strip():
+            self.fail(f"target {version}: source.git must name the repository (a URL or a local path)",
+                      yamlnodes.line_of(src, "git") or line, hint=example)
+        commit = src.get("commit")
+        commit_line = yamlnodes.line_of(src, "commit") or line
+        if commit is None:
+            self.fail(f"target {version}: source.commit is missing", commit_line,
+                      hint="name the commit by its full id: `git rev-parse BRANCH` prints it")
+        if not isinstance(commit, str):
+            self.not_a_string(f"target {version}: source.commit", self.written(src, "commit", commit), commit,
+                              commit_line)
+        if not FULL_COMMIT.fullmatch(commit):
+            short = re.fullmatch(r"[0-9a-fA-F]{4,39}", commit)
+            self.fail(f"target {version}: source.commit {commit!r} is not a full commit id"
+                      + (" (it is abbreviated)" if short else ""), commit_line,
+                      hint="write all 40 lower-case hex digits: `git rev-parse COMMIT` prints them; a branch or a "
+                           "tag moves, a commit id does not")
+        url = url.strip()
+        if is_local_repository(url):
+            folder = local_repository(url, self.path.parent)
+            if not folder.is_dir():
+                self.fail(f"target {version}: source.git {url} is no folder here", yamlnodes.line_of(src, "git"),
+                          hint="a local path is relative to the manifest; or give the repository's URL")
+        return Pin(git=url, commit=commit, line=commit_line)
 
     def patches(self, d: yamlnodes.Mapping, strip: int, root: str, targets: tuple[Target, ...]) -> tuple[Patch, ...]:
         items = d.get("patches")
@@ -504,6 +550,18 @@ class _Loader:
                 else:
                     warnings.append(str(error))
         return tuple(warnings)
+
+
+def is_local_repository(url: str) -> bool:
+    """A path or ``file://`` URL rather than a remote (``https://``, ``ssh://``, ``git@host:path``)."""
+    if url.startswith("file://"):
+        return True
+    return "://" not in url and not re.match(r"^[\w.-]+@[\w.-]+:", url)
+
+
+def local_repository(url: str, base: Path) -> Path:
+    """The folder a local ``source.git`` names: a ``file://`` URL's path, or a path relative to the manifest."""
+    return Path(url.removeprefix("file://")) if url.startswith("file://") else (base / url).resolve()
 
 
 def _find_cycle(graph: dict[str, tuple[str, ...]]) -> list[str]:

@@ -32,7 +32,7 @@ from email.parser import Parser
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from patchset.cache import Cache
 from patchset.errors import PatchsetError
@@ -154,11 +154,16 @@ class VenvBuilder:
         self.python = python or base_python()
         self.progress = progress
 
-    def venv_for(self, project: str, version: str) -> PythonEnv:
+    def venv_for(self, project: str, version: str, wheel: index.IndexFile | None = None) -> PythonEnv:
+        """The venv of ``project`` ``version``'s wheel from the index, or of ``wheel`` (a target's own, named
+        by the manifest: its venv is keyed by that wheel's version and digest)."""
         pytag = self._python_tag()
         python = (int(pytag[2]), int(pytag[3:]))  # "cp311": the venv's Python picks the wheel, not patchset's
-        wheel = index.remembered(self.cache, index.wheel_kind(python), project, version,
-                                 lambda p, v: index.wheel(p, v, index.supported_tags(python)))
+        if wheel is None:
+            wheel = index.remembered(self.cache, index.wheel_kind(python), project, version,
+                                     lambda p, v: index.wheel(p, v, index.supported_tags(python)))
+        else:
+            version = str(parse_wheel_filename(wheel.filename)[1])
         key = f"{canonicalize_name(project)}-{version}-{pytag}-{wheel.sha256[:16]}-f{VENV_FORMAT}"
         final = self.cache.path("venvs", key)
         if not self._complete(final):
@@ -295,6 +300,7 @@ class VenvRunner:
                  cpu: bool = True, jobs: int = 1) -> None:
         self.env = env
         self.builder = builder
+        self.wheel: index.IndexFile | None = None  # the target's own wheel (its wheel:), else the index's
         self.cpu = cpu
         #: Runs side by side; above 1, each run is a child forked from a warm interpreter (runners/warm.py).
         self.jobs = jobs
@@ -310,7 +316,7 @@ class VenvRunner:
     def prepare(self, project: str, version: str, progress: Progress = no_progress) -> str:
         if self.env is None:
             builder = self.builder or VenvBuilder(progress=progress)
-            self.env = builder.venv_for(project, version)
+            self.env = builder.venv_for(project, version, self.wheel)
         return self.env.description or str(self.env.python)
 
     def run(self, config: RunConfig) -> RunOutcome:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import git
 
 from patchset.errors import SourceError
@@ -16,6 +18,8 @@ class GitSource:
         try:
             self.commit = self.repo.commit(tag)
         except (git.BadName, ValueError) as e:
+            if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", tag):  # a target pinned to a commit
+                raise SourceError(f"{repo_path} has no commit {tag}", hint="fetch it into that clone") from e
             raise SourceError(f"{repo_path} has no tag {tag}", hint="fetch the tags, or fix upstream.tag") from e
         self.tag = tag
         self.identity = f"git:{repo_path}@{tag}={self.commit.hexsha[:12]}"

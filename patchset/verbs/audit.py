@@ -39,12 +39,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from patchset.core import bytecode, engine, provenance
 from patchset.core.digest import sha256
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.patchfile import PatchFile, parse_patch
+from patchset.core.pristine import open_release
 from patchset.core.sbom import SBOM_PATH, embedded_claims
 from patchset.core.series import PatchResult, PatchStatus, ReleaseResult, evaluate_release
 from patchset.core.trees import compiled
@@ -64,7 +63,7 @@ from patchset.images.engine import (
     split_reference,
 )
 from patchset.images.engine import pull as pull_image
-from patchset.sources import Source, open_source
+from patchset.sources import Source
 
 
 class FixStatus(Word):
@@ -173,12 +172,9 @@ def audit_image(client: Client, manifest: Manifest, ref: str, *, source: str = "
             return result
         result.vllm, result.site = install.version, install.site
         record = _read_record(files, install, result)
+        version = manifest.installed_as(install.version)  # a commit target's local label is its own
         try:
-            version = str(Version(install.version).public)
-        except InvalidVersion:
-            version = install.version
-        try:
-            pristine = pristine or open_source(source, version, project=manifest.pypi, tag=manifest.tag)
+            pristine = pristine or open_release(manifest, version, source)
             expected = evaluate_release(manifest, version, pristine)
         except PatchsetError as e:
             result.error = f"no pristine vLLM {version} to compare with: {e}"

@@ -111,7 +111,18 @@ class BuildReport:
 
 
 def default_base(manifest: Manifest, version: str) -> str:
-    return manifest.target(version).image or f"vllm/vllm-openai:v{version}"
+    """The target's ``base:`` or ``image:``; for a release without either, upstream's image of it. A commit
+    target has no upstream image: without --base or ``base:`` it is refused."""
+    target = manifest.target(version)
+    if target.base or target.image:
+        return target.base or target.image or ""
+    if target.source is not None:
+        raise BuildError(f"vLLM {target.version} is pinned to commit {target.source.commit[:12]}, for which no "
+                         "release image exists; nothing was built", file=str(manifest.path),
+                         line=target.line or None,
+                         hint="pass --base IMAGE (an image holding vLLM built from that commit), or set base: "
+                              "under the target")
+    return f"vllm/vllm-openai:v{version}"
 
 
 def default_tag(base: str) -> str:
@@ -243,7 +254,8 @@ def _series_on_base(client: Client, image: Image, base: str, manifest: Manifest,
             install = files.locate_vllm()
         except VllmNotFound as e:
             raise BuildError(str(e)) from e
-        if not same_release(install.version, version):
+        pin = manifest.target(version).source
+        if not same_release(install.version, version) or (pin is not None and pin.contradicts(install.version)):
             raise BuildError(f"{base} holds vLLM {install.version} ({install.metadata_path}), not {version}",
                              hint="pass the base image of that release with --base")
         if files.read(install.path_of(provenance.PROVENANCE_PATH)) is not None:

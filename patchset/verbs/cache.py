@@ -3,9 +3,10 @@ removing what is no longer used, safely beside running jobs.
 
 A release's entries are found by name: the sha256 of one of its files (an sdist's blob, its unpacked
 tree, its streamed members; a wheel's members) is looked up in the index entries that name the file,
-and venvs and index entries carry ``PROJECT-VERSION`` in their names. The rest (parsed manifests and
-patches, pristine suite results, image test tools) belongs to no release. Folders this code does not
-know are listed as ``other`` and never removed.
+and venvs and index entries carry ``PROJECT-VERSION`` in their names. A pinned commit's tree says in its
+``about.json`` which target it is (sources/commit.py), and its ``about.json`` is touched on every use.
+The rest (parsed manifests and patches, pristine suite results, image test tools) belongs to no release.
+Folders this code does not know are listed as ``other`` and never removed.
 
 A release was last used when one of its index entries was last touched (every use goes through
 ``index.remembered``, which touches it). Prune removes a release only after taking its use lock
@@ -34,6 +35,7 @@ from patchset.errors import UsageError
 KINDS = {
     "blobs": "downloads (sdists, wheels), by sha256",
     "trees": "unpacked sdists",
+    "commits": "git commits that targets pin, one tree each",
     "sdist-members": "files read out of sdists",
     "wheel-members": "files read out of wheels",
     "venvs": "CPU test venvs",
@@ -129,7 +131,8 @@ def cache_info(cache: Cache | None = None) -> CacheInfo:
             continue
         kind = top.name if top.name in KINDS else "other"
         for path in _entries(top):
-            info.entries.append(Entry(kind, path, _disk_size(path), _mtime(path), _release_of(path, releases)))
+            used = _mtime(path / "about.json" if kind == "commits" else path)  # touched on every use
+            info.entries.append(Entry(kind, path, _disk_size(path), used, _release_of(path, releases)))
     return info
 
 
@@ -194,7 +197,7 @@ def _lock_parts(cache: Cache, e: Entry) -> tuple[str, ...]:
     rel = e.path.relative_to(cache.root).parts
     if e.kind == "blobs":
         return ("blobs", rel[-1])
-    if e.kind in ("trees", "venvs", "image-test-tools", "sdist-members", "wheel-members"):
+    if e.kind in ("trees", "commits", "venvs", "image-test-tools", "sdist-members", "wheel-members"):
         return rel[:2]
     if e.kind == "baselines":
         return ("baselines", e.path.name.removesuffix(".json"))
@@ -246,6 +249,11 @@ def _releases_by_sha(index: Path) -> dict[str, str]:
 
 
 def _release_of(path: Path, by_sha: dict[str, str]) -> str | None:
+    if path.parent.name == "commits":  # a commit's entry says which target pinned it
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            about = json.loads((path / "about.json").read_bytes())
+            return f"{about['project']} {about['version']}"
+        return None
     m = _SHA.search(path.name)
     if m:
         return by_sha.get(m.group())

@@ -10,9 +10,10 @@ from patchset.core import moved
 from patchset.core.manifest import Manifest
 from patchset.core.moved import PyIndex
 from patchset.core.patchfile import Hunk
+from patchset.core.pristine import open_release
 from patchset.core.series import Loads, ReleaseResult, evaluate_release, load_patches, paths_to_read
 from patchset.errors import PatchsetError
-from patchset.sources import Source, open_source, python_files
+from patchset.sources import Source, python_files
 from patchset.sources.local import DirSource
 from patchset.verbs.deps import DepsReport, merge
 
@@ -54,7 +55,7 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
     for version in releases_to_check(manifest, versions):
         if on_release:
             on_release(version)
-        trees.append((version, open_source(source, version, project=manifest.pypi, tag=manifest.tag)))
+        trees.append((version, open_release(manifest, version, source)))
 
     loads: Loads = {}  # each patch file read once for every release (before any fork: children share it)
     _stream_cold(manifest, trees, loads)

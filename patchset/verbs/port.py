@@ -249,9 +249,12 @@ def in_play(manifest: Manifest, p: Patch, to: str, from_release: str | None, ask
         return True
     v, last = Release(to), Release(u)
     lo, hi = (last, v) if last < v else (v, last)
+    # A commit target is written by hand, with its source, before a port can reach its tree: until a patch
+    # targets it, nothing of the series was decided for it (docs/pinned.md).
+    fresh = manifest.pinned(to) is not None and not any(q.targets(to) for q in manifest.patches)
     for t in manifest.targets:
         r = Release(t.version)
-        if r == v or (lo < r < hi and not p.targets(t.version)):
+        if (r == v and not fresh) or (lo < r < hi and not p.targets(t.version)):
             return False
     return not any(lo < Release(w) < hi for w in retired)
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
-from cyclonedx.model import AttachedText, Property, XsUri
+from cyclonedx.model import AttachedText, ExternalReference, ExternalReferenceType, Property, XsUri
 from cyclonedx.model.bom import Bom
 from cyclonedx.model.component import Component, ComponentType, Diff, Patch, PatchClassification, Pedigree
 from cyclonedx.model.issue import IssueClassification, IssueType, IssueTypeSource
@@ -24,10 +25,11 @@ from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
 from patchset import __version__
-from patchset.core import provenance
-from patchset.core.manifest import Manifest
+from patchset.core import pristine, provenance
+from patchset.core.manifest import Manifest, Pin
 from patchset.core.manifest import Patch as ManifestPatch
 from patchset.core.sbom import FIX_PROPERTY
+from patchset.sources import urls
 from patchset.verbs.audit import CARRIED, ImageAudit, audit
 
 UPSTREAM_REPO = "vllm-project/vllm"
@@ -79,10 +81,26 @@ def _vllm_component(audit: ImageAudit, manifest: Manifest) -> Component:
         props.append(Property(name=f"{FIX_PROPERTY}{fix.id}", value=f"{fix.status}: {fix.evidence}"))
         if fix.status == CARRIED:
             patches.append(_patch(manifest.patch(fix.id), audit.vllm, manifest))
+    refs, qualifiers = [], {}
+    pinned = manifest.pinned(manifest.installed_as(audit.vllm))
+    if pinned is not None and pinned.source is not None:  # built from a commit: say which, as a VCS reference
+        url = vcs_url(manifest, pinned.source)
+        qualifiers["vcs_url"] = f"git+{url}@{pinned.source.commit}"
+        refs.append(ExternalReference(type=ExternalReferenceType.VCS, url=XsUri(url),
+                                      comment=f"commit {pinned.source.commit}"))
+        props.append(Property(name="patchset:vllm:commit", value=pinned.source.commit))
     return Component(
         name="vllm", version=audit.vllm, type=ComponentType.LIBRARY, bom_ref=f"pkg:pypi/vllm@{audit.vllm}",
-        purl=PackageURL(type="pypi", name="vllm", version=audit.vllm),
-        pedigree=Pedigree(patches=patches) if patches else None, properties=props)
+        purl=PackageURL(type="pypi", name="vllm", version=audit.vllm, qualifiers=qualifiers or None),
+        pedigree=Pedigree(patches=patches) if patches else None, properties=props, external_references=refs)
+
+
+def vcs_url(manifest: Manifest, pin: Pin) -> str:
+    """The repository a commit target names, as a URL without credentials (a local path as ``file://``)."""
+    repository = pristine.repository(manifest, pin)
+    if "://" not in repository and not repository.startswith("git@"):
+        repository = Path(repository).as_uri()
+    return urls.redact(urls.split_credentials(repository)[0])
 
 
 def _patch(p: ManifestPatch, version: str, manifest: Manifest) -> Patch:

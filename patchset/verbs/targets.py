@@ -9,13 +9,16 @@ from patchset.core.manifest import Manifest
 
 @dataclass(frozen=True)
 class TargetRow:
-    """One pinned release: its image and the ids of the patches the manifest targets at it."""
+    """One pinned release: its image and the ids of the patches the manifest targets at it; for a target
+    pinned to a commit, its repository and commit too."""
 
     vllm: str
     image: str | None
     patches: tuple[str, ...]
     untested: tuple[str, ...] = ()  # the patches carried here that name no upstream test (no ``tests:``)
     proves: bool = False  # ``test --venv`` proves something here: a carried patch has tests, or a CPU suite runs
+    git: str | None = None
+    commit: str | None = None
 
 
 def targets(manifest: Manifest, *, carrying: bool = False) -> list[TargetRow]:
@@ -27,5 +30,9 @@ def targets(manifest: Manifest, *, carrying: bool = False) -> list[TargetRow]:
             continue
         untested = tuple(p.id for p in patches if not p.tests)
         proves = len(untested) < len(patches) or any(not s.gpu for s in manifest.suites)
-        rows.append(TargetRow(t.version, t.image, tuple(p.id for p in patches), untested, proves))
+        pin = t.source
+        rows.append(TargetRow(
+            t.version, t.image, tuple(p.id for p in patches), untested, proves,
+            pin.git if pin else None, pin.commit if pin else None,
+        ))
     return rows

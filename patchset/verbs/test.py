@@ -43,6 +43,7 @@ from typing import Any, Generic, TypeVar
 
 from patchset.cache import Cache
 from patchset.core.manifest import Manifest, Patch
+from patchset.core.pristine import open_release, target_wheel
 from patchset.core.series import PatchResult, PatchStatus, ReleaseResult, evaluate_release
 from patchset.errors import Finding, PatchsetError
 from patchset.runners import (
@@ -65,7 +66,6 @@ from patchset.runners.pytestrun import (
     slug,
 )
 from patchset.runners.venv import VenvRunner
-from patchset.sources import open_source
 from patchset.sources.local import import_name
 from patchset.verbs.proof import PatchVerdict, ProofOptions, ProofReport, SuiteResult, Verdict
 from patchset.verbs.suites import SuiteJob, pristine_baseline, run_suite
@@ -196,8 +196,10 @@ def prove_release(manifest: Manifest, vllm: str, *, source: str = "pypi", image:
     if gpus and not image:
         raise PatchsetError("--gpus needs --image: the venv runner runs on the CPU")
     runner = make_runner(image, gpus)
+    if isinstance(runner, VenvRunner):  # a commit target's venv holds the wheel built from it (docs/pinned.md)
+        runner.wheel = target_wheel(manifest, manifest.target(version))
     options.progress(f"vLLM {version}: getting the pristine tree ({source}) ...")
-    tree = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
+    tree = open_release(manifest, version, source)
 
     def in_(folder: Path) -> ProofReport:
         return prove(manifest, version, runner, tree, workdir=folder, options=options)

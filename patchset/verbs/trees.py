@@ -6,7 +6,8 @@ from packaging.version import Version
 
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.moved import PyIndex
-from patchset.sources import Source, open_source, python_files
+from patchset.core.pristine import open_release
+from patchset.sources import Source, python_files
 
 
 class Trees:
@@ -28,8 +29,7 @@ class Trees:
 
     def get(self, version: str) -> Source:
         if version not in self.opened:
-            self.opened[version] = open_source(self.source, version, project=self.manifest.pypi,
-                                               tag=self.manifest.tag)
+            self.opened[version] = open_release(self.manifest, version, self.source)
         return self.opened[version]
 
 
