@@ -28,8 +28,7 @@ def render_matrix(rows: list[TargetRow]) -> str:
     ``untested``, the carried patches without ``tests:``, for the job summary, and a commit target's git and
     commit."""
     return json.dumps({"include": [{"vllm": r.vllm, "image": r.image, "no_proof": not r.proves,
-                                    "untested": ", ".join(r.untested), **_pin(r)} for r in rows]}) + "
-"
+                                    "untested": ", ".join(r.untested), **_pin(r)} for r in rows]}) + "\n"
 
 
 RENDERERS = {"table": render_table, "json": render_json, "matrix": render_matrix}
