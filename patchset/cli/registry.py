@@ -115,6 +115,12 @@ VERBS: dict[str, Verb] = {
         "After a port conflict is resolved in its workspace, write the patch for the release from it (refused "
         "while conflict markers remain or a file does not compile); without a workspace, rewrite a patch that "
         "applies with offsets so its line numbers are exact.", "patchset refresh offload-fix --vllm 0.30.0"),
+    "upgrade": Verb(
+        "upgrade", "a new vLLM release as a branch worth a pull request: port, target, proof, body",
+        "Pick the newest release newer than every target (or --to V), port the series there, make it a target "
+        "once every patch carried, retired or ported, and with --prove run each carried or ported patch's tests "
+        "with and without it. --body FILE writes the pull request's Markdown. Conflict workspaces stay on the "
+        "branch, and validate fails until they are finished.", "patchset upgrade --prove --body pr.md"),
 }
 
 

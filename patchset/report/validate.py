@@ -24,6 +24,8 @@ def validate_doc(report: ValidateReport) -> dict:
     else:
         out.update({"patches": report.patches, "patch_files": report.files, "hunks": report.hunks,
                     "targets": report.targets})
+    if report.unresolved:  # unfinished port conflicts: a finding (exit 1), not bad input
+        out["unresolved"] = [error_doc(e) for e in report.unresolved]
     return out
 
 
@@ -41,7 +43,7 @@ def render_problems(report: ValidateReport) -> str:
     annotate each), then the count; empty when the manifest holds or the format is JSON."""
     if report.ok:
         return ""
-    lines = [str(error) for error in report.errors]
+    lines = [str(error) for error in [*report.errors, *report.unresolved]]
     lines.append(f"patchset validate: error: {report.summary()}")
     return "".join(f"{line}\n" for line in lines)
 
