@@ -98,7 +98,7 @@ def _unresolved(manifest: Manifest, folder: Path, meta_file: Path) -> list[Findi
     except (ValueError, KeyError, TypeError, OSError):
         return [Finding("not a port workspace patchset can read", file=str(meta_file.relative_to(manifest.base)),
                         hint=f"delete {rel} and port again")]
-    refresh = f"then run patchset refresh {pid} --vllm {version}"
+    refresh = f"patchset refresh {pid} --vllm {version}"
     out = []
     for path in files:
         f = folder / path
@@ -106,7 +106,7 @@ def _unresolved(manifest: Manifest, folder: Path, meta_file: Path) -> list[Findi
         if lines:
             out.append(Finding(f"conflict markers remain at line(s) {', '.join(map(str, lines[:8]))}",
                                file=str(rel / path), line=lines[0], patch=pid,
-                               hint=f"resolve the port conflict to vLLM {version}, {refresh}"))
+                               hint=f"resolve the port conflict to vLLM {version}, then run {refresh}"))
     if out:
         return out
     patch = next((p for p in manifest.patches if p.id == pid), None)
@@ -116,7 +116,7 @@ def _unresolved(manifest: Manifest, folder: Path, meta_file: Path) -> list[Findi
     choice = patch.choice_for(version)
     if choice is None or choice.path.name != f"vllm-{version}.patch" or not patch.targets(version):
         return [Finding(f"the port conflict to vLLM {version} is resolved but no patch file was made from it",
-                        file=str(rel), patch=pid, hint=f"{refresh}, and patchset upgrade --to {version}")]
+                        file=str(rel), patch=pid, hint=f"run {refresh}, then patchset upgrade --to {version}")]
     return []
 
 
