@@ -183,9 +183,9 @@ def test_a_conflict_marker_left_in_a_port_workspace_fails_validate_with_exit_1(t
 
 
 def test_a_resolved_workspace_fails_until_refresh_writes_its_patch(tmp_path, capsys):
-    from patchset.verbs.refresh import refresh
-
     import portfixture
+
+    from patchset.verbs.refresh import refresh
 
     manifest, merged = _conflicted(tmp_path)
     text = merged.read_text()
