@@ -27,8 +27,9 @@ from patchset.verbs.upgrade import upgrade
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = subparser(sub, "upgrade")
-    p.add_argument("--to", metavar="V", type=release,
-                   help="the release to upgrade to (default: the newest on the index newer than every target)")
+    p.add_argument("--to", "--vllm", dest="to", metavar="V", type=release,
+                   help="the release to upgrade to (default: the newest on the index newer than every target; "
+                        "--vllm is the same, for the action's vllm input)")
     p.add_argument("--pre", action="store_true", help="count pre-releases as releases")
     p.add_argument("--prove", action="store_true",
                    help="then prove every carried or ported patch with its tests (test --venv --vllm V)")
