@@ -281,3 +281,66 @@ def test_prove_with_nothing_to_prove_says_so(fork_029, tmp_path):
     r = upgrade(load_manifest(fork / "patches.yaml"), "0.30.0", prove=True)
     assert r.proof is None and r.not_run[0] == "the proof: no carried or ported patch names tests"
     assert "## Not run here" in upgrade_body(r)
+
+
+# --- --prove: the carried patches' tests, with and without each (tests/test_verbs_test.py's tiny project) ----
+
+
+def _toy_upgrade(root: Path, fixed: str, monkeypatch) -> Path:
+    import sys
+    import textwrap
+
+    from test_verbs_test import WATERMARK, fix_patch, make_project
+
+    from patchset.runners.venv import PythonEnv, VenvRunner
+    from patchset.verbs import test as vt
+
+    src, site = make_project(root)
+    newer = root / "trees" / "1.1"
+    shutil.copytree(src, newer)
+    (newer / "toypkg" / "util.py").write_text("def double(x):\n    return x + x\n")
+    shutil.copytree(src, root / "trees" / "1.0")
+    assert (newer / "toypkg" / "watermark.py").read_text() == WATERMARK
+    project = root / "project"
+    write_patch(project, "recipes/watermark.patch", fix_patch(fixed))
+    (project / "patches.yaml").write_text(textwrap.dedent("""\
+        schema: 1
+        upstream: {pypi: toypkg}
+        targets:
+          "1.0": {}
+        patches:
+          - id: watermark
+            releases: ">=1.0"
+            patch: recipes/watermark.patch
+            tests: ["tests/test_watermark.py::test_final_sampled_token_is_not_offloaded"]
+        """))
+    monkeypatch.setattr(vt, "make_runner", lambda image, gpus: VenvRunner(
+        PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False))
+    return project / "patches.yaml"
+
+
+def test_prove_runs_each_carried_patchs_tests_with_and_without_it(tmp_path, monkeypatch, capsys):
+    from test_verbs_test import WATERMARK_FIXED
+
+    manifest = _toy_upgrade(tmp_path, WATERMARK_FIXED, monkeypatch)
+    body = tmp_path / "body.md"
+    code = main(["upgrade", "--to", "1.1", "--prove", "--manifest", str(manifest), "--source",
+                 f"dir:{tmp_path / 'trees'}/{{version}}", "--body", str(body), "--format", "json", "-q"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0, doc
+    assert doc["targeted"] is True and doc["proof"]["patches"][0]["verdict"] == "proven"
+    assert doc["proof"]["suites"] == [] and doc["next"] == ""
+    text = body.read_text()
+    assert "| watermark | carried | 1.0 | proven | applies as it is |" in text
+    assert "## Proof" in text and "fail without the fix and pass with it" in text
+
+
+def test_a_proof_that_fails_makes_the_upgrade_exit_1(tmp_path, monkeypatch, capsys):
+    from test_verbs_test import WATERMARK_BROKEN_FIX
+
+    manifest = _toy_upgrade(tmp_path, WATERMARK_BROKEN_FIX, monkeypatch)
+    code = main(["upgrade", "--to", "1.1", "--prove", "--manifest", str(manifest), "--source",
+                 f"dir:{tmp_path / 'trees'}/{{version}}", "-q"])
+    out = capsys.readouterr().out
+    assert code == 1 and re.search(r"watermark\s+carried\s+1\.0\s+failing\s", out), out
+    assert "vLLM 1.1 is a target now" in out  # the port holds; its proof does not
