@@ -99,7 +99,7 @@ def test_conflict_workspaces_are_not_ignored_by_git_on_the_upgrade_branch(projec
     (base / ".patchset").mkdir()
     (base / ".patchset" / ".gitignore").write_bytes(SCRATCH)  # left by a local port before
     r = upgrade(load_manifest(manifest), "0.29.0", source=src)
-    assert not r.ok and not r.targeted
+    assert not r.ok and not r.targeted and r.warnings == []
     assert not (base / ".patchset" / ".gitignore").exists()
     git(base, "add", "-A")
     tracked = git(base, "ls-files").splitlines()
@@ -344,3 +344,14 @@ def test_a_proof_that_fails_makes_the_upgrade_exit_1(tmp_path, monkeypatch, caps
     out = capsys.readouterr().out
     assert code == 1 and re.search(r"watermark\s+carried\s+1\.0\s+failing\s", out), out
     assert "vLLM 1.1 is a target now" in out  # the port holds; its proof does not
+
+
+def test_a_workspace_the_maintainers_gitignore_hides_is_named_not_unignored(project):
+    manifest, src = project
+    base = manifest.parent
+    git(base, "init", "-q")
+    (base / ".gitignore").write_text(".patchset/\n")
+    r = upgrade(load_manifest(manifest), "0.29.0", source=src)
+    assert (base / ".gitignore").read_text() == ".patchset/\n"
+    assert [w.split(" is ignored")[0] for w in r.warnings] == [".patchset/port/clash", ".patchset/port/syntax"]
+    assert "> **Warning:** .patchset/port/clash is ignored by git" in upgrade_body(r)

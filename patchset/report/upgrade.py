@@ -54,6 +54,7 @@ def upgrade_table(report: UpgradeReport) -> str:
     out = [render(table(title, HEADERS, _rows(report))).rstrip("\n")]
     out += [f"wrote {w}" for w in report.port.written]
     out += [f"removed {w} (resolved)" for w in report.removed]
+    out += [f"warning: {w}" for w in report.warnings]
     out.append(report.title + f" in {report.seconds:.1f} s")
     out.append(f"vLLM {report.vllm} " + ("is a target now" if report.targeted else "is not a target yet"))
     out += [f"not run: {x}" for x in report.not_run]
@@ -68,7 +69,7 @@ def upgrade_doc(report: UpgradeReport) -> dict:
             "targets_before": report.targets_before, "dry_run": report.dry_run,
             "port": port_doc(report.port) if report.port else None,
             "proof": proof_doc(report.proof) if report.proof else None,
-            "removed": report.removed, "not_run": report.not_run, "next": report.next_step,
+            "removed": report.removed, "warnings": report.warnings, "not_run": report.not_run, "next": report.next_step,
             "seconds": round(report.seconds, 2)}
 
 
@@ -112,9 +113,12 @@ def upgrade_body(report: UpgradeReport) -> str:
     lines = [report.title, "",
              f"Written by `patchset upgrade`: the series carried from vLLM {', '.join(report.targets_before)} to "
              f"vLLM {v}, patch by patch (`patchset port --to {v}`). The branch `{report.branch}` is updated in "
-             "place by the next run while nothing else changed it.", ""]
+             "place by the next run while nothing else changed it."
+             + (" (A dry run: nothing was written.)" if report.dry_run else ""), ""]
+    lines += [f"> **Warning:** {w}" for w in report.warnings] + ([""] if report.warnings else [])
     if report.targeted:
-        lines += [f"**vLLM {v} is a target now**: every patch carried, retired or ported.", ""]
+        now = "would be a target" if report.dry_run else "is a target now"
+        lines += [f"**vLLM {v} {now}**: every patch carried, retired or ported.", ""]
     else:
         first = port.first_conflict
         lines += [f"**vLLM {v} is not a target yet**: {first.id if first else 'a patch'} conflicts. This pull "

@@ -57,6 +57,7 @@ class UpgradeReport:
     old_patches: dict[str, tuple[str, str]] = field(default_factory=dict)
     not_run: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)  # workspaces of V removed, resolved
+    warnings: list[str] = field(default_factory=list)
     dry_run: bool = False
     seconds: float = 0.0
 
@@ -137,6 +138,8 @@ def upgrade(manifest: Manifest, to: str | None = None, *, pre: bool = False, pro
     if not dry_run:
         if result.first_conflict is not None:
             unignore(work.parent)
+            report.warnings += ignored_by_git(manifest.base, [Path(r.workspace) for r in result.patches
+                                                              if r.workspace])
         elif report.targeted:
             report.removed = remove_workspaces(work, version, manifest.base)
     report.not_run = _not_run(report, prove)
@@ -165,6 +168,25 @@ def unignore(folder: Path) -> None:
     ignore = folder / ".gitignore"
     if ignore.is_file() and ignore.read_bytes() == porting.SCRATCH:
         ignore.unlink()
+
+
+def ignored_by_git(base: Path, folders: Sequence[Path]) -> list[str]:
+    """A workspace git ignores would be left out of the branch: the pull request could not be finished from it.
+    Said, not changed: the ignore rule is the maintainer's (a ``.gitignore`` of theirs, or ``info/exclude``)."""
+    import git
+
+    try:
+        repo = git.Repo(base, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return []
+    root = Path(repo.working_tree_dir or base).resolve()
+    rels = [str(f.resolve().relative_to(root) / "README.md") for f in folders]
+    try:
+        ignored = repo.ignored(*rels) if rels else []
+    except git.GitCommandError:
+        return []
+    return [f"{Path(x).parent} is ignored by git: a commit of this upgrade leaves the conflict out (un-ignore "
+            f"{Path(x).parent.parent}/ in your .gitignore, or `git add -f` it)" for x in ignored]
 
 
 def workspaces(work: Path, version: str | None = None) -> list[Path]:
