@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -192,21 +193,27 @@ class WorkflowRun:
         return log
 
     def bash(self, step: dict, context: dict, workspace: Path) -> dict[str, str]:
-        from test_action import parse_output_file
-
-        temp = self.action.temp
-        out = temp / "workflow-output"
-        out.write_text("")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PATCHSET_", "GITHUB_"))}
-        env.update({"GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(temp / "step_summary.md"),
-                    "RUNNER_TEMP": str(temp), "GITHUB_WORKSPACE": str(workspace)})
-        env.update({k: substitute(str(v), context) for k, v in (step.get("env") or {}).items()})
-        script = temp / "workflow-step.sh"
-        script.write_text(substitute(step["run"], context))
-        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=workspace,
-                              env=env, capture_output=True, text=True)
+        done, outputs = run_bash_step(step, context, workspace, self.action.temp)
         assert done.returncode == 0, done.stdout + done.stderr
-        return parse_output_file(out.read_text())
+        return outputs
+
+
+def run_bash_step(step: dict, context: dict, workspace: Path, temp: Path
+                  ) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
+    """One ``shell: bash`` step of the workflow as the runner runs it: its env evaluated, fresh GITHUB_OUTPUT."""
+    from test_action import parse_output_file
+
+    out = temp / "workflow-output"
+    out.write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PATCHSET_", "GITHUB_"))}
+    env.update({"GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(temp / "step_summary.md"),
+                "RUNNER_TEMP": str(temp), "GITHUB_WORKSPACE": str(workspace)})
+    env.update({k: substitute(str(v), context) for k, v in (step.get("env") or {}).items()})
+    script = temp / "workflow-step.sh"
+    script.write_text(substitute(step["run"], context))
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=workspace,
+                          env=env, capture_output=True, text=True)
+    return done, parse_output_file(out.read_text())
 
 
 @pytest.fixture(scope="module")
@@ -222,8 +229,6 @@ def job(tmp_path_factory):
     (fork / ".github" / "workflows").mkdir(parents=True)
     (fork / "ci" / UPGRADE_WORKFLOW).rename(fork / UPGRADE_WORKFLOW)
     wf = load_yaml((fork / UPGRADE_WORKFLOW).read_text())
-    import shutil
-
     shutil.rmtree(fork / "ci")
     git(fork, "add", "-A")
     git(fork, "commit", "-q", "-m", "the upgrade workflow")
@@ -279,3 +284,31 @@ def test_a_release_becomes_one_branch_with_the_expected_commit_and_a_second_run_
     assert third["steps"]["branch"]["outputs"] == {"skip": "true"} and third["cpr"] is None
     assert remote_head(job.origin, branch) == mine
     assert f"{branch} holds commits by m@example.invalid: left as it is" in third["summary"]
+
+
+@pytest.mark.parametrize(("code", "doc", "outputs"), [
+    ("0", {"vllm": None, "branch": None, "title": "no vLLM release newer than the targets", "draft": False}, {}),
+    ("0", {"vllm": "0.35.0", "branch": "patchset/vllm-0.35.0", "title": "vLLM 0.35.0: 2 carried", "draft": False},
+     {"version": "0.35.0", "branch": "patchset/vllm-0.35.0", "title": "vLLM 0.35.0: 2 carried", "draft": "false"}),
+    ("1", {"vllm": "0.35.0", "branch": "patchset/vllm-0.35.0", "title": "vLLM 0.35.0: 1 carried, 1 conflict",
+           "draft": True},
+     {"version": "0.35.0", "branch": "patchset/vllm-0.35.0", "title": "vLLM 0.35.0: 1 carried, 1 conflict",
+      "draft": "always-true"}),
+])
+def test_the_pr_step_reads_the_upgrade_report(tmp_path, code, doc, outputs):
+    """No release: no outputs, so no later step runs. A conflict (exit 1): a draft, kept a draft on update."""
+    step = next(s for s in steps(workflow(tmp_path / "init")) if s.get("id") == "pr")
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(doc))
+    context = {"steps": {"upgrade": {"outputs": {"report": str(report), "exit-code": code}}}}
+    done, got = run_bash_step(step, context, tmp_path, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert got == outputs
+
+
+@pytest.mark.parametrize("code", ["2", "3", ""])
+def test_bad_input_or_an_internal_error_fails_the_job(tmp_path, code):
+    step = next(s for s in steps(workflow(tmp_path / "init")) if s.get("id") == "pr")
+    context = {"steps": {"upgrade": {"outputs": {"report": str(tmp_path / "none.json"), "exit-code": code}}}}
+    done, got = run_bash_step(step, context, tmp_path, tmp_path)
+    assert done.returncode == 1 and got == {} and "::error title=patchset upgrade::" in done.stdout

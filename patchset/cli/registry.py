@@ -86,9 +86,10 @@ VERBS: dict[str, Verb] = {
     "init": Verb(
         "init", "start a fork on patchset: a starter patches.yaml, a pre-commit entry and a CI workflow",
         "Write patches.yaml (the schema modeline, the --vllm targets, no patches yet), a .pre-commit-config.yaml "
-        "running patchset validate, and .github/workflows/patchset.yml running the patchset action: check on "
-        "every target, test per target, images on a GPU runner. Never overwrites: when any of them exists, "
-        "nothing is written and the error names them.", "patchset init --vllm 0.29.0 --vllm 0.30.0"),
+        "running patchset validate, .github/workflows/patchset.yml running the patchset action (check on "
+        "every target, test per target, images on a GPU runner) and .github/workflows/patchset-upgrade.yml (a pull "
+        "request for each new vLLM release; --no-upgrade-workflow leaves it out). Never overwrites: when any of "
+        "them exists, nothing is written and the error names them.", "patchset init --vllm 0.29.0 --vllm 0.30.0"),
     "import": Verb(
         "importer", "adopt an existing series: quilt series, patch folder, format-patch, git",
         "Write patches.yaml and recipes/ from a series a fork already carries (ids, DEP-3 headers, upstream PR "

@@ -1,11 +1,12 @@
 """`patchset init`: what a fork needs to start carrying its vLLM backports with patchset.
 
-Three files, each what its tool expects: a starter ``patches.yaml`` (the schema modeline for editors,
+Four files, each what its tool expects: a starter ``patches.yaml`` (the schema modeline for editors,
 the pinned releases, no patches yet), a ``.pre-commit-config.yaml`` entry running ``patchset validate``
-on every commit, and ``.github/workflows/patchset.yml`` running the patchset action (check on every
-target, the proof per target, images on a GPU runner). It never overwrites: when any of them exists,
-nothing is written and the error names every one. ``patchset import --ci`` writes the two CI files
-beside an imported series with the same code.
+on every commit, ``.github/workflows/patchset.yml`` running the patchset action (check on every
+target, the proof per target, images on a GPU runner), and ``.github/workflows/patchset-upgrade.yml``
+(daily: ``patchset upgrade`` as one pull request per new vLLM release; ``upgrade=False`` leaves it
+out). It never overwrites: when any of them exists, nothing is written and the error names every one.
+``patchset import --ci`` writes the CI files beside an imported series with the same code.
 """
 
 from __future__ import annotations
