@@ -312,3 +312,18 @@ def test_bad_input_or_an_internal_error_fails_the_job(tmp_path, code):
     context = {"steps": {"upgrade": {"outputs": {"report": str(tmp_path / "none.json"), "exit-code": code}}}}
     done, got = run_bash_step(step, context, tmp_path, tmp_path)
     assert done.returncode == 1 and got == {} and "::error title=patchset upgrade::" in done.stdout
+
+
+def test_the_checks_of_a_pull_request_fail_while_a_port_conflict_is_unfinished(tmp_path):
+    """The pre-commit hook runs validate when a workspace file is committed, and patchset.yml validates
+    before it checks: an upgrade's draft cannot pass either while a conflict is left."""
+    hooks = load_yaml((Path(__file__).parents[1] / ".pre-commit-hooks.yaml").read_text())
+    pattern = next(h["files"] for h in hooks if h["id"] == "patchset-validate")
+    for path in ("patches.yaml", "recipes/x/vllm-0.30.0.patch", ".patchset/port/x/vllm/logger.py",
+                 "fork/.patchset/port/x/README.md"):
+        assert re.search(pattern, path), path  # pre-commit matches `files` with re.search
+    assert not re.search(pattern, "vllm/logger.py")
+    assert main(["init", "--vllm", "0.29.0", "--into", str(tmp_path), "--action", "me/patchset@v1"]) == 0
+    check = load_yaml((tmp_path / WORKFLOW).read_text())["jobs"]["check"]["steps"]
+    commands = [s["with"]["command"] for s in check if s.get("uses") == "me/patchset@v1"]
+    assert commands == ["validate", "check"]
