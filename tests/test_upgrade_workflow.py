@@ -304,14 +304,23 @@ def test_the_pr_step_reads_the_upgrade_report(tmp_path, code, doc, outputs):
     done, got = run_bash_step(step, context, tmp_path, tmp_path)
     assert done.returncode == 0, done.stderr
     assert got == outputs
+    # the same without the action's outputs: its report read from the action's own path
+    report.rename(tmp_path / "patchset-upgrade.json")
+    done, got = run_bash_step(step, {"steps": {}}, tmp_path, tmp_path)
+    assert done.returncode == 0 and got == outputs, done.stderr
 
 
-@pytest.mark.parametrize("code", ["2", "3", ""])
-def test_bad_input_or_an_internal_error_fails_the_job(tmp_path, code):
+@pytest.mark.parametrize(("code", "doc"), [
+    ("2", {"ok": False, "error": {"message": "patches.yaml:3: bad"}}), ("3", None), ("", None),
+    ("", {"ok": False, "error": {"message": "patches.yaml:3: bad"}})])
+def test_bad_input_or_an_internal_error_fails_the_job(tmp_path, code, doc):
+    """Also when the action's outputs are missing (a failed step): the report is read from its own path."""
     step = next(s for s in steps(workflow(tmp_path / "init")) if s.get("id") == "pr")
-    context = {"steps": {"upgrade": {"outputs": {"report": str(tmp_path / "none.json"), "exit-code": code}}}}
+    if doc is not None:
+        (tmp_path / "patchset-upgrade.json").write_text(json.dumps(doc))
+    context = {"steps": {"upgrade": {"outputs": {"exit-code": code}}}}
     done, got = run_bash_step(step, context, tmp_path, tmp_path)
-    assert done.returncode == 1 and got == {} and "::error title=patchset upgrade::" in done.stdout
+    assert done.returncode == 1 and got == {} and "::error title=patchset upgrade::" in done.stdout + done.stderr
 
 
 def test_the_checks_of_a_pull_request_fail_while_a_port_conflict_is_unfinished(tmp_path):
