@@ -167,6 +167,8 @@ class WorkflowRun:
         context: dict = {"inputs": {"release": release}, "steps": {}, "runner": {"temp": str(temp)},
                          "secrets": {}, "github": {"token": "t"}}
         log: dict = {"workspace": workspace, "cpr": None, "summary": ""}
+        job_env: dict[str, str] = {}  # what steps wrote to GITHUB_ENV
+        log["env"] = job_env
         summary = temp / "step_summary.md"
         start = summary.stat().st_size if summary.exists() else 0
         for step in steps(self.wf):
@@ -182,37 +184,48 @@ class WorkflowRun:
                 continue
             if uses:  # the patchset action
                 with_["args"] += " " + self.extra_args
-                run = self.action.run(with_, only=("run",), given={"install": {"outputs": self.install}})
+                saved = dict(os.environ)
+                os.environ.update(job_env)  # the runner gives GITHUB_ENV's variables to every later step
+                try:
+                    run = self.action.run(with_, only=("run",), given={"install": {"outputs": self.install}})
+                finally:
+                    os.environ.clear()
+                    os.environ.update(saved)
                 context["steps"][sid] = {"outputs": run.outputs}
                 log["action"] = run
                 continue
-            outputs = self.bash(step, context, workspace)
+            outputs = self.bash(step, context, workspace, job_env)
             context["steps"][sid] = {"outputs": outputs}
         log["steps"] = context["steps"]
         log["summary"] = summary.read_text()[start:] if summary.exists() else ""
         return log
 
-    def bash(self, step: dict, context: dict, workspace: Path) -> dict[str, str]:
-        done, outputs = run_bash_step(step, context, workspace, self.action.temp)
+    def bash(self, step: dict, context: dict, workspace: Path, job_env: dict[str, str]) -> dict[str, str]:
+        done, outputs = run_bash_step(step, context, workspace, self.action.temp, job_env)
         assert done.returncode == 0, done.stdout + done.stderr
         return outputs
 
 
-def run_bash_step(step: dict, context: dict, workspace: Path, temp: Path
+def run_bash_step(step: dict, context: dict, workspace: Path, temp: Path, job_env: dict[str, str] | None = None
                   ) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
-    """One ``shell: bash`` step of the workflow as the runner runs it: its env evaluated, fresh GITHUB_OUTPUT."""
+    """One ``shell: bash`` step of the workflow as the runner runs it: its env evaluated, fresh GITHUB_OUTPUT and
+    GITHUB_ENV (what the step adds to the latter goes into ``job_env``, for the steps after it)."""
     from test_action import parse_output_file
 
-    out = temp / "workflow-output"
+    out, add_env = temp / "workflow-output", temp / "workflow-env"
     out.write_text("")
+    add_env.write_text("")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PATCHSET_", "GITHUB_"))}
+    env.update(job_env or {})
     env.update({"GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(temp / "step_summary.md"),
-                "RUNNER_TEMP": str(temp), "GITHUB_WORKSPACE": str(workspace)})
+                "GITHUB_ENV": str(add_env), "RUNNER_TEMP": str(temp), "GITHUB_WORKSPACE": str(workspace)})
     env.update({k: substitute(str(v), context) for k, v in (step.get("env") or {}).items()})
     script = temp / "workflow-step.sh"
     script.write_text(substitute(step["run"], context))
     done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=workspace,
                           env=env, capture_output=True, text=True)
+    if job_env is not None:
+        job_env.update(parse_output_file(add_env.read_text()))
     return done, parse_output_file(out.read_text())
 
 
@@ -255,6 +268,8 @@ def test_a_release_becomes_one_branch_with_the_expected_commit_and_a_second_run_
     assert first["steps"]["pr"]["outputs"] == {"version": "0.31.0", "branch": branch,
                                                "title": "vLLM 0.31.0: no patch to carry", "draft": "false"}
     assert first["steps"]["branch"]["outputs"] == {"skip": "false"}
+    base_time = git(job.origin, "log", "-1", "--format=%ct", "main").stdout.strip()
+    assert first["env"] == {"SOURCE_DATE_EPOCH": base_time}  # new patch files dated by the base, not the day
     assert first["cpr"] == "created"
     head = remote_head(job.origin, branch)
     log = git(job.origin, "log", "--format=%s|%an|%ce|%P", "-n", "1", head).stdout.strip().split("|")

@@ -706,11 +706,21 @@ def verify(text: str, p: Patch, before: dict[str, bytes | None], after: dict[str
 DIFF_START = re.compile(r"^(diff --git |Index: |--- (?!$))", re.M)
 
 
+def source_date() -> datetime.date:
+    """Today, or the day ``SOURCE_DATE_EPOCH`` names (reproducible-builds.org's variable): the upgrade workflow
+    sets it to its base commit's time, so a run on another day writes the same patch files and leaves the pull
+    request as it is."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch.isdigit():
+        return datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc).date()
+    return datetime.date.today()
+
+
 def header_of(patch_text: str, note: str | None = None, today: datetime.date | None = None) -> str:
     """The DEP-3 header of a patch file, Last-Update bumped and ``note`` added before it."""
     m = DIFF_START.search(patch_text)
     head = patch_text[:m.start()] if m else ""
-    day = (today or datetime.date.today()).isoformat()
+    day = (today or source_date()).isoformat()
     lines = head.splitlines(keepends=True)
     out: list[str] = []
     noted = note is None
