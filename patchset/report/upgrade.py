@@ -56,7 +56,8 @@ def upgrade_table(report: UpgradeReport) -> str:
     out += [f"removed {w} (resolved)" for w in report.removed]
     out += [f"warning: {w}" for w in report.warnings]
     out.append(report.title + f" in {report.seconds:.1f} s")
-    out.append(f"vLLM {report.vllm} " + ("is a target now" if report.targeted else "is not a target yet"))
+    now = "would become a target" if report.dry_run else "is a target now"
+    out.append(f"vLLM {report.vllm} " + (now if report.targeted else "is not a target yet"))
     out += [f"not run: {x}" for x in report.not_run]
     if report.next_step:
         out.append(f"next: {report.next_step}")
