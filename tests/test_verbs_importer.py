@@ -302,7 +302,8 @@ def test_cli_import_then_deps_then_check(pristine, imported, tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert not out["ok"] and len(out["patches"]) == 40 and len(out["edges"]) == 2
     # --ci: init's scaffolding beside the imported manifest, and a second import refuses before writing.
-    assert {str(into / ".pre-commit-config.yaml"), str(into / ".github/workflows/patchset.yml")} <= set(out["written"])
+    assert {str(into / ".pre-commit-config.yaml"), str(into / ".github/workflows/patchset.yml"),
+            str(into / ".github/workflows/patchset-upgrade.yml")} <= set(out["written"])
     again = tmp_path / "again"
     (again / ".github/workflows").mkdir(parents=True)
     (again / ".github/workflows/patchset.yml").write_text("mine\n")

@@ -858,3 +858,13 @@ def test_a_name_the_patched_file_already_lacked_on_its_release_is_no_new_problem
     assert p.result == "carried" and p.text is None
     (n,) = next_release(load_manifest(manifest), "0.10.0").patches
     assert n.status == "carries", n.result.message
+
+
+def test_source_date_epoch_dates_a_ported_patch_so_a_rerun_on_another_day_writes_the_same_file(monkeypatch):
+    head = "Description: x\nLast-Update: 2020-01-01\n---\n--- a/f\n"
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764892800")  # 2025-12-05 00:00 UTC
+    assert "Last-Update: 2025-12-05\n" in header_of(head, "Ported: by test")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "not a number")
+    import datetime
+
+    assert f"Last-Update: {datetime.date.today().isoformat()}\n" in header_of(head)

@@ -197,3 +197,50 @@ def test_build_warns_about_an_unnamed_patch_file(tmp_path, docker_client, standi
                     progress=said.append)
     assert f"warning: {tmp_path}/patches.yaml:3: recipes/wip/next.patch is not named by any patch " \
            "(add it to the manifest or delete it)\n" in said
+
+
+# --- unfinished port conflicts: a finding (exit 1), so an upgrade's pull request cannot be merged as it is ---
+
+
+def _conflicted(tmp_path):
+    import portfixture
+
+    from patchset.verbs.port import port
+
+    manifest = portfixture.build(tmp_path)
+    port(load_manifest(manifest), "0.29.0", source=portfixture.source(tmp_path), only=["clash"])
+    return manifest, manifest.parent / ".patchset/port/clash/vllm/clash.py"
+
+
+def test_a_conflict_marker_left_in_a_port_workspace_fails_validate_with_exit_1(tmp_path, capsys):
+    manifest, merged = _conflicted(tmp_path)
+    assert main(["validate", "--manifest", str(manifest)]) == 1
+    err = capsys.readouterr().err
+    assert ".patchset/port/clash/vllm/clash.py:" in err and "conflict markers remain" in err
+    assert "patchset refresh clash --vllm 0.29.0" in err
+    assert main(["validate", "--manifest", str(manifest), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is False and doc["unresolved"][0]["patch"] == "clash" and "error" not in doc
+
+
+def test_a_resolved_workspace_fails_until_refresh_writes_its_patch(tmp_path, capsys):
+    import portfixture
+
+    from patchset.verbs.refresh import refresh
+
+    manifest, merged = _conflicted(tmp_path)
+    text = merged.read_text()
+    ours = text.split("<<<<<<< ")[1].split("\n", 1)[1].split("|||||||")[0]
+    merged.write_text(text.split("<<<<<<< ")[0] + ours.replace("line_20 = 20  # upstream", "line_20 = -20  # upstream")
+                      + text.split(">>>>>>> ")[1].split("\n", 1)[1])
+    report = validate(manifest)
+    assert [e.message for e in report.unresolved] == [
+        "the port conflict to vLLM 0.29.0 is resolved but no patch file was made from it"]
+    refresh(load_manifest(manifest), "clash", "0.29.0", source=portfixture.source(tmp_path))
+    assert validate(manifest).ok
+
+
+def test_a_broken_manifest_with_a_workspace_is_still_bad_input(tmp_path):
+    manifest, _ = _conflicted(tmp_path)
+    manifest.write_text(manifest.read_text().replace("schema: 1", "schema: 7"))
+    assert main(["validate", "--manifest", str(manifest)]) == 2

@@ -27,7 +27,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace an existing patches.yaml and recipe files")
     p.add_argument("--ci", action="store_true",
                    help="also write what `patchset init` writes beside a manifest: a .pre-commit-config.yaml "
-                        "entry and .github/workflows/patchset.yml (never overwritten)")
+                        "entry, .github/workflows/patchset.yml and patchset-upgrade.yml (never overwritten)")
+    p.add_argument("--no-upgrade-workflow", dest="upgrade", action="store_false",
+                   help="with --ci: leave out .github/workflows/patchset-upgrade.yml")
     p.add_argument("--format", choices=tuple(render.RENDERERS), default="table", help="output format (default: table)")
     add_source(p)
     return p
@@ -35,7 +37,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     result = import_series(args.sources, args.into, args.target, args.layout, dry_run=args.dry_run,
-                           force=args.force, source=args.source, ci=args.ci)
+                           force=args.force, source=args.source, ci=args.ci, upgrade=args.upgrade)
     sys.stdout.write(render.RENDERERS[args.format](result))
     return EXIT_OK if result.ok else EXIT_FINDING
 

@@ -86,9 +86,10 @@ VERBS: dict[str, Verb] = {
     "init": Verb(
         "init", "start a fork on patchset: a starter patches.yaml, a pre-commit entry and a CI workflow",
         "Write patches.yaml (the schema modeline, the --vllm targets, no patches yet), a .pre-commit-config.yaml "
-        "running patchset validate, and .github/workflows/patchset.yml running the patchset action: check on "
-        "every target, test per target, images on a GPU runner. Never overwrites: when any of them exists, "
-        "nothing is written and the error names them.", "patchset init --vllm 0.29.0 --vllm 0.30.0"),
+        "running patchset validate, .github/workflows/patchset.yml running the patchset action (check on "
+        "every target, test per target, images on a GPU runner) and .github/workflows/patchset-upgrade.yml (a pull "
+        "request for each new vLLM release; --no-upgrade-workflow leaves it out). Never overwrites: when any of "
+        "them exists, nothing is written and the error names them.", "patchset init --vllm 0.29.0 --vllm 0.30.0"),
     "import": Verb(
         "importer", "adopt an existing series: quilt series, patch folder, format-patch, git",
         "Write patches.yaml and recipes/ from a series a fork already carries (ids, DEP-3 headers, upstream PR "
@@ -115,6 +116,12 @@ VERBS: dict[str, Verb] = {
         "After a port conflict is resolved in its workspace, write the patch for the release from it (refused "
         "while conflict markers remain or a file does not compile); without a workspace, rewrite a patch that "
         "applies with offsets so its line numbers are exact.", "patchset refresh offload-fix --vllm 0.30.0"),
+    "upgrade": Verb(
+        "upgrade", "a new vLLM release as a branch worth a pull request: port, target, proof, body",
+        "Pick the newest release newer than every target (or --to V), port the series there, make it a target "
+        "once every patch carried, retired or ported, and with --prove run each carried or ported patch's tests "
+        "with and without it. --body FILE writes the pull request's Markdown. Conflict workspaces stay on the "
+        "branch, and validate fails until they are finished.", "patchset upgrade --prove --body pr.md"),
 }
 
 

@@ -5,7 +5,7 @@ import sys
 
 from patchset.cli.options import add_manifest, manifest_path
 from patchset.cli.registry import subparser
-from patchset.errors import EXIT_BAD_INPUT, EXIT_OK
+from patchset.errors import EXIT_BAD_INPUT, EXIT_FINDING, EXIT_OK
 from patchset.report import validate as render
 from patchset.verbs.validate import validate
 
@@ -23,4 +23,4 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(render.RENDERERS[args.format](report))
     if args.format == "text":
         sys.stderr.write(render.render_problems(report))
-    return EXIT_OK if report.ok else EXIT_BAD_INPUT
+    return EXIT_OK if report.ok else EXIT_BAD_INPUT if report.errors else EXIT_FINDING

@@ -16,8 +16,12 @@ def validate_doc(report: ValidateReport) -> dict:
         if report.truncated:
             out["truncated"] = True
         return out
-    return {"ok": True, "manifest": report.manifest, "patches": report.patches, "patch_files": report.files,
-            "hunks": report.hunks, "targets": report.targets}
+    out = {"ok": report.ok, "manifest": report.manifest, "patches": report.patches, "patch_files": report.files,
+           "hunks": report.hunks, "targets": report.targets}
+    if report.unresolved:  # unfinished port conflicts: a finding (exit 1), not bad input
+        out["unresolved"] = [{"file": e.file, "line": e.line, "patch": e.patch, "message": e.message,
+                              "hint": e.hint} for e in report.unresolved]
+    return out
 
 
 def render_json(report: ValidateReport) -> str:
@@ -34,7 +38,7 @@ def render_problems(report: ValidateReport) -> str:
     annotate each), then the count; empty when the manifest holds or the format is JSON."""
     if report.ok:
         return ""
-    lines = [str(error) for error in report.errors]
+    lines = [str(error) for error in [*report.errors, *report.unresolved]]
     lines.append(f"patchset validate: error: {report.summary()}")
     return "".join(f"{line}\n" for line in lines)
 

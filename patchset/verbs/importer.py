@@ -116,7 +116,7 @@ class ImportResult:
 
 def import_series(sources: Sequence[str], into: str | Path = ".", targets: Sequence[str] = (),
                   layout: str = "auto", *, dry_run: bool = False, force: bool = False,
-                  source: str = "pypi", ci: bool = False) -> ImportResult:
+                  source: str = "pypi", ci: bool = False, upgrade: bool = True) -> ImportResult:
     """Read the series, write the manifest and recipes (unless ``dry_run``), and check it on ``targets``;
     with ``ci``, also what ``patchset init`` writes beside a manifest (pre-commit entry, CI workflow)."""
     versions = _versions(targets)
@@ -127,7 +127,7 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
     if manifest_path.exists() and not force:
         raise SeriesImportError(f"{manifest_path} exists", hint="pass --force to replace it, or --into another folder")
     if ci:  # refused before anything is read or written, as init refuses
-        scaffold(into, versions, manifest=False, dry_run=True)
+        scaffold(into, versions, manifest=False, dry_run=True, upgrade=upgrade)
     entries, notes = read_sources(sources)
     trees = {v: open_source(source, v) for v in versions}
     plans = plan(entries, trees[versions[0]], layout, notes)
@@ -150,7 +150,7 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
         if not dry_run:
             result.written = _install(stage, into, [p.file for p in plans] + [DEFAULT_MANIFEST])
             if ci:
-                result.written += scaffold(into, versions, manifest=False).written
+                result.written += scaffold(into, versions, manifest=False, upgrade=upgrade).written
     return result
 
 

@@ -1,11 +1,12 @@
 """`patchset init`: what a fork needs to start carrying its vLLM backports with patchset.
 
-Three files, each what its tool expects: a starter ``patches.yaml`` (the schema modeline for editors,
+Four files, each what its tool expects: a starter ``patches.yaml`` (the schema modeline for editors,
 the pinned releases, no patches yet), a ``.pre-commit-config.yaml`` entry running ``patchset validate``
-on every commit, and ``.github/workflows/patchset.yml`` running the patchset action (check on every
-target, the proof per target, images on a GPU runner). It never overwrites: when any of them exists,
-nothing is written and the error names every one. ``patchset import --ci`` writes the two CI files
-beside an imported series with the same code.
+on every commit, ``.github/workflows/patchset.yml`` running the patchset action (check on every
+target, the proof per target, images on a GPU runner), and ``.github/workflows/patchset-upgrade.yml``
+(daily: ``patchset upgrade`` as one pull request per new vLLM release; ``upgrade=False`` leaves it
+out). It never overwrites: when any of them exists, nothing is written and the error names every one.
+``patchset import --ci`` writes the CI files beside an imported series with the same code.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from patchset.errors import PatchsetError
 #: from there. ``patchset init --action OWNER/NAME@REF`` points at a fork or a mirror instead.
 HOME = "vllm-patchset/patchset"
 WORKFLOW = ".github/workflows/patchset.yml"
+UPGRADE_WORKFLOW = ".github/workflows/patchset-upgrade.yml"
 PRE_COMMIT = ".pre-commit-config.yaml"
 SCHEMA_URL = f"https://raw.githubusercontent.com/{HOME}/main/patchset/data/manifest.schema.json"
 
@@ -87,14 +89,21 @@ repos:
 """
 
 
+def upgrade_workflow_text(action: str) -> str:
+    """The scheduled workflow that turns each new vLLM release into a pull request (docs/upgrade.md)."""
+    template = resources.files("patchset.data").joinpath("upgrade-workflow.yml").read_text(encoding="utf-8")
+    return template.replace("@ACTION@", action)
+
+
 def workflow_text(action: str, versions: Sequence[str]) -> str:
     template = resources.files("patchset.data").joinpath("workflow.yml").read_text(encoding="utf-8")
     return template.replace("@ACTION@", action).replace("@TARGETS@", ", ".join(versions))
 
 
 def scaffold(into: str | Path, versions: Sequence[str], *, action: str | None = None, manifest: bool = True,
-             dry_run: bool = False) -> InitResult:
-    """Write the starter files under ``into`` (the fork's repository), or none when any exists."""
+             dry_run: bool = False, upgrade: bool = True) -> InitResult:
+    """Write the starter files under ``into`` (the fork's repository), or none when any exists; ``upgrade``:
+    the scheduled upgrade workflow too."""
 
     if manifest and not versions:
         raise InitError("no target release", hint="name the pinned vLLM release(s): --vllm 0.29.0")
@@ -107,6 +116,8 @@ def scaffold(into: str | Path, versions: Sequence[str], *, action: str | None = 
         files[DEFAULT_MANIFEST] = manifest_text(versions)
     files[PRE_COMMIT] = pre_commit_text(action)
     files[WORKFLOW] = workflow_text(action, versions)
+    if upgrade:
+        files[UPGRADE_WORKFLOW] = upgrade_workflow_text(action)
     there = [rel for rel in files if os.path.lexists(into / rel)]
     if there:
         raise InitError(f"{', '.join(str(into / rel) for rel in there)} already "

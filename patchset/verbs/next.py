@@ -455,3 +455,60 @@ def _render(a: list[str], b: list[str], a0: int, b0: int, name_a: str, name_b: s
         out += ["-" + x for x in a[i1:i2]]
         out += ["+" + x for x in b[j1:j2]]
     return "\n".join(out) + "\n"
+
+
+# --- every newer release at once (`next --all`): how far behind the fork is ---------------------------------
+
+
+@dataclass
+class ReleaseStanding:
+    """One release newer than the targets: how many patches carry, are ported already, are upstream, need work."""
+
+    vllm: str
+    counts: dict[str, int]  # carries, ported, upstream, partly-upstream, needs-port, blocked
+    needs_work: list[str]  # ids, series order
+
+    @property
+    def ok(self) -> bool:
+        return not self.needs_work
+
+
+@dataclass
+class AllReleasesReport:
+    """The series on every release newer than the targets, newest last (``next --all``)."""
+
+    targets: list[str]
+    releases: list[ReleaseStanding]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.releases)
+
+
+COUNTED = ("carries", "ported", "upstream", "partly-upstream", "needs-port", "blocked")
+
+
+def every_newer_release(manifest: Manifest, *, pre: bool = False, source: str = "pypi",
+                        on_release: Callable[[str], None] | None = None,
+                        released: Sequence[str] | None = None) -> AllReleasesReport:
+    """:func:`next_release` on each release newer than every target, counted: ``ported`` is a carrying patch
+    whose file for that release is its own (a port made it), not the file of the target it comes from."""
+    newer = newer_releases(manifest, pre, released)
+    out = AllReleasesReport([t.version for t in manifest.targets], [])
+    for version in newer:
+        report = next_release(manifest, version, pre=pre, source=source, on_release=on_release, released=newer)
+        counts = dict.fromkeys(COUNTED, 0)
+        work = []
+        for np in report.patches:
+            word = str(np.status)
+            if np.status == NextStatus.CARRIES:
+                p = manifest.patch(np.id)
+                own = p.choice_for(version)
+                if own is not None and (np.from_release is None or p.choice_for(np.from_release) != own):
+                    word = "ported"
+            if word in counts:
+                counts[word] += 1
+            if not np.status.ok:
+                work.append(np.id)
+        out.releases.append(ReleaseStanding(version, counts, work))
+    return out

@@ -194,10 +194,12 @@ class Walk:
 
 def port(manifest: Manifest, to: str, *, from_release: str | None = None, only: Sequence[str] = (),
          workdir: str | Path | None = None, dry_run: bool = False, source: str = "pypi",
-         on_patch: Callable[[str], None] | None = None, on_plan: Callable[[str], None] | None = None) -> PortReport:
+         on_patch: Callable[[str], None] | None = None, on_plan: Callable[[str], None] | None = None,
+         scratch: bool = True) -> PortReport:
     """Port the series to ``to``; write the new patch files, the manifest and the workspaces unless dry_run.
 
-    ``on_plan`` sees the manifest's diff before anything is written.
+    ``on_plan`` sees the manifest's diff before anything is written. ``scratch``: the default workspaces'
+    folder ignores itself in git (``upgrade`` passes False: its branch carries them to the pull request).
     """
     start = time.monotonic()
     for pid in only:
@@ -226,7 +228,7 @@ def port(manifest: Manifest, to: str, *, from_release: str | None = None, only: 
     if on_plan:
         on_plan(report.manifest_diff)
     if not dry_run:
-        report.written = write(manifest, report, editor, walk, work)
+        report.written = write(manifest, report, editor, walk, work, scratch)
     report.seconds = time.monotonic() - start
     return report
 
@@ -707,11 +709,21 @@ def verify(text: str, p: Patch, before: dict[str, bytes | None], after: dict[str
 DIFF_START = re.compile(r"^(diff --git |Index: |--- (?!$))", re.M)
 
 
+def source_date() -> datetime.date:
+    """Today, or the day ``SOURCE_DATE_EPOCH`` names (reproducible-builds.org's variable): the upgrade workflow
+    sets it to its base commit's time, so a run on another day writes the same patch files and leaves the pull
+    request as it is."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch.isdigit():
+        return datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc).date()
+    return datetime.date.today()
+
+
 def header_of(patch_text: str, note: str | None = None, today: datetime.date | None = None) -> str:
     """The DEP-3 header of a patch file, Last-Update bumped and ``note`` added before it."""
     m = DIFF_START.search(patch_text)
     head = patch_text[:m.start()] if m else ""
-    day = (today or datetime.date.today()).isoformat()
+    day = (today or source_date()).isoformat()
     lines = head.splitlines(keepends=True)
     out: list[str] = []
     noted = note is None
@@ -749,7 +761,8 @@ def plan_manifest(manifest: Manifest, report: PortReport, walk: Walk) -> Manifes
     return editor
 
 
-def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: Walk, work: Path) -> list[str]:
+def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: Walk, work: Path,
+          scratch: bool = True) -> list[str]:
     """New patch files, the manifest and the workspaces; on any failure, none of the first two."""
     created: list[Path] = []
     written: list[str] = []
@@ -759,7 +772,7 @@ def write(manifest: Manifest, report: PortReport, editor: ManifestEditor, walk: 
                  if r.result == PortStatus.CONFLICT and r.workspace and r.id in walk.workspaces]
     for r in conflicts:
         _check_workspace(Path(r.workspace or ""), walk.workspaces[r.id][1])
-    if conflicts and work == manifest.base / DEFAULT_WORKDIR:
+    if conflicts and scratch and work == manifest.base / DEFAULT_WORKDIR:
         written += _ignored_by_git(work.parent)
     for r in conflicts:
         written += write_workspace(Path(r.workspace or ""), r, walk, report.to)
