@@ -339,7 +339,7 @@ def test_schema_and_targets_matrix_know_the_commit_form(history, tmp_path, capsy
     pinned = [m for m in matrix if "commit" in m]
     assert [(m["vllm"], m["commit"], m["git"]) for m in pinned] == [
         (pins(history)[r][0], history[1][r], str(history[0])) for r in ("0.29.0", "0.30.0")]
-    assert all(set(m) == {"vllm", "image"} for m in matrix if m not in pinned)
+    assert all(set(m) == {"vllm", "image", "no_proof", "untested"} for m in matrix if m not in pinned)
 
 
 def test_git_fetches_only_the_one_commit(history, tmp_path):
