@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 #: CUDA major → the oldest driver that runs every CUDA M.x release (NVIDIA's CUDA compatibility guide).
-MINIMUM = {11: (450, 80, 2), 12: (525, 60, 13), 13: (580, 65, 6)}
+MINIMUM = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
 #: CUDA major → the older driver branches CUDA forward compatibility supports for it (data-centre GPUs).
 FORWARD = {12: (470, 535), 13: (535, 570)}
 SWITCH = "VLLM_ENABLE_CUDA_COMPATIBILITY"
@@ -40,10 +40,6 @@ def version(text: str) -> tuple[int, ...] | None:
     """``580.65.06`` → (580, 65, 6); None for anything else."""
     found = re.match(r"\s*(\d+(?:\.\d+)*)", text or "")
     return tuple(int(p) for p in found[1].split(".")) if found else None
-
-
-def dotted(parts: tuple[int, ...]) -> str:
-    return ".".join(str(p) for p in parts)
 
 
 def host_driver(timeout: float = 30) -> str | None:
@@ -81,11 +77,11 @@ def preflight(driver: str | None, image: Mapping[str, str]) -> Preflight:
     have = version(driver)
     assert have is not None
     need = MINIMUM.get(cuda[0])
-    if need is None:
+    if need is None or version(need) is None:
         return Preflight(f"driver check: driver {driver}; CUDA {cuda_text} is not one this check knows",
                          warning=f"CUDA {cuda_text}: no driver minimum known to patchset; not checked")
-    if have >= need:
-        return Preflight(f"driver check: driver {driver} runs CUDA {cuda_text} (needs {dotted(need)} or newer)")
+    if have >= (version(need) or ()):
+        return Preflight(f"driver check: driver {driver} runs CUDA {cuda_text} (needs {need} or newer)")
     branch = have[0]
     if branch in FORWARD.get(cuda[0], ()):
         if image.get(SWITCH, "").strip().lower() in ("1", "true", "yes"):
@@ -93,13 +89,13 @@ def preflight(driver: str | None, image: Mapping[str, str]) -> Preflight:
                              f"compatibility, which the image switches on itself")
         if SWITCH in image:
             return Preflight(f"driver check: driver {driver} is older than CUDA {cuda_text} needs "
-                             f"({dotted(need)}); R{branch} runs it through CUDA forward compatibility: "
+                             f"({need}); R{branch} runs it through CUDA forward compatibility: "
                              f"{SWITCH}=1 (data-centre GPUs only)", env={SWITCH: "1"})
         return Preflight("", refuse=f"the host's driver {driver} is older than the image's CUDA {cuda_text} "
-                         f"needs ({dotted(need)} or newer), and the image has no {SWITCH} switch for "
+                         f"needs ({need} or newer), and the image has no {SWITCH} switch for "
                          f"CUDA forward compatibility",
-                         hint=f"update the runner's driver to {dotted(need)} or newer")
+                         hint=f"update the runner's driver to {need} or newer")
     return Preflight("", refuse=f"the host's driver {driver} is older than the image's CUDA {cuda_text} needs "
-                     f"({dotted(need)} or newer), and CUDA forward compatibility does not cover R{branch}"
+                     f"({need} or newer), and CUDA forward compatibility does not cover R{branch}"
                      + (f" (it covers R{', R'.join(map(str, FORWARD[cuda[0]]))})" if cuda[0] in FORWARD else ""),
-                     hint=f"update the runner's driver to {dotted(need)} or newer")
+                     hint=f"update the runner's driver to {need} or newer")

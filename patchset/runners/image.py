@@ -255,9 +255,10 @@ class ImageRunner:
         """The engine may not raise RLIMIT_MEMLOCK (dockerd without CAP_SYS_RESOURCE, e.g. inside a container):
         every later container keeps the engine's own limit, and the report says so."""
         del self.ulimits["memlock"]
-        self.warnings.append("the engine may not lift the memlock limit (" + refusal.strip().splitlines()[-1][-160:]
-                             + "): the test containers keep the engine's own; give dockerd an unlimited "
-                             "memlock (LimitMEMLOCK=infinity, or run it with CAP_SYS_RESOURCE)")
+        said = refusal[refusal.find("error setting rlimit"):].split(": unknown")[0]
+        self.warnings.append(f"the engine may not lift the memlock limit ({said}): the test containers keep the "
+                             "engine's own; give dockerd an unlimited memlock (LimitMEMLOCK=infinity, or run it "
+                             "with CAP_SYS_RESOURCE)")
         return self.run(config)
 
     def _remove(self, container: Container) -> None:
