@@ -121,8 +121,12 @@ class ExitWatch:
 
 
 def logs(container: Container) -> Any:
-    """The container's output as it comes, stdout and stderr together, in chunks of bytes."""
-    return container.logs(stream=True, follow=True, stdout=True, stderr=True)
+    """The container's output as it comes, stdout and stderr together, in chunks of bytes; nothing when the
+    container is already gone (one the engine removed on exit, before its output was asked for)."""
+    try:
+        return container.logs(stream=True, follow=True, stdout=True, stderr=True)
+    except docker.errors.NotFound:
+        return iter(())
 
 
 def wait(container: Container) -> int:

@@ -87,6 +87,8 @@ SHM_SIZE = "8g"
 ULIMITS = {"memlock": -1, "stack": 67108864}
 #: Seconds a container outlives its run's timeout before it stops itself (patchset killed outright).
 GRACE = 60
+#: Seconds to wait, once a container's output has ended, for the engine to say how it exited.
+REMOVAL_WAIT = 120
 _MEMLOCK_REFUSED = "rlimit type 8"  # runc's words when the engine may not raise RLIMIT_MEMLOCK
 
 
@@ -237,7 +239,7 @@ class ImageRunner:
                 timer.daemon = True
                 timer.start()
             tail = self._follow(container, config, config.workdir / "pytest.log")
-            status = exited.status()
+            status = exited.status(timeout=REMOVAL_WAIT)  # the output ends when it stops; removal follows
         finally:
             if timer:
                 timer.cancel()
