@@ -45,6 +45,14 @@ def test_the_runner_only_claims_an_accelerator_when_given_one():
     assert "no GPU" in ImageRunner("x").needs_accelerator_reason
 
 
+def test_device_cpu_with_gpus_is_the_gpu_container_with_vllm_on_the_cpu():
+    rehearsal = ImageRunner("x", gpus="all", device="cpu")
+    assert rehearsal.cpu and "--device cpu" in rehearsal.needs_accelerator_reason  # judged as a CPU run
+    assert ImageRunner("x").cpu and not ImageRunner("x", gpus="all").cpu
+    with pytest.raises(PatchsetError, match="--device 'gpu'"):
+        ImageRunner("x", device="gpu")
+
+
 # --- with an engine ---------------------------------------------------------------------------------
 
 
