@@ -261,8 +261,10 @@ def test_the_pristine_baseline_of_a_built_image_is_keyed_by_its_base_image(docke
 
     on_built, on_base = ImageRunner(built.tag, client=docker_client), ImageRunner(standin, client=docker_client)
     on_gpu = ImageRunner(built.tag, gpus="all", client=docker_client)
-    for runner in (on_built, on_base, on_gpu):
+    rehearsal = ImageRunner(built.tag, gpus="all", device="cpu", client=docker_client)
+    for runner in (on_built, on_base, on_gpu, rehearsal):
         runner.prepare("vllm", VERSION)
     base_digest = docker_engine.image_digest(docker_engine.get_image(docker_client, standin))
     assert runner_identity(on_built) == runner_identity(on_base) == f"image {base_digest} gpus="
     assert runner_identity(on_gpu) == f"image {base_digest} gpus=all"  # a GPU run is another baseline
+    assert runner_identity(rehearsal) == f"image {base_digest} gpus=all device=cpu"  # and vLLM on the CPU another
