@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 VLLM   ?= 0.29.0
 PYTEST_ARGS ?=
 
-.PHONY: setup dev check validate test lint engine image bench fuzz fuzz-diff clean
+.PHONY: setup dev check validate test lint engine image gpu-standin bench fuzz fuzz-diff clean
 
 # `make check` needs patchset and its own dependencies only; the dev extras (pytest, ruff, mypy,
 # pre-commit, hypothesis, ...) come with the targets that use them (test, lint, fuzz, bench).
@@ -62,6 +62,11 @@ lint: dev
 # make image VLLM=0.29.0 [BASE=...] [TAG=...]
 image: setup
 	$(BIN)/patchset build --vllm $(VLLM) $(if $(BASE),--base $(BASE)) $(if $(TAG),--tag $(TAG))
+
+# The GPU path less the device: `test --image … --gpus all --device cpu` on the CPU stand-in, through a private
+# dockerd whose stand-in nvidia-container-runtime-hook gives no device (tests/test_runners_image_gpu.py).
+gpu-standin: dev engine
+	PATCHSET_REQUIRE_DOCKER=1 $(BIN)/python -m pytest tests/test_runners_image_gpu.py -s $(PYTEST_ARGS)
 
 bench: dev
 	$(BIN)/python bench/run.py --cold $(BENCH_ARGS)

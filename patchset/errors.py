@@ -13,6 +13,12 @@ EXIT_BAD_INPUT = 2  # manifest, patch file, arguments, environment
 EXIT_INTERNAL = 3  # a bug in patchset: one line on stderr, the traceback in a file
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a tool stopped by Ctrl-C
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: stdout's reader left (`| head`)
+EXIT_TERMINATED = 143  # 128 + SIGTERM: a CI job cancelled or past its time
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is (the CLI's handler): every ``finally`` runs, as on Ctrl-C, so
+    a cancelled job removes its containers and scratch folders instead of dying with them in place."""
 
 
 class PatchsetError(Exception):

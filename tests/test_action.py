@@ -260,3 +260,106 @@ def test_targets_as_a_matrix_for_the_workflow(installed):
     assert not run.failed, run.log
     matrix = json.loads(Path(run.outputs["report"]).read_text())
     assert [row["vllm"] for row in matrix["include"]] == ["0.29.0", "0.30.0"]
+
+
+# -- the GPU jobs: the generated workflow's and images.yml's, their shell steps run as the runner runs them ---------
+
+DOCKER_STAND_IN = """#!/bin/sh
+# Records each call and what it read on stdin (a login's password): the steps are run up to the engine.
+printf '%s\\n' "$*" >> "{log}"
+case "$1" in login) printf 'stdin:%s\\n' "$(cat)" >> "{log}" ;; esac
+exit 0
+"""
+LOOKUP = re.compile(r"\$\{\{\s*([a-z]+(?:\.[A-Za-z0-9_-]+)+)\s*\}\}")
+
+
+def look_up(text: str, context: dict) -> str:
+    """The plain look-ups the GPU jobs' shell steps and job env use (anything else is left for the assert)."""
+    def value(m: re.Match) -> str:
+        v: object = context
+        for part in m.group(1).split("."):
+            v = v.get(part, "") if isinstance(v, dict) else ""
+        return str(v)
+
+    return LOOKUP.sub(value, text)
+
+
+def run_shell_steps(job: dict, context: dict, tmp_path: Path) -> list[str]:
+    """The job's ``run`` steps, in order, with the job's and each step's env, a recording ``docker`` first on
+    the PATH and bash as ``shell: bash`` runs it; the calls docker got."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir(exist_ok=True)
+    calls = tmp_path / "docker.log"
+    calls.write_text("")
+    (bin_ / "docker").write_text(DOCKER_STAND_IN.format(log=calls))
+    (bin_ / "docker").chmod(0o755)
+    job_env = {k: look_up(str(v), context) for k, v in (job.get("env") or {}).items()}
+    context = {**context, "env": job_env}
+    for i, step in enumerate(job["steps"]):
+        if "run" not in step or "patchset " in step["run"] or "pip install" in step["run"]:
+            continue  # actions, and the steps that install or run patchset (tested above, and by its own tests)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PATCHSET_", "GITHUB_"))}
+        env.update({"PATH": f"{bin_}{os.pathsep}{env['PATH']}", **job_env})
+        env.update({k: look_up(str(v), context) for k, v in (step.get("env") or {}).items()})
+        script = tmp_path / f"step{i}.sh"
+        script.write_text(look_up(step["run"], context))
+        assert "${{" not in script.read_text(), f"step {i}: an expression the runner would evaluate is left"
+        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env=env,
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, f"step {step.get('name', i)}: {done.stdout}{done.stderr}"
+    return calls.read_text().splitlines()
+
+
+def generated_gpu_job() -> dict:
+    from patchset.verbs.init import workflow_text
+
+    return load_yaml(workflow_text("owner/patchset@v1", ["0.29.0"]))["jobs"]["images"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(("base", "host"), [
+    ("vllm/vllm-openai:v0.29.0", None),  # Docker Hub: team/name has no registry part
+    ("ubuntu:24.04", None),
+    ("localhost:5000/team/vllm-openai:v0.29.0", "localhost:5000"),
+    ("mirror.internal/team/vllm-openai:v0.29.0", "mirror.internal"),
+    ("localhost/vllm-openai:v1", "localhost"),
+])
+def test_the_generated_gpu_job_logs_in_where_docker_would_pull_its_base(base, host, tmp_path):
+    job = generated_gpu_job()
+    context = {"matrix": {"vllm": "0.29.0", "image": base}, "github": {"workspace": str(tmp_path / "ws"),
+               "sha": "abc123"}, "secrets": {"REGISTRY_USER": "bot", "REGISTRY_PASSWORD": "s3cret"}}
+    calls = run_shell_steps(job, context, tmp_path)
+    login = ["login --username bot --password-stdin" + (f" {host}" if host else ""), "stdin:s3cret"]
+    assert calls == [*login, f"rmi patchset/vllm-openai:v0.29.0-abc123 {base}"]
+
+
+def test_the_generated_gpu_job_keeps_its_cache_proves_with_a_timeout_and_audits_whatever_the_tests_say(tmp_path):
+    job = generated_gpu_job()
+    workspace = tmp_path / "ws"
+    context = {"matrix": {"vllm": "0.29.0", "image": ""}, "github": {"workspace": str(workspace), "sha": "abc"},
+               "secrets": {}}
+    cache = Path(look_up(job["env"]["PATCHSET_CACHE"], context)).resolve()
+    assert not cache.is_relative_to(workspace), "checkout's clean would wipe a cache in the workspace"
+    (cached,) = [s for s in job["steps"] if s.get("uses", "").startswith("actions/cache@")]
+    assert Path(look_up(cached["with"]["path"], context)).resolve() == cache
+    by_command = {s["with"]["command"]: s for s in job["steps"] if s.get("uses") == "owner/patchset@v1"}
+    assert re.search(r"--gpus all --timeout \d+", by_command["test"]["with"]["args"])
+    assert "always()" in by_command["audit"]["if"] and "steps.build.outcome == 'success'" in by_command["audit"]["if"]
+    assert by_command["build"]["id"] == "build"
+    # No credentials: an anonymous pull, and the images still go when the job ends (always()).
+    assert run_shell_steps(job, context, tmp_path) == ["rmi patchset/vllm-openai:v0.29.0-abc"]
+    assert job["steps"][-1]["if"] == "${{ always() }}"
+
+
+@pytest.mark.parametrize(("repository", "host"), [("team/vllm-openai", None),
+                                                  ("registry.internal:443/team/vllm", "registry.internal:443")])
+def test_images_yml_logs_in_to_the_publishing_registry_docker_would_push_to(repository, host, tmp_path):
+    job = load_yaml((ROOT / ".github" / "workflows" / "images.yml").read_text())["jobs"]["image"]  # type: ignore[index]
+    tag = f"{repository}:v0.29.0-abc"
+    context = {"matrix": {"vllm": "0.29.0", "image": "vllm/vllm-openai:v0.29.0"}, "github": {"sha": "abc"},
+               "secrets": {"REGISTRY_USER": "bot", "REGISTRY_PASSWORD": "pw"}, "vars": {}}
+    job = {**job, "env": {**job["env"], "TAG": tag}}  # IMAGE_REPOSITORY set: `vars.X || 'default'` evaluated here
+    calls = run_shell_steps(job, context, tmp_path)
+    # The base's credentials are not set (anonymous pull); the publishing login names the registry as docker does.
+    assert calls == ["login --username bot --password-stdin" + (f" {host}" if host else ""), "stdin:pw",
+                     f"rmi {tag} vllm/vllm-openai:v0.29.0"]
+    assert "--timeout" in next(s["run"] for s in job["steps"] if "patchset test" in s.get("run", ""))

@@ -216,6 +216,33 @@ def test_an_interrupt_is_130_and_still_one_json_document(project, capsys, monkey
     assert json.loads(capsys.readouterr().out)["error"]["message"] == "interrupted"
 
 
+def test_sigterm_unwinds_like_an_interrupt_and_is_143(project, capsys, monkeypatch):
+    """A cancelled CI job's SIGTERM, really sent: the verb's clean-up runs (a second SIGTERM cannot cut it
+    short), the exit is 143 and JSON is still one document; the handler is put back afterwards."""
+    import os
+    import signal
+    import time
+
+    from patchset.cli import check as cli_check
+
+    cleaned = []
+
+    def cancelled(*args, **kwargs):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(10)  # the signal arrives here, in the middle of the work
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)  # ignored while cleaning up
+            cleaned.append(True)
+
+    monkeypatch.setattr(cli_check, "check", cancelled)
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["check", *SRC, "--format", "json"]) == 143
+    assert cleaned == [True]
+    assert json.loads(capsys.readouterr().out)["error"]["message"] == "terminated (SIGTERM)"
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 REPO = Path(__file__).resolve().parents[1]
 
 

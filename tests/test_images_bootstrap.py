@@ -53,3 +53,23 @@ def test_importing_the_bootstrap_runs_nothing():
     import patchset.images.bootstrap as bootstrap
 
     assert callable(bootstrap.main)
+
+
+def test_the_deadline_outlives_the_exec_into_pytest_and_ends_it(tmp_path):
+    """PATCHSET_DEADLINE: what stops a container whose patchset was killed. The alarm is armed before exec and
+    pytest leaves SIGALRM at its default, so a run that would sleep a minute ends after the deadline."""
+    import signal
+
+    site, boot, overlay, tree = (tmp_path / name for name in ("site", "boot", "overlay", "tree"))
+    for folder in (site / "pkg", boot / "files", overlay, tree):
+        folder.mkdir(parents=True)
+    (site / "pkg" / "__init__.py").write_text("")
+    (boot / "files.json").write_text(json.dumps({"package": "pkg", "write": [], "delete": []}))
+    (boot / "bootstrap.py").write_bytes(shipped("bootstrap.py").read_bytes())
+    (tree / "test_slow.py").write_text("import time\n\ndef test_hangs():\n    time.sleep(60)\n")
+    env = {**os.environ, "PYTHONPATH": f"{overlay}{os.pathsep}{site}", "PATCHSET_DEADLINE": "2"}
+    env.pop("PATCHSET_TEST_TOOLS", None)
+    out = subprocess.run([sys.executable, "-B", str(boot / "bootstrap.py"), str(boot), str(overlay),
+                          "-q", "-p", "no:cacheprovider", "test_slow.py"],
+                         cwd=tree, env=env, capture_output=True, text=True, check=False, timeout=55)
+    assert out.returncode == -signal.SIGALRM, out.stdout + out.stderr  # the alarm, not the sleep's end

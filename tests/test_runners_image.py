@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -10,10 +11,11 @@ from helpers import udiff, write_patch
 
 from patchset.core.manifest_load import load_manifest
 from patchset.errors import PatchsetError
+from patchset.images import containers
 from patchset.images.containers import device_requests
 from patchset.report import testreport
 from patchset.runners import RunConfig
-from patchset.runners.image import ImageRunner
+from patchset.runners.image import GRACE, ImageRunner
 from patchset.sources.local import DirSource
 from patchset.verbs import proof
 from patchset.verbs import test as vt
@@ -41,6 +43,14 @@ def test_gpus_values_map_to_device_requests():
 def test_the_runner_only_claims_an_accelerator_when_given_one():
     assert ImageRunner("x", gpus="all").needs_accelerator_reason is None
     assert "no GPU" in ImageRunner("x").needs_accelerator_reason
+
+
+def test_device_cpu_with_gpus_is_the_gpu_container_with_vllm_on_the_cpu():
+    rehearsal = ImageRunner("x", gpus="all", device="cpu")
+    assert rehearsal.cpu and "--device cpu" in rehearsal.needs_accelerator_reason  # judged as a CPU run
+    assert ImageRunner("x").cpu and not ImageRunner("x", gpus="all").cpu
+    with pytest.raises(PatchsetError, match="--device 'gpu'"):
+        ImageRunner("x", device="gpu")
 
 
 # --- with an engine ---------------------------------------------------------------------------------
@@ -87,6 +97,61 @@ def test_without_gpus_there_is_no_device_request(docker_client, standin, tmp_pat
         assert "VLLM_TARGET_DEVICE=cpu" in container.attrs["Config"]["Env"]
     finally:
         container.remove(force=True)
+
+
+def _spec(runner: ImageRunner, config: RunConfig) -> dict:
+    """What the engine says of the container ``runner`` makes for ``config``: its Config and HostConfig."""
+    container = runner.create(config)
+    try:
+        container.reload()
+        attrs = container.attrs
+    finally:
+        runner.close()
+    labels = dict(attrs["Config"]["Labels"])
+    labels["io.patchset.deadline"] = "<time>"  # seconds from now: differs between any two containers
+    return {"Env": sorted(attrs["Config"]["Env"]), "Labels": labels,
+            **{k: attrs["Config"][k] for k in ("Entrypoint", "Cmd", "WorkingDir", "NetworkDisabled")},
+            **{k: v for k, v in attrs["HostConfig"].items()}}
+
+
+def _differences(a: dict, b: dict) -> dict:
+    return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+@pytest.mark.docker
+def test_the_gpu_path_makes_the_cpu_paths_container_but_for_the_device(docker_client, standin, tmp_path):
+    """The container `test --image --gpus all` makes differs from the CPU path's in the device alone: the
+    device request, and the device choice (VLLM_TARGET_DEVICE=cpu, the accelerator-only cleanup skipped)."""
+    config = _config(tmp_path, timeout=600)
+    specs = {}
+    for name, kw in {"cpu": {}, "gpu": {"gpus": "all"}, "rehearsal": {"gpus": "all", "device": "cpu"}}.items():
+        runner = ImageRunner(standin, client=docker_client, **kw)
+        runner.prepare("vllm", VERSION)
+        specs[name] = _spec(runner, config)
+    cpu, gpu, rehearsal = specs["cpu"], specs["gpu"], specs["rehearsal"]
+    device_choice = {"VLLM_TARGET_DEVICE=cpu", "PATCHSET_SKIP_GLOBAL_CLEANUP=1"}
+    assert _differences(cpu, gpu).keys() == {"Env", "DeviceRequests"}
+    assert set(cpu["Env"]) - set(gpu["Env"]) == device_choice
+    assert set(gpu["Env"]) - set(cpu["Env"]) == {"PATCHSET_SKIP_GLOBAL_CLEANUP=0"}
+    # --gpus all --device cpu (how the GPU path is rehearsed without a GPU): the GPU's container, vLLM on the CPU.
+    assert _differences(rehearsal, gpu).keys() == {"Env"}
+    assert set(rehearsal["Env"]) ^ set(gpu["Env"]) == device_choice | {"PATCHSET_SKIP_GLOBAL_CLEANUP=0"}
+
+    env = dict(e.split("=", 1) for e in gpu["Env"])
+    # 1. offline Hugging Face, as on the CPU path (the GPU path had none: 96.6 s a test retrying the Hub)
+    assert {env["HF_HUB_OFFLINE"], env["TRANSFORMERS_OFFLINE"], env["HF_HOME"]} == {"1", "/patchset/hf"}
+    # 2. a private /dev/shm of 8 GiB (not Docker's 64 MB) and the ulimits vLLM's containers get
+    assert gpu["ShmSize"] == 8 << 30 and gpu["IpcMode"] == "private"
+    assert {u["Name"]: (u["Soft"], u["Hard"]) for u in gpu["Ulimits"]} == {
+        "memlock": (-1, -1), "stack": (67108864, 67108864)}
+    # 3. removed by the engine when it exits, stopped by its own deadline, owned and swept by patchset
+    assert gpu["AutoRemove"] is True and gpu["Init"] is True
+    assert env["PATCHSET_DEADLINE"] == str(600 + GRACE)
+    assert gpu["Labels"]["io.patchset.owner"].split(":")[1] == str(os.getpid())
+    # 5. bytecode in a tmpfs of the container, never in the image and never switched off
+    assert env["PYTHONPYCACHEPREFIX"] == "/patchset/pycache" and "/patchset/pycache" in gpu["Tmpfs"]
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    assert not docker_client.containers.list(all=True, filters={"label": "io.patchset.owner=" + containers.owner()})
 
 
 @pytest.mark.docker
@@ -196,8 +261,10 @@ def test_the_pristine_baseline_of_a_built_image_is_keyed_by_its_base_image(docke
 
     on_built, on_base = ImageRunner(built.tag, client=docker_client), ImageRunner(standin, client=docker_client)
     on_gpu = ImageRunner(built.tag, gpus="all", client=docker_client)
-    for runner in (on_built, on_base, on_gpu):
+    rehearsal = ImageRunner(built.tag, gpus="all", device="cpu", client=docker_client)
+    for runner in (on_built, on_base, on_gpu, rehearsal):
         runner.prepare("vllm", VERSION)
     base_digest = docker_engine.image_digest(docker_engine.get_image(docker_client, standin))
     assert runner_identity(on_built) == runner_identity(on_base) == f"image {base_digest} gpus="
     assert runner_identity(on_gpu) == f"image {base_digest} gpus=all"  # a GPU run is another baseline
+    assert runner_identity(rehearsal) == f"image {base_digest} gpus=all device=cpu"  # and vLLM on the CPU another

@@ -19,8 +19,10 @@ import json
 import os
 import platform
 import re
+import signal
 import sys
 import tempfile
+import threading
 import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -29,7 +31,15 @@ from patchset import __version__
 from patchset.cli import progress
 from patchset.cli.registry import VERBS as _REGISTRY
 from patchset.cli.registry import help_texts
-from patchset.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, PatchsetError, UsageError
+from patchset.errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    PatchsetError,
+    Terminated,
+    UsageError,
+)
 from patchset.report.common import error_doc
 
 # Each verb module has add_parser(subparsers) and run(args) -> exit code; names and help live in .registry.
@@ -93,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # JSON goes through a buffer, so that an error after a partial write still leaves one document.
     buffer = io.StringIO()
     try:
-        with contextlib.redirect_stdout(buffer) if as_json else contextlib.nullcontext():
+        with contextlib.redirect_stdout(buffer) if as_json else contextlib.nullcontext(), _sigterm_unwinds():
             args = build_parser(verb).parse_args(argv)
             progress.install(verb, quiet=args.quiet, verbose=args.verbose)
             try:
@@ -104,8 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _one_document(buffer.getvalue())
     except PatchsetError as e:
         return _refuse(prog, e, as_json)
-    except KeyboardInterrupt:
-        return _interrupted(prog, as_json)
+    except KeyboardInterrupt as e:
+        return _interrupted(prog, as_json, terminated=isinstance(e, Terminated))
     except BrokenPipeError:
         return _reader_gone()
     except SystemExit:  # --help, --version: argparse has printed what was asked
@@ -165,11 +175,31 @@ def _reader_gone() -> int:
     return EXIT_BROKEN_PIPE
 
 
-def _interrupted(prog: str, as_json: bool) -> int:
-    print(f"{prog}: interrupted", file=sys.stderr)
+def _interrupted(prog: str, as_json: bool, *, terminated: bool = False) -> int:
+    word = "terminated (SIGTERM)" if terminated else "interrupted"
+    print(f"{prog}: {word}", file=sys.stderr)
     if as_json:
-        sys.stdout.write(error_document({"file": None, "line": None, "message": "interrupted", "hint": None}))
-    return EXIT_INTERRUPTED
+        sys.stdout.write(error_document({"file": None, "line": None, "message": word, "hint": None}))
+    return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds():
+    """SIGTERM (a cancelled CI job, ``timeout``, ``docker stop``) raises :class:`Terminated` in the main thread,
+    so the clean-up a Ctrl-C gets runs for it too; a second SIGTERM during that clean-up is ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _internal(prog: str, e: BaseException, as_json: bool) -> int:

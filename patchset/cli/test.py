@@ -23,6 +23,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     where.add_argument("--image", metavar="IMAGE", type=image_reference,
                        help="run inside a container of IMAGE (Docker)")
     p.add_argument("--gpus", metavar="all", help="with --image: the GPUs to give the container (docker --gpus)")
+    p.add_argument("--device", choices=("auto", "cpu"),
+                   help="with --image: vLLM's device in the container; cpu sets VLLM_TARGET_DEVICE=cpu (the "
+                        "default without --gpus), auto lets vLLM find the GPU (the default with --gpus). "
+                        "--gpus all --device cpu rehearses the GPU path's container on a machine without a GPU")
     p.add_argument("--patch", action="append", default=[], metavar="ID",
                    help="prove only this patch (repeatable; default: every patch)")
     add_manifest(p)
@@ -94,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     options = verb.ProofOptions(patch_ids=tuple(args.patch), suites=not args.no_suites, timeout=args.timeout,
                                 rebaseline=args.rebaseline, progress=progress, jobs=args.jobs)
     report = verb.prove_release(manifest, args.vllm, source=args.source, image=args.image, gpus=args.gpus,
-                                workdir=Path(args.workdir) if args.workdir is not None else None, options=options)
+                                workdir=Path(args.workdir) if args.workdir is not None else None, options=options,
+                                device=args.device)
     if args.junit:
         Path(args.junit).write_text(testreport.render_junit(report))
     sys.stdout.write(testreport.RENDERERS[args.format](report))

@@ -5,6 +5,10 @@ Standalone (the image has no patchset; only the standard library): the image run
 symlink farm of the image's installed package under ``OVERLAY`` (a tmpfs), replaces or removes
 the configuration's files in it (``BOOT/files.json``, ``BOOT/files/``) together with their
 bytecode, and runs pytest with the farm first on ``PYTHONPATH``: the image itself never changes.
+
+``PATCHSET_DEADLINE`` (seconds) arms an alarm first: it survives the ``exec`` into pytest, and
+SIGALRM ends pytest (and with it the container, ``docker-init`` being PID 1) when nobody is left
+to stop it, e.g. when patchset itself was killed.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import sys
 
 
@@ -61,6 +66,9 @@ def main() -> None:
     replace(boot, top, spec["write"], spec["delete"])
     print(f"patchset: {package} from {installed}, {len(spec['write'])} files replaced, "
           f"{len(spec['delete'])} removed", flush=True)
+    deadline = os.environ.get("PATCHSET_DEADLINE", "")
+    if deadline.isdigit() and int(deadline) > 0:
+        signal.alarm(int(deadline))  # kept across exec(); pytest leaves SIGALRM at its default: the end
     tools = os.environ.get("PATCHSET_TEST_TOOLS")
     if tools:
         # pytest & co from the host go *after* site-packages: the image's own packages always win.

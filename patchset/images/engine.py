@@ -130,6 +130,16 @@ def image_digest(image: Image) -> str:
     return local_id(image)
 
 
+def image_env(image: Image) -> dict[str, str]:
+    """The image's own environment (``ENV``) and labels, labels first: what its definition says it is."""
+    config = image.attrs.get("Config") or {}
+    out = {str(k): str(v) for k, v in (config.get("Labels") or {}).items()}
+    for item in config.get("Env") or []:
+        name, _, value = str(item).partition("=")
+        out[name] = value
+    return out
+
+
 def local_id(image: Image) -> str:
     """The local image id (``sha256:...``): every image the engine describes has one."""
     return str(image.attrs["Id"])

@@ -39,16 +39,26 @@ def write_hf_home(hf_home: Path) -> Path:
     return hf_home
 
 
-def cpu_env(hf_home: Path) -> dict[str, str]:
-    """Environment for upstream tests on a CPU-only machine (see shared facts: without these 82 error).
+def offline_env(hf_home: Path) -> dict[str, str]:
+    """Hugging Face offline, reading the shipped configs: every runner and device, GPU containers included.
+
+    A container has no network: without these each test that builds a ``ModelConfig`` retries the Hub
+    until it gives up (96.6 s a test, measured on the image path, docs/records/images.md).
+    """
+    return {"HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def device_env(*, cpu: bool) -> dict[str, str]:
+    """The device choice, the one thing a CPU run sets that a GPU run does not.
 
     VLLM_TARGET_DEVICE=cpu: otherwise vLLM picks no platform and refuses the
-    hybrid KV cache manager many offload tests configure.
+    hybrid KV cache manager many offload tests configure. The plugin's
+    PATCHSET_SKIP_GLOBAL_CLEANUP skips the accelerator-only cleanup fixture.
     """
-    return {
-        "VLLM_TARGET_DEVICE": "cpu",
-        "HF_HOME": str(hf_home),
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        **junit_env(skip_global_cleanup=True),
-    }
+    return {"VLLM_TARGET_DEVICE": "cpu", **junit_env(skip_global_cleanup=True)} if cpu else \
+        junit_env(skip_global_cleanup=False)
+
+
+def cpu_env(hf_home: Path) -> dict[str, str]:
+    """Environment for upstream tests on a CPU-only machine (see shared facts: without these 82 error)."""
+    return {**offline_env(hf_home), **device_env(cpu=True)}

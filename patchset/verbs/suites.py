@@ -179,7 +179,9 @@ def runner_identity(runner: Runner) -> str:
     if image is not None:
         labels = image.attrs.get("Config", {}).get("Labels") or {}
         digest = labels.get(BASE_DIGEST_LABEL) or docker_engine.image_digest(image)
-        return f"image {digest} gpus={getattr(runner, 'gpus', None) or ''}"
+        gpus = getattr(runner, "gpus", None) or ""
+        # A GPU container told to run vLLM on the CPU (--device cpu) is another baseline than the GPU's.
+        return f"image {digest} gpus={gpus}" + (" device=cpu" if gpus and getattr(runner, "cpu", False) else "")
     return f"{runner.name} {runner.needs_accelerator_reason or 'accelerator'}"
 
 

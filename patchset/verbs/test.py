@@ -157,10 +157,11 @@ def _negative_verdict(passed: list[str], without_fix: ConfigRun) -> tuple[Verdic
 # --- the verb ------------------------------------------------------------------------------------------
 
 
-def make_runner(image: str | None = None, gpus: str | None = None) -> Runner:
-    """The image runner for ``image`` (Docker, ``gpus`` as ``docker --gpus``), else the venv runner (CPU)."""
+def make_runner(image: str | None = None, gpus: str | None = None, device: str | None = None) -> Runner:
+    """The image runner for ``image`` (Docker, ``gpus`` as ``docker --gpus``, vLLM's ``device`` in it),
+    else the venv runner (CPU)."""
     if image:
-        return ImageRunner(image, gpus=gpus)
+        return ImageRunner(image, gpus=gpus, device=device)
 
     return VenvRunner()
 
@@ -185,7 +186,7 @@ def side_by_side(runner: Runner, asked: int | None, runs: int) -> int:
 
 def prove_release(manifest: Manifest, vllm: str, *, source: str = "pypi", image: str | None = None,
                   gpus: str | None = None, workdir: Path | None = None,
-                  options: ProofOptions | None = None) -> ProofReport:
+                  options: ProofOptions | None = None, device: str | None = None) -> ProofReport:
     """:func:`prove` on the release ``vllm`` names, with the runner and the pristine source (``pypi``,
     ``dir:PATH``) named; in ``workdir`` (kept), else in a temporary folder removed afterwards."""
 
@@ -195,7 +196,9 @@ def prove_release(manifest: Manifest, vllm: str, *, source: str = "pypi", image:
         manifest.patch(pid)  # an unknown id is bad input before anything is fetched or built
     if gpus and not image:
         raise PatchsetError("--gpus needs --image: the venv runner runs on the CPU")
-    runner = make_runner(image, gpus)
+    if device and not image:
+        raise PatchsetError("--device needs --image: the venv runner runs on the CPU")
+    runner = make_runner(image, gpus, device)
     if isinstance(runner, VenvRunner):  # a commit target's venv holds the wheel built from it (docs/pinned.md)
         runner.wheel = target_wheel(manifest, manifest.target(version))
     options.progress(f"vLLM {version}: getting the pristine tree ({source}) ...")

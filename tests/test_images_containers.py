@@ -1,0 +1,56 @@
+"""Test containers: who owns them, and the sweep that removes what a killed run left (a real engine)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from patchset.images import containers
+
+pytest_plugins = ["conftest_docker"]
+
+
+def test_this_process_owns_what_it_labels_and_an_ended_one_is_gone():
+    me = containers.owner()
+    host, pid, started = me.rsplit(":", 2)
+    assert host == socket.gethostname() and pid == str(os.getpid()) and started.isdigit()
+    assert not containers.owner_gone(me)
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    assert containers.owner_gone(f"{host}:{ended.pid}:{started}")
+    assert containers.owner_gone(f"{host}:{os.getpid()}:{int(started) + 1}")  # the id, reused by a later process
+    assert not containers.owner_gone(f"another-host:{ended.pid}:{started}")  # not ours to say
+    assert not containers.owner_gone("garbage")
+
+
+@pytest.mark.docker
+def test_the_sweep_removes_a_killed_runs_containers_and_spares_live_ones(docker_client, standin):
+    label = f"io.patchset.test-sweep-{uuid.uuid4().hex[:8]}"
+    host, _, started = containers.owner().rsplit(":", 2)
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    now = int(time.time())
+    kinds = {
+        "live": {containers.OWNER_LABEL: containers.owner(), containers.DEADLINE_LABEL: str(now + 600)},
+        "killed": {containers.OWNER_LABEL: f"{host}:{ended.pid}:{started}", containers.DEADLINE_LABEL: str(now + 600)},
+        "elsewhere": {containers.OWNER_LABEL: f"other:{ended.pid}:1", containers.DEADLINE_LABEL: str(now + 600)},
+        "expired": {containers.OWNER_LABEL: f"other:{ended.pid}:1", containers.DEADLINE_LABEL: str(now - 1)},
+        "unowned": {},  # made before containers had owners: removed once it is not running
+    }
+    made = {}
+    try:
+        for name, labels in kinds.items():
+            made[name] = docker_client.containers.create(standin, entrypoint=["true"], network_disabled=True,
+                                                         labels={label: name, **labels})
+        removed = set(containers.sweep(docker_client, label))
+        assert removed == {made[n].name for n in ("killed", "expired", "unowned")}
+        left = {c.labels[label] for c in docker_client.containers.list(all=True, filters={"label": label})}
+        assert left == {"live", "elsewhere"}
+    finally:
+        for c in docker_client.containers.list(all=True, filters={"label": label}):
+            c.remove(force=True)
