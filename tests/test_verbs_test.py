@@ -466,7 +466,7 @@ def test_cli_runs_the_verb_and_exits_by_the_verdicts(project, monkeypatch, capsy
           patch: recipes/watermark.patch
           tests: ["tests/test_watermark.py::test_final_sampled_token_is_not_offloaded"]
         """)
-    monkeypatch.setattr(vt, "make_runner", lambda image, gpus: VenvRunner(
+    monkeypatch.setattr(vt, "make_runner", lambda image, gpus, device=None: VenvRunner(
         PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False))
     junit = tmp_path / "out.xml"
     code = main(["test", "--vllm", "1.0", "--venv", "--manifest", str(manifest), "--source", f"dir:{src}",
