@@ -162,13 +162,33 @@ def test_hunk_bodies_are_read_by_their_counts_and_split_on_newline_only():
     assert len(pf.files) == 1  # the "-- " mail signature after the hunk is not a line of it
 
 
-def test_a_diff_converted_to_crlf_as_a_whole_is_refused():
-    text = udiff("vllm/a.py", "x\ny\n", "x\nz\n").replace("\n", "\r\n")
+@needs_patch
+def test_a_diff_converted_to_crlf_as_a_whole_is_read_as_gnu_patch_reads_it(tmp_path):
+    """Issue 38: a format-patch mail saved with CRLF endings. GNU patch strips the CRs ("Stripping trailing CRs
+    from patch") and writes LF lines; git apply refuses it (with --ignore-whitespace it writes CRs into the added
+    lines). patchset reads it as GNU does, and says so (``crlf``: the check warns, naming the file)."""
+    before, after = "x\ny\nw\n", "x\nz\nw\n"
+    text = ("Subject: a fix\n\n" + udiff("vllm/a.py", before, after)).replace("\n", "\r\n")
+    pf = parse(text)
+    assert pf.crlf and "recipes/x.patch: every line ends in CRLF" in pf.crlf_warning
+    assert list(pf.hunks[0].keys) == [b"x\n", b"y\n", b"z\n", b"w\n"]
+    ours = apply_patch({"vllm/a.py": before.encode()}, pf)
+    rc, log, gnu = gnu_patch(tmp_path, {"vllm/a.py": before.encode()}, text, "-F0")
+    assert rc == 0 and "Stripping trailing CRs" in log and ours.files["vllm/a.py"] == gnu["vllm/a.py"] == after.encode()
+    assert git_apply(tmp_path, {"vllm/a.py": before.encode()}, text)[0] != 0
+    rc, _, git = git_apply(tmp_path, {"vllm/a.py": before.encode()}, text, "--ignore-whitespace")
+    assert rc == 0 and git["vllm/a.py"] == b"x\nz\r\nw\n"  # the other reading: not the one taken
+    # On a file with CRLF lines, the stripped reading does not match: GNU patch fails it too.
+    crlf_file = before.replace("\n", "\r\n").encode()
+    assert not apply_patch({"vllm/a.py": crlf_file}, pf).ok
+    assert gnu_patch(tmp_path, {"vllm/a.py": crlf_file}, text, "-F0")[0] != 0
+    # Only some lines in CRLF (its own header lines among them): the tools disagree, so it is refused.
+    mixed = udiff("vllm/a.py", before, after).replace("\n", "\r\n", 3)
     with pytest.raises(PatchFileError, match="GNU patch would strip the CRs, git apply would keep them"):
-        parse(text)
+        parse(mixed)
     # A diff of CRLF files keeps its CRs on the content lines only: that one is read as it is.
     pf = parse(udiff("vllm/a.py", "x\r\ny\r\n", "x\r\nz\r\n"))
-    assert [ln.key for ln in pf.hunks[0].lines] == [b"x\r\n", b"y\r\n", b"z\r\n"]
+    assert [ln.key for ln in pf.hunks[0].lines] == [b"x\r\n", b"y\r\n", b"z\r\n"] and not pf.crlf
 
 
 def test_a_non_git_diff_between_two_names_edits_the_new_one():

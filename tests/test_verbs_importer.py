@@ -556,3 +556,127 @@ def test_nested_patch_folders_need_a_series_and_keep_their_paths_in_the_ids(pris
     (tmp_path / "p" / "series").write_text("sub0/__init__.py.patch\nsub1/__init__.py.patch\n")
     result = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION])
     assert result.ok and [p.id for p in result.patches] == ["sub0-__init__.py", "sub1-__init__.py"]
+
+
+MONO = "training/rl/vllm_src"  # a monorepo keeps vLLM's tree three folders down, as a training-recipes project did
+
+
+def mono_mail(pristine: Path, rel: str, n: int, *, prefix: str = MONO) -> tuple[str, str]:
+    """A git format-patch mail made in a monorepo that holds vLLM's tree under ``prefix``, and the file after it."""
+    text = (pristine / "vllm" / rel).read_text()
+    after = insert_after(text, middle(text), f"# monorepo fix {n}")
+    diff = udiff(f"{prefix}/vllm/{rel}", text, after)
+    return mail(f"{n}" * 40, f"rl: fix {n}", "For the trainer.", diff), after
+
+
+def test_a_monorepo_prefix_is_found_at_the_strip_that_names_every_file(pristine, tmp_path):
+    """Issue 38: `a/<dir>/<dir>/<dir>/vllm/...` took neither repo nor package layout and every hunk failed; the
+    strip at which every file exists is found (4), and the check agrees with `patch -p4 -F0` and `git apply -p4`
+    on the same bytes."""
+    (tmp_path / "p").mkdir()
+    rels = candidates(pristine)[17:19]
+    afters = {}
+    for n, rel in enumerate(rels, 1):
+        text, afters["vllm/" + rel] = mono_mail(pristine, rel, n)
+        (tmp_path / "p" / f"000{n}-rl-fix-{n}.patch").write_text(text)
+    result = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION])
+    assert result.ok and {(p.strip, p.root) for p in result.patches} == {(4, "")}, result.notes
+    assert "layout: {strip: 4, root: \"\"}" in (tmp_path / "out" / "patches.yaml").read_text()
+    files = result.check.targets[0].files
+    for tool in (["patch", "-p4", "-F0", "--batch", "-i"], ["git", "apply", "-p4"]):
+        work = tmp_path / tool[0]
+        for rel in rels:
+            (work / "vllm" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(pristine / "vllm" / rel, work / "vllm" / rel)
+        for f in sorted((tmp_path / "p").iterdir()):
+            subprocess.run([*tool, str(f)], cwd=work, check=True, capture_output=True)
+        assert {path: (work / path).read_text() for path in afters} == afters
+        assert {path: files[path].decode() for path in afters} == afters
+
+
+def test_where_no_layout_names_every_file_the_note_says_which_strip_names_what(pristine, tmp_path, capsys):
+    rels = candidates(pristine)[19:21]
+    one, _ = mono_mail(pristine, rels[0], 1)
+    typo = one.replace(f"{MONO}/vllm/{rels[0]}", f"{MONO}/vllm/{rels[0][:-3]}_tpyo.py")
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "typo.patch").write_text(typo)
+    two, _ = mono_mail(pristine, rels[1], 2)
+    (tmp_path / "p" / "both.patch").write_text(two.replace("-- \n2.43.0", "") + udiff(
+        f"{MONO}/vllm/{rels[0]}", "a\n", "b\n").replace(f"{MONO}/vllm/{rels[0]}", f"{MONO}/vllm/no_such_file.py"))
+    (tmp_path / "p" / "series").write_text("both.patch\ntypo.patch\n")
+    result = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION], dry_run=True)
+    assert not result.ok
+    assert (f"both.patch: no layout names every file it changes in vLLM {VERSION}: --layout strip=4 names 1 of 2 "
+            f"(not vllm/no_such_file.py); kept that one") in "\n".join(result.notes)
+    assert (f"typo.patch: no layout names a file it changes in vLLM {VERSION} (tried strip 0 to "
+            f"{rels[0].count('/') + 5}, under the repository root and under vllm/)") in "\n".join(result.notes)
+    # Told a strip that names nothing: kept as told, and the note and the check say which one would.
+    assert main(["import", str(tmp_path / "p" / "both.patch"), "--into", str(tmp_path / "told"), "--target",
+                 VERSION, "--layout", "strip=2"]) == 1
+    out = capsys.readouterr().out
+    assert "its paths read with --layout strip=2 do not name every file it changes in vLLM 0.29.0" in out
+    assert f"vllm/{rels[1]} exists: its paths have 2 more leading components: strip: 4" in out
+    assert "layout: {strip: 2, root: \"\"}" in (tmp_path / "told" / "patches.yaml").read_text()
+    for bad in ("strip=", "strip=2,root=../x", "p4"):
+        assert main(["import", str(tmp_path / "p"), "--into", str(tmp_path / "bad"), "--target", VERSION,
+                     "--layout", bad]) == 2
+        assert "unknown layout" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+
+
+def test_crlf_mails_in_a_monorepo_are_adopted_as_gnu_patch_reads_them(pristine, tmp_path, capsys):
+    """Issue 38's walk: format-patch mails under a monorepo prefix, two of them saved with CRLF endings, named by
+    a series. They are read as GNU patch reads them (CRs stripped, with a warning naming each file), the recipes
+    keep their bytes (a CRLF DEP-3 header where one is written), and the tree is GNU's."""
+    rels = candidates(pristine)[21:24]
+    (tmp_path / "p").mkdir()
+    afters = {}
+    for n, rel in enumerate(rels, 1):
+        text, afters["vllm/" + rel] = mono_mail(pristine, rel, n)
+        data = text.encode()
+        (tmp_path / "p" / f"000{n}-fix.patch").write_bytes(data.replace(b"\n", b"\r\n") if n > 1 else data)
+    (tmp_path / "p" / "series").write_text("".join(f"000{n}-fix.patch\n" for n in (1, 2, 3)))
+    out = tmp_path / "out"
+    assert main(["import", str(tmp_path / "p" / "series"), "--into", str(out), "--target", VERSION]) == 0
+    said = capsys.readouterr().out
+    for n in (2, 3):
+        assert f"recipes/fix-{n}/000{n}-fix.patch: every line ends in CRLF: read with the CRs stripped" in said
+        recipe = (out / "recipes" / f"fix-{n}" / f"000{n}-fix.patch").read_bytes()
+        assert recipe.startswith(b"Description: rl: fix " + str(n).encode() + b"\r\n") and b"\n" not in \
+            recipe.replace(b"\r\n", b"")
+    assert "fix/0001-fix.patch: every line" not in said
+    work = tmp_path / "gnu"
+    for rel in rels:
+        (work / "vllm" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(pristine / "vllm" / rel, work / "vllm" / rel)
+    for n in (1, 2, 3):
+        subprocess.run(["patch", "-p4", "-F0", "--batch", "-i", str(tmp_path / "p" / f"000{n}-fix.patch")],
+                       cwd=work, check=True, capture_output=True)
+    assert {path: (work / path).read_text() for path in afters} == afters
+    m = load_manifest(out / "patches.yaml")
+    assert [p.title for p in m.patches] == ["rl: fix 1", "rl: fix 2", "rl: fix 3"]
+    assert main(["check", "--manifest", str(out / "patches.yaml"), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sum("every line ends in CRLF" in w for w in doc["targets"][0]["warnings"]) == 2
+
+
+def test_an_error_in_a_patch_file_names_that_file_and_its_own_line(pristine, tmp_path, capsys):
+    """Issue 38: a bad hunk at line 13 of a patch named by a series was reported as `patches/series:1:13` (JSON
+    file "patches/series:1"); it is the patch file's line 13, and a mail further down an mbox is named at the
+    line of the mbox it stands on."""
+    (tmp_path / "p").mkdir()
+    bad = "A note.\n\n" + "\n" * 8 + "--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n"
+    assert bad.splitlines()[12].startswith("@@")  # line 13
+    (tmp_path / "p" / "bad.patch").write_text(bad)
+    (tmp_path / "p" / "series").write_text("bad.patch\n")
+    assert main(["import", str(tmp_path / "p" / "series"), "--into", str(tmp_path / "o"), "--target", VERSION,
+                 "--format", "json"]) == 2
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert (err["file"], err["line"]) == (str(tmp_path / "p" / "bad.patch"), 13)
+    rel = candidates(pristine)[24]
+    good, _ = mono_mail(pristine, rel, 1, prefix=".")
+    second = mail("2" * 40, "broken", "Cut.", "--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n")
+    (tmp_path / "p" / "two.mbox").write_text(good + second)
+    at = (good + second).splitlines().index("@@ -1,3 +1,3 @@") + 1
+    assert main(["import", str(tmp_path / "p" / "two.mbox"), "--into", str(tmp_path / "o"), "--target",
+                 VERSION]) == 2
+    assert f"two.mbox:{at}: malformed hunk" in capsys.readouterr().err

@@ -9,7 +9,7 @@ from patchset.cli.options import add_dry_run, add_source
 from patchset.cli.registry import subparser
 from patchset.errors import EXIT_FINDING, EXIT_OK
 from patchset.report import importer as render
-from patchset.verbs.importer import LAYOUTS, import_series
+from patchset.verbs.importer import import_series
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -20,9 +20,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--into", default=".", metavar="DIR", help="where patches.yaml and recipes/ go (default: .)")
     p.add_argument("--target", action="append", default=[], metavar="V",
                    help="a pinned vLLM release to target (repeatable; at least one)")
-    p.add_argument("--layout", choices=tuple(LAYOUTS), default="auto",
+    p.add_argument("--layout", default="auto", metavar="auto|repo|package|strip=N[,root=DIR]",
                    help="patch paths: repo (a/vllm/...), package (a/v1/..., patch -d site-packages/vllm), "
-                        "or auto: whichever finds every file in the first target's tree (default)")
+                        "strip=N[,root=DIR] (as patch -pN, e.g. strip=3 for a/<dir>/<dir>/vllm/...), or auto: "
+                        "the strip and root that find every file in the first target's tree (default)")
     add_dry_run(p, "show the manifest and the check, write nothing")
     p.add_argument("--force", action="store_true", help="replace an existing patches.yaml and recipe files")
     p.add_argument("--ci", action="store_true",

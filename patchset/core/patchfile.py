@@ -7,7 +7,9 @@ created), ignores git's ``copy``/mode headers, splits on every character
 Python calls a line break (form feeds, ``\\x1c``, U+2028 ...), and takes a
 removed line ``-- x`` inside a hunk for a file header. So:
 
-* bytes are split on ``\\n`` only; a ``\\r`` before it is part of the line;
+* bytes are split on ``\\n`` only; a ``\\r`` before it is part of the line, except in a patch whose
+  every line ends in CRLF (an editor or a mailer converted it whole): that one is read with its CRs
+  stripped, as GNU patch reads it (``PatchFile.crlf`` says so, for a warning);
 * hunk bodies are read by the counts in their ``@@`` header, so ``-- x`` and
   ``++ x`` inside a hunk are content; a hunk longer or shorter than its
   header is refused, naming its line;
@@ -180,6 +182,14 @@ class PatchFile:
     sha256: str
     header: dict[str, str] = field(default_factory=dict)
     files: tuple[FilePatch, ...] = ()
+    crlf: bool = False  # every line ended in CRLF: read with the CRs stripped, as GNU patch does
+
+    @property
+    def crlf_warning(self) -> str:
+        """What a check says of a CRLF patch file ('' for any other)."""
+        return (f"{self.path}: every line ends in CRLF: read with the CRs stripped, as GNU patch does (git apply "
+                "refuses it unless --ignore-whitespace, and then writes CRs into the added lines); a file it "
+                "changes with CRLF lines does not match it") if self.crlf else ""
 
     @property
     def hunks(self) -> list[Hunk]:
@@ -199,6 +209,13 @@ def split_lines(data: bytes) -> list[bytes]:
     if parts[-1]:
         out.append(parts[-1])
     return out
+
+
+def all_crlf(data: bytes) -> bool:
+    """Whether every line of ``data`` that ends ends in CRLF (the last one may have no end)."""
+    if b"\r\n" not in data:
+        return False
+    return data.count(b"\n") == data.count(b"\r\n")
 
 
 def read_patch(path: str | Path, *, strip: int = 1, root: str = "", display: str | None = None) -> PatchFile:
@@ -236,7 +253,7 @@ _MARSHAL = f"{sys.implementation.cache_tag}:{marshal.version}"  # marshal's form
 
 def _kept(pf: PatchFile) -> tuple:
     """``pf`` as plain values, without its path (the caller's name for it)."""
-    return (pf.sha256, tuple(pf.header.items()),
+    return (pf.sha256, pf.crlf, tuple(pf.header.items()),
             tuple((f.old_path, f.new_path, f.line, f.copy, f.old_mode, f.new_mode,
                    tuple((h.number, h.line, h.source_start, h.source_length, h.target_start, h.target_length,
                           h.kinds, h.keys, h.section) for h in f.hunks)) for f in pf.files))
@@ -248,12 +265,12 @@ def _unkept(data: bytes | None, name: str, digest: str) -> PatchFile | None:
     if data is None or hashlib.sha256(data[32:]).digest() != data[:32]:
         return None
     try:
-        sha, header, files = marshal.loads(data[32:])
-        if sha != digest:
+        sha, crlf, header, files = marshal.loads(data[32:])
+        if sha != digest or type(crlf) is not bool:
             return None
         pf = PatchFile(name, sha, dict(header), tuple(
             FilePatch(old, new, tuple(Hunk(*h) for h in hunks), line, copy, old_mode, new_mode)
-            for old, new, line, copy, old_mode, new_mode, hunks in files))
+            for old, new, line, copy, old_mode, new_mode, hunks in files), crlf)
     except (EOFError, ValueError, TypeError):
         return None
     return pf if _parser_shaped(pf) else None
@@ -278,13 +295,15 @@ def _parser_shaped(pf: PatchFile) -> bool:
 
 
 def parse_patch(data: bytes, *, name: str, strip: int = 1, root: str = "") -> PatchFile:
-    raw_lines = split_lines(data)
+    crlf = all_crlf(data)
+    raw_lines = split_lines(data.replace(b"\r\n", b"\n") if crlf else data)
     _refuse_binary(raw_lines, name)
     files = _Reader(raw_lines, name, strip, root).read()
     if not files:
         raise PatchFileError("contains no diff", file=name, hint="expected '--- a/...' and '+++ b/...' lines")
     header = _dep3(line.decode("utf-8", errors="surrogateescape").removesuffix("\n") for line in raw_lines)
-    return PatchFile(path=name, sha256=hashlib.sha256(data).hexdigest(), header=header, files=tuple(files))
+    return PatchFile(path=name, sha256=hashlib.sha256(data).hexdigest(), header=header, files=tuple(files),
+                     crlf=crlf)
 
 
 def parse_dep3(text: str) -> dict[str, str]:
@@ -397,15 +416,17 @@ class _Reader:
         return s
 
     def refuse_crlf_headers(self) -> None:
-        """A diff whose own header lines end in CRLF was converted as a whole (an editor, a mailer).
+        """A diff whose own header lines end in CRLF, where not every line of the file does (a file wholly in
+        CRLF is read with its CRs stripped before it gets here, as GNU patch reads it).
 
         GNU patch then strips every CR from its lines and git apply keeps them: the two tools write
         different files from it, so it is refused rather than guessed.
         """
         if self.lines[self.i].endswith(b"\r\n") and self.lines[self.i + 1].endswith(b"\r\n"):
-            raise self.error("the diff's own lines end in CRLF: GNU patch would strip the CRs, git apply "
-                             "would keep them", self.i + 1, "convert the patch file to LF line endings "
-                             "(dos2unix); a diff of CRLF files keeps its CRs only on the content lines")
+            raise self.error("the diff's own lines end in CRLF but not every line of the file does: GNU patch "
+                             "would strip the CRs, git apply would keep them", self.i + 1,
+                             "convert the patch file to LF line endings (dos2unix); a diff of CRLF files keeps its "
+                             "CRs only on the content lines")
 
     def mode(self, s: _Section, what: bytes, mode: int) -> None:
         if mode & 0o170000 != REGULAR:

@@ -159,6 +159,7 @@ def evaluate_release(manifest: Manifest, version: str, source: Source,
         source.prefetch(wanted)
     pristine = {path: source.read(path) for path in wanted}
     walk = _Walk(version, source, pristine, dict(pristine), exclude)
+    walk.warnings += [pf.crlf_warning for pf in loaded.values() if pf.crlf]
     results: list[PatchResult] = []
     for p in manifest.patches:
         r = _evaluate_one(walk, p, loaded.get(p.id), load_errors.get(p.id))
@@ -410,6 +411,10 @@ def _layout_hint(path: str, source: Source, strip: int, root: str, *, guess_pack
                (tail, f"its paths have one more leading component: strip: {strip + 1}"),
                ("vllm/" + tail if tail and not root and guess_package else "",
                 f"package layout with one more leading component: root: vllm, strip: {strip + 1}")]
+    # A monorepo keeps vLLM under folders of its own (a/<dir>/<dir>/vllm/...): more components to drop.
+    parts = path.split("/")
+    options += [("/".join(parts[k:]), f"its paths have {k} more leading components: strip: {strip + k}")
+                for k in range(2, len(parts) - 1)]
     for candidate, why in options:
         if candidate and candidate != path and source.read(candidate) is not None:
             return f"; {candidate} exists: {why}"
