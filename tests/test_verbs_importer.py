@@ -680,3 +680,36 @@ def test_an_error_in_a_patch_file_names_that_file_and_its_own_line(pristine, tmp
     assert main(["import", str(tmp_path / "p" / "two.mbox"), "--into", str(tmp_path / "o"), "--target",
                  VERSION]) == 2
     assert f"two.mbox:{at}: malformed hunk" in capsys.readouterr().err
+
+
+def test_import_ci_takes_an_action_and_its_files_name_import(pristine, tmp_path, monkeypatch, capsys):
+    """Issue 38: `import --ci` wrote `@main` six times with no way to change it, and a header saying `patchset
+    init` wrote the files. It takes init's --action; without one, a release pins its own tag and a development
+    build says the files use @main and how to pin them."""
+    from patchset.verbs import importer, init
+
+    rel = candidates(pristine)[25]
+    text = (pristine / "vllm" / rel).read_text()
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "a.patch").write_text(udiff(rel, text, insert_after(text, 9, "# a")))
+    into = tmp_path / "out"
+    assert main(["import", str(tmp_path / "p"), "--into", str(into), "--target", VERSION, "--ci",
+                 "--action", "me/patchset@v9.9.9"]) == 0
+    workflow = (into / init.WORKFLOW).read_text()
+    assert workflow.count("uses: me/patchset@v9.9.9") == 6 and "@main" not in workflow
+    assert "Written by `patchset import`" in workflow
+    hooks = (into / init.PRE_COMMIT).read_text()
+    assert "rev: v9.9.9" in hooks and "written by `patchset import`" in hooks
+    assert "is not a release" not in capsys.readouterr().out
+    assert main(["import", str(tmp_path / "p"), "--into", str(tmp_path / "x"), "--target", VERSION,
+                 "--action", "me/patchset@v1"]) == 2  # without --ci it would write nothing with it
+    assert "it goes with --ci" in capsys.readouterr().err and not (tmp_path / "x").exists()
+    dev = import_series([str(tmp_path / "p")], tmp_path / "dev", [VERSION], ci=True, dry_run=True)
+    if "dev" in importer.__version__ or "+" in importer.__version__:
+        assert any("is not a release; pin a tag or commit with --action" in n for n in dev.notes)
+    monkeypatch.setattr(init, "__version__", "1.4.2")  # an installed release
+    monkeypatch.setattr(importer, "__version__", "1.4.2")
+    released = import_series([str(tmp_path / "p")], tmp_path / "rel", [VERSION], ci=True)
+    assert released.ok and not any("not a release" in n for n in released.notes)
+    assert (tmp_path / "rel" / init.WORKFLOW).read_text().count(f"uses: {init.HOME}@v1.4.2") == 6
+    assert f"rev: v1.4.2" in (tmp_path / "rel" / init.PRE_COMMIT).read_text()

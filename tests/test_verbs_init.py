@@ -83,3 +83,14 @@ def test_a_missing_manifest_names_init_and_import(tmp_path, monkeypatch, capsys)
     assert main(["check"]) == 2
     err = capsys.readouterr().err
     assert "patchset init" in err and "patchset import" in err
+
+
+def test_a_malformed_action_is_bad_input_and_the_header_names_init(repo, capsys):
+    for bad in ("me/patchset", "patchset@v1", "me/patchset@", "me/p atchset@v1"):
+        assert main(["init", "--vllm", "0.29.0", "--action", bad]) == 2
+        assert "is not OWNER/NAME@REF" in capsys.readouterr().err
+    assert list(repo.iterdir()) == [repo / ".git"]
+    assert main(["init", "--vllm", "0.29.0", "--dry-run", "--action", "me/patchset/sub@0123abc"]) == 0
+    out = capsys.readouterr().out
+    assert "uses: me/patchset/sub@0123abc" in out and "repo: https://github.com/me/patchset\n" in out
+    assert "Written by `patchset init`" in out and "written by `patchset init`" in out

@@ -105,6 +105,7 @@ class Target:
 
     version: str
     image: str | None = None
+    line: int = 0  # where the manifest names it (0: unknown)
 
 
 @dataclass(frozen=True)

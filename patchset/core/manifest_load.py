@@ -296,7 +296,7 @@ class _Loader:
         if image is not None and not isinstance(image, str):
             self.fail(f"target {version}: image must be an image reference, not {image!r}",
                       yamlnodes.line_of(settings, "image"), hint='e.g. image: "vllm/vllm-openai:v0.29.0"')
-        return Target(version=version, image=image)
+        return Target(version=version, image=image, line=line)
 
     def patches(self, d: yamlnodes.Mapping, strip: int, root: str, targets: tuple[Target, ...]) -> tuple[Patch, ...]:
         items = d.get("patches")

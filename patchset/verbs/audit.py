@@ -64,7 +64,8 @@ from patchset.images.engine import (
     split_reference,
 )
 from patchset.images.engine import pull as pull_image
-from patchset.sources import Source, open_source
+from patchset.sources import Source
+from patchset.verbs.trees import open_release
 
 
 class FixStatus(Word):
@@ -178,7 +179,7 @@ def audit_image(client: Client, manifest: Manifest, ref: str, *, source: str = "
         except InvalidVersion:
             version = install.version
         try:
-            pristine = pristine or open_source(source, version, project=manifest.pypi, tag=manifest.tag)
+            pristine = pristine or open_release(manifest, source, version)
             expected = evaluate_release(manifest, version, pristine)
         except PatchsetError as e:
             result.error = f"no pristine vLLM {version} to compare with: {e}"

@@ -12,9 +12,10 @@ from patchset.core.moved import PyIndex
 from patchset.core.patchfile import Hunk
 from patchset.core.series import Loads, ReleaseResult, evaluate_release, load_patches, paths_to_read
 from patchset.errors import PatchsetError
-from patchset.sources import Source, open_source, python_files
+from patchset.sources import Source, python_files
 from patchset.sources.local import DirSource
 from patchset.verbs.deps import DepsReport, merge
+from patchset.verbs.trees import open_release
 
 __all__ = ["CheckReport", "check", "evaluate_release", "releases_to_check"]
 
@@ -54,7 +55,7 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
     for version in releases_to_check(manifest, versions):
         if on_release:
             on_release(version)
-        trees.append((version, open_source(source, version, project=manifest.pypi, tag=manifest.tag)))
+        trees.append((version, open_release(manifest, source, version)))
 
     loads: Loads = {}  # each patch file read once for every release (before any fork: children share it)
     _stream_cold(manifest, trees, loads)

@@ -24,7 +24,7 @@ from patchset.core.manifest import Manifest
 from patchset.core.patchfile import FilePatch, Hunk, PatchFile
 from patchset.core.series import PatchStatus, ReleaseResult, evaluate_release
 from patchset.errors import PatchsetError
-from patchset.sources import open_source
+from patchset.verbs.trees import open_release
 
 
 class DepsError(PatchsetError):
@@ -71,7 +71,7 @@ class DepsReport:
 def deps(manifest: Manifest, version: str | None = None, source: str = "pypi") -> DepsReport:
     """The dependency graph of the series on ``version`` (default: the first target)."""
     version = manifest.target(version).version if version else manifest.targets[0].version
-    tree = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
+    tree = open_release(manifest, source, version)
     result = evaluate_release(manifest, version, tree)
     return compare(manifest, result, infer_edges(manifest, result))
 

@@ -33,6 +33,7 @@ from pathlib import Path
 import git
 from packaging.version import InvalidVersion, Version
 
+from patchset import __version__
 from patchset.core.manifest import DEFAULT_MANIFEST, PATCH_SUFFIXES
 from patchset.core.manifest_load import load_manifest
 from patchset.core.patchfile import PatchFile, all_crlf, parse_dep3, parse_patch
@@ -41,7 +42,7 @@ from patchset.errors import PatchFileError, PatchFileErrors, PatchsetError
 from patchset.sources import Source, open_source
 from patchset.verbs.check import CheckReport
 from patchset.verbs.deps import Edge, infer_edges
-from patchset.verbs.init import scaffold
+from patchset.verbs.init import default_action_ref, scaffold
 from patchset.verbs.validate import validate
 
 LAYOUTS = {"auto": ("", "vllm"), "repo": ("",), "package": ("vllm",)}
@@ -153,18 +154,24 @@ class ImportResult:
 
 def import_series(sources: Sequence[str], into: str | Path = ".", targets: Sequence[str] = (),
                   layout: str = "auto", *, dry_run: bool = False, force: bool = False,
-                  source: str = "pypi", ci: bool = False) -> ImportResult:
+                  source: str = "pypi", ci: bool = False, action: str | None = None) -> ImportResult:
     """Read the series, write the manifest and recipes (unless ``dry_run``), and check it on ``targets``;
-    with ``ci``, also what ``patchset init`` writes beside a manifest (pre-commit entry, CI workflow)."""
+    with ``ci``, also what ``patchset init`` writes beside a manifest (pre-commit entry, CI workflow), using
+    the patchset ``action`` (``OWNER/NAME@REF``; default: this patchset's release)."""
     versions = _versions(targets)
     told = parse_layout(layout)
     into = Path(into)
     manifest_path = into / DEFAULT_MANIFEST
     if manifest_path.exists() and not force:
         raise SeriesImportError(f"{manifest_path} exists", hint="pass --force to replace it, or --into another folder")
+    if action is not None and not ci:
+        raise SeriesImportError("--action names the action the CI files use: it goes with --ci")
     if ci:  # refused before anything is read or written, as init refuses
-        scaffold(into, versions, manifest=False, dry_run=True)
+        scaffold(into, versions, manifest=False, dry_run=True, action=action, verb="import")
     entries, notes = read_sources(sources)
+    if ci and action is None and default_action_ref(__version__).endswith("@main"):
+        notes.append(f"the CI files use {default_action_ref(__version__)}: this patchset ({__version__}) is not a "
+                     "release; pin a tag or commit with --action OWNER/NAME@REF")
     trees = {v: open_source(source, v) for v in versions}
     plans = plan(entries, trees[versions[0]], told, notes, versions[0])
     _refuse_clobber(into, plans, force)
@@ -186,7 +193,7 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
         if not dry_run:
             result.written = _install(stage, into, [p.file for p in plans] + [DEFAULT_MANIFEST])
             if ci:
-                result.written += scaffold(into, versions, manifest=False).written
+                result.written += scaffold(into, versions, manifest=False, action=action, verb="import").written
     return result
 
 

@@ -11,6 +11,7 @@ beside an imported series with the same code.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -25,6 +26,8 @@ from patchset.errors import PatchsetError
 HOME = "vllm-patchset/patchset"
 WORKFLOW = ".github/workflows/patchset.yml"
 PRE_COMMIT = ".pre-commit-config.yaml"
+#: ``OWNER/NAME@REF`` (a GitHub action may live in a sub-folder: ``OWNER/NAME/PATH@REF``).
+ACTION_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_./-]+)?@[A-Za-z0-9_./-]+")
 SCHEMA_URL = f"https://raw.githubusercontent.com/{HOME}/main/patchset/data/manifest.schema.json"
 
 
@@ -73,11 +76,13 @@ patches: []
 """
 
 
-def pre_commit_text(action: str) -> str:
+def pre_commit_text(action: str, verb: str = "init") -> str:
     repo, _, rev = action.partition("@")
+    repo = "/".join(repo.split("/")[:2])  # the hooks are at the repository's root, whatever folder the action is in
     return f"""\
-# pre-commit (https://pre-commit.com): `pre-commit install` once, then every commit that touches the
-# series is validated offline; `pre-commit run patchset-check --hook-stage manual` checks every hunk.
+# pre-commit (https://pre-commit.com), written by `patchset {verb}`: `pre-commit install` once, then every
+# commit that touches the series is validated offline; `pre-commit run patchset-check --hook-stage manual`
+# checks every hunk.
 repos:
   - repo: https://github.com/{repo}
     rev: {rev or "main"}
@@ -87,26 +92,30 @@ repos:
 """
 
 
-def workflow_text(action: str, versions: Sequence[str]) -> str:
+def workflow_text(action: str, versions: Sequence[str], verb: str = "init") -> str:
     template = resources.files("patchset.data").joinpath("workflow.yml").read_text(encoding="utf-8")
-    return template.replace("@ACTION@", action).replace("@TARGETS@", ", ".join(versions))
+    return template.replace("@ACTION@", action).replace("@TARGETS@", ", ".join(versions)).replace("@VERB@", verb)
 
 
 def scaffold(into: str | Path, versions: Sequence[str], *, action: str | None = None, manifest: bool = True,
-             dry_run: bool = False) -> InitResult:
-    """Write the starter files under ``into`` (the fork's repository), or none when any exists."""
+             dry_run: bool = False, verb: str = "init") -> InitResult:
+    """Write the starter files under ``into`` (the fork's repository), or none when any exists; their
+    headers name ``verb`` (``init``, or ``import`` writing them beside an imported series)."""
 
     if manifest and not versions:
         raise InitError("no target release", hint="name the pinned vLLM release(s): --vllm 0.29.0")
     into = Path(into)
     if into.exists() and not into.is_dir():
         raise InitError(f"{into} is not a folder", hint="run it in the fork's repository, or pass --into DIR")
+    if action is not None and not ACTION_REF.fullmatch(action):
+        raise InitError(f"--action {action!r} is not OWNER/NAME@REF",
+                        hint=f"e.g. --action {HOME}@v1.0.0, or a fork or mirror of it at a tag or commit")
     action = action or default_action_ref(__version__)
     files: dict[str, str] = {}
     if manifest:
         files[DEFAULT_MANIFEST] = manifest_text(versions)
-    files[PRE_COMMIT] = pre_commit_text(action)
-    files[WORKFLOW] = workflow_text(action, versions)
+    files[PRE_COMMIT] = pre_commit_text(action, verb)
+    files[WORKFLOW] = workflow_text(action, versions, verb)
     there = [rel for rel in files if os.path.lexists(into / rel)]
     if there:
         raise InitError(f"{', '.join(str(into / rel) for rel in there)} already "

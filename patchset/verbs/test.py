@@ -65,10 +65,10 @@ from patchset.runners.pytestrun import (
     slug,
 )
 from patchset.runners.venv import VenvRunner
-from patchset.sources import open_source
 from patchset.sources.local import import_name
 from patchset.verbs.proof import PatchVerdict, ProofOptions, ProofReport, SuiteResult, Verdict
 from patchset.verbs.suites import SuiteJob, pristine_baseline, run_suite
+from patchset.verbs.trees import open_release
 
 SERIES = "series"
 _T = TypeVar("_T")
@@ -197,7 +197,7 @@ def prove_release(manifest: Manifest, vllm: str, *, source: str = "pypi", image:
         raise PatchsetError("--gpus needs --image: the venv runner runs on the CPU")
     runner = make_runner(image, gpus)
     options.progress(f"vLLM {version}: getting the pristine tree ({source}) ...")
-    tree = open_source(source, version, project=manifest.pypi, tag=manifest.tag)
+    tree = open_release(manifest, source, version)
 
     def in_(folder: Path) -> ProofReport:
         return prove(manifest, version, runner, tree, workdir=folder, options=options)
