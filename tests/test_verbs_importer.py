@@ -712,4 +712,4 @@ def test_import_ci_takes_an_action_and_its_files_name_import(pristine, tmp_path,
     released = import_series([str(tmp_path / "p")], tmp_path / "rel", [VERSION], ci=True)
     assert released.ok and not any("not a release" in n for n in released.notes)
     assert (tmp_path / "rel" / init.WORKFLOW).read_text().count(f"uses: {init.HOME}@v1.4.2") == 6
-    assert f"rev: v1.4.2" in (tmp_path / "rel" / init.PRE_COMMIT).read_text()
+    assert "rev: v1.4.2" in (tmp_path / "rel" / init.PRE_COMMIT).read_text()
