@@ -207,15 +207,15 @@ def test_a_path_no_layout_finds_fails_naming_it(tmp_path):
 
 
 def test_only_tests_are_skipped_and_only_on_a_source_without_tests(tmp_path):
-    diff = udiff(MOD, PRISTINE, FIRST) + udiff("tests/test_sched.py", "old\n", "new\n")
+    diff = udiff(MOD, PRISTINE, FIRST) + udiff("tests/test_sequence.py", "old\n", "new\n")  # a real 0.29.0 file
     m = load_manifest(one_patch(tmp_path, diff))
     r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))  # a tree without tests/
     assert r.patch("p").status == "applies"
-    assert r.patch("p").skipped == ("tests/test_sched.py",)
+    assert r.patch("p").skipped == ("tests/test_sequence.py",)
     with_tests = tree(tmp_path, "u", PRISTINE)
     (with_tests.root / "tests").mkdir()
     r = evaluate_release(m, "0.29.0", with_tests)
-    assert r.patch("p").status == "failed" and "tests/test_sched.py: not in" in r.patch("p").message
+    assert r.patch("p").status == "failed" and "tests/test_sequence.py: not in" in r.patch("p").message
 
 
 def test_some_hunks_in_the_release_is_partly_upstream(tmp_path):
