@@ -406,7 +406,7 @@ def test_cli_bad_input_exits_2_and_writes_nothing(pristine, tmp_path, capsys):
 def test_every_patch_file_that_cannot_be_read_is_named_in_one_run(pristine, tmp_path, capsys):
     """Dynamo's patch folder held two files that end one blank context line short: one run names both, in the
     line and in JSON, so the maintainer mends them together; nothing is written. Each at the line of the user's
-    own file (3), not of the recipe import would write with a DEP-3 header above the diff (5, before)."""
+    own file where it is cut (6), not of the recipe import would write with a DEP-3 header above the diff (8)."""
     (tmp_path / "p").mkdir()
     short = "--- a/vllm/{0}.py\n+++ b/vllm/{0}.py\n@@ -1,3 +1,4 @@\n a\n+b\n c\n"
     (tmp_path / "p" / "01-one.patch").write_text(short.format("one"))
@@ -415,12 +415,13 @@ def test_every_patch_file_that_cannot_be_read_is_named_in_one_run(pristine, tmp_
     out = tmp_path / "out"
     assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION]) == 2
     err = capsys.readouterr().err
-    assert "01-one.patch:3: malformed hunk: its header says -3 +4 lines but it has -2 +3: the patch file ends 1 " \
-        "context line(s) short" in err and err.rstrip().endswith(f"[and 1 more: {tmp_path / 'p' / '03-two.patch'}:3]")
+    assert "01-one.patch:6: malformed hunk: the patch file ends here, inside the hunk @@ -1,3 +1,4 @@: it is cut " \
+        "short (its header says -3 +4 lines, it has -2 +3); 1 context line(s) short" in err and err.rstrip().endswith(
+            f"[and 1 more: {tmp_path / 'p' / '03-two.patch'}:6]")
     assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION, "--format", "json"]) == 2
     doc = json.loads(capsys.readouterr().out)["error"]
     assert doc["file"].endswith("01-one.patch") and [(m["file"], m["line"]) for m in doc["more"]] == \
-        [(str(tmp_path / "p" / "03-two.patch"), 3)]
+        [(str(tmp_path / "p" / "03-two.patch"), 6)]
     assert not out.exists()
 
 
@@ -661,8 +662,8 @@ def test_crlf_mails_in_a_monorepo_are_adopted_as_gnu_patch_reads_them(pristine, 
 
 def test_an_error_in_a_patch_file_names_that_file_and_its_own_line(pristine, tmp_path, capsys):
     """Issue 38: a bad hunk at line 13 of a patch named by a series was reported as `patches/series:1:13` (JSON
-    file "patches/series:1"); it is the patch file's line 13, and a mail further down an mbox is named at the
-    line of the mbox it stands on."""
+    file "patches/series:1"); it is the patch file's own line (16, where the file cuts the hunk short), and a
+    mail further down an mbox is named at the line of the mbox it stands on."""
     (tmp_path / "p").mkdir()
     bad = "A note.\n\n" + "\n" * 8 + "--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n"
     assert bad.splitlines()[12].startswith("@@")  # line 13
@@ -671,7 +672,7 @@ def test_an_error_in_a_patch_file_names_that_file_and_its_own_line(pristine, tmp
     assert main(["import", str(tmp_path / "p" / "series"), "--into", str(tmp_path / "o"), "--target", VERSION,
                  "--format", "json"]) == 2
     err = json.loads(capsys.readouterr().out)["error"]
-    assert (err["file"], err["line"]) == (str(tmp_path / "p" / "bad.patch"), 13)
+    assert (err["file"], err["line"]) == (str(tmp_path / "p" / "bad.patch"), 16)
     rel = candidates(pristine)[24]
     good, _ = mono_mail(pristine, rel, 1, prefix=".")
     second = mail("2" * 40, "broken", "Cut.", "--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n")

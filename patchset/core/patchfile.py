@@ -495,28 +495,45 @@ class _Reader:
             self.i += 1
             marked = True
         if old != old_want or new != new_want:
-            raise self.short(at, old_want, new_want, old, new)
+            raise self.short(at, old_want, new_want, old, new, kinds)
+        self.refuse_cut_line(at, marked)
         self.after_hunk(at, old_want, new_want, kinds, keys, marked)
         self.number += 1
         return Hunk(number=self.number, line=at, source_start=int(m.group(1)), source_length=old_want,
                     target_start=int(m.group(3)), target_length=new_want, kinds=kinds, keys=tuple(keys),
                     section=m.group(5).decode("utf-8", errors="surrogateescape").strip())
 
-    def short(self, at: int, old_want: int, new_want: int, old: int, new: int) -> PatchFileError:
-        """A hunk with fewer lines than its header says. Where the patch file ends inside it and only context
-        is missing (as many lines on both sides), its trailing blank context lines were most likely stripped
-        (an editor, a paste): GNU patch assumes so ("blank lines got chopped") and applies it where the file
-        holds blank lines there, git apply refuses it as corrupt. patchset refuses it as git apply does, and
-        says which lines are missing."""
+    def short(self, at: int, old_want: int, new_want: int, old: int, new: int, kinds: str) -> PatchFileError:
+        """A hunk with fewer lines than its header says. Where the patch file ends inside it, it is cut short
+        there (git apply refuses it as corrupt). Where only a few context lines are missing after its changes
+        (as many on both sides), they may be trailing blank lines an editor stripped: GNU patch assumes so
+        ("blank lines got chopped"), and the hint says so; a hunk cut before its changes, or missing more
+        context than a diff writes, was cut (a paste, a download)."""
         said = f"malformed hunk: its header says -{old_want} +{new_want} lines but it has -{old} +{new}"
         missing = old_want - old
-        if self.i >= len(self.lines) and missing == new_want - new > 0:
-            return self.error(f"{said}: the patch file ends {missing} context line(s) short, most likely trailing "
-                              "blank lines that were stripped (GNU patch assumes so and reads them as blank "
-                              "context; git apply refuses the patch as corrupt)", at,
-                              f"restore the {missing} blank context line(s) (a single space each) at the end of "
-                              "the file, or regenerate the patch")
+        if self.i >= len(self.lines):  # named at the file's last line, where it is cut
+            end, header = len(self.lines), self.lines[at - 1].rstrip(b"\r\n").decode("utf-8", "replace")[:80]
+            said = (f"malformed hunk: the patch file ends here, inside the hunk {header}: it is cut short (its "
+                    f"header says -{old_want} +{new_want} lines, it has -{old} +{new})")
+            if missing == new_want - new and 0 < missing <= 3 and kinds.strip(" "):
+                return self.error(f"{said}; {missing} context line(s) short: blank lines an editor stripped? (GNU "
+                                  "patch assumes so and reads them as blank context; git apply refuses the patch "
+                                  "as corrupt)", end, f"if they were blank, restore the {missing} blank context "
+                                  "line(s) (a single space each) at the end of the file; else regenerate the patch")
+            return self.error(said, end, "the patch file was cut: regenerate it, or take it whole from where it came")
         return self.error(said, at, "regenerate the patch rather than editing hunks by hand")
+
+    def refuse_cut_line(self, at: int, marked: bool) -> None:
+        """A patch file whose last line, a line of this hunk, has no newline and no "\\ No newline at end of
+        file" after it ends in the middle of a line: git apply refuses it ("corrupt patch"); GNU patch warns
+        ("patch unexpectedly ends in middle of line") and reads the line as one without a newline, so that a
+        hunk on a file whose line has one fails. Refused, as git apply does, naming the line."""
+        last = len(self.lines)
+        if self.i == last and not marked and last and not self.lines[-1].endswith(b"\n"):
+            raise self.error("the patch file ends in the middle of this line (no newline, and no '\\ No newline at "
+                             "end of file' after it): cut short? (git apply refuses it as corrupt; GNU patch reads "
+                             "the line as having no newline)", last,
+                             "end the file with a newline if the line is whole, or regenerate the patch")
 
     def after_hunk(self, at: int, old_want: int, new_want: int, kinds: str, keys: list[bytes], marked: bool) -> None:
         """Refuse a hunk with lines beyond its header's counts, or one whose "No newline at end of file"
