@@ -714,3 +714,30 @@ def test_import_ci_takes_an_action_and_its_files_name_import(pristine, tmp_path,
     assert released.ok and not any("not a release" in n for n in released.notes)
     assert (tmp_path / "rel" / init.WORKFLOW).read_text().count(f"uses: {init.HOME}@v1.4.2") == 6
     assert "rev: v1.4.2" in (tmp_path / "rel" / init.PRE_COMMIT).read_text()
+
+
+def test_a_dry_run_over_an_earlier_import_says_what_a_real_run_would_refuse(pristine, tmp_path, capsys):
+    """Issue 38: `import --dry-run` refused when patches.yaml existed (`pass --force`), though a dry run writes
+    nothing, and the refusal hid the real errors. It goes on and says what a real run would refuse."""
+    rel = candidates(pristine)[26]
+    text = (pristine / "vllm" / rel).read_text()
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "a.patch").write_text(udiff(rel, text, insert_after(text, 9, "# a")))
+    out = tmp_path / "out"
+    assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION, "--ci"]) == 0
+    capsys.readouterr()
+    before = {f: f.read_bytes() for f in out.rglob("*") if f.is_file()}
+    assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION, "--ci", "--dry-run"]) == 0
+    said = capsys.readouterr().out
+    assert f"without --dry-run, import would refuse: {out / 'patches.yaml'} exists (pass --force" in said
+    assert "patchset.yml already exist" in said and "a/a.patch exists (pass --force to replace it)" in said
+    assert {f: f.read_bytes() for f in out.rglob("*") if f.is_file()} == before
+    assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION, "--dry-run", "--force",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["would_refuse"] == []
+    (tmp_path / "p" / "b.patch").write_text("--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1,3 +1,3 @@\n a\n")
+    assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION, "--dry-run"]) == 2
+    assert "b.patch:4: malformed hunk: the patch file ends here" in capsys.readouterr().err  # not "exists"
+    assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION]) == 2
+    assert "patches.yaml exists" in capsys.readouterr().err  # a real run still refuses first, writing nothing
+    assert {f: f.read_bytes() for f in out.rglob("*") if f.is_file()} == before

@@ -15,7 +15,8 @@ def planned_doc(p: Planned) -> dict:
 
 def import_doc(result: ImportResult) -> dict:
     return {"ok": result.ok, "manifest": str(result.manifest), "dry_run": result.dry_run, "written": result.written,
-            "notes": result.notes, "disabled": result.disabled, "patches": [planned_doc(p) for p in result.patches],
+            "notes": result.notes, "disabled": result.disabled, "would_refuse": result.refused,
+            "patches": [planned_doc(p) for p in result.patches],
             "edges": [edge_doc(e) for e in result.edges], "check": check_report.check_doc(result.check)}
 
 
@@ -27,6 +28,7 @@ def render_table(result: ImportResult) -> str:
     out = []
     if result.dry_run:
         out += [result.text, "dry run: nothing written"]
+        out += [f"without --dry-run, import would refuse: {r}" for r in result.refused]
     else:
         out.append(f"wrote {result.manifest} and {len(result.patches)} patch files under "
                    f"{result.manifest.parent / 'recipes'}")

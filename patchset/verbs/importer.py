@@ -42,7 +42,7 @@ from patchset.errors import PatchFileError, PatchFileErrors, PatchsetError
 from patchset.sources import Source, open_source
 from patchset.verbs.check import CheckReport
 from patchset.verbs.deps import Edge, infer_edges
-from patchset.verbs.init import default_action_ref, scaffold
+from patchset.verbs.init import InitError, default_action_ref, scaffold
 from patchset.verbs.validate import validate
 
 LAYOUTS = {"auto": ("", "vllm"), "repo": ("",), "package": ("vllm",)}
@@ -146,6 +146,7 @@ class ImportResult:
     edges: list[Edge]
     check: CheckReport
     written: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # what a real run would refuse (a dry run goes on)
 
     @property
     def ok(self) -> bool:
@@ -162,19 +163,34 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
     told = parse_layout(layout)
     into = Path(into)
     manifest_path = into / DEFAULT_MANIFEST
+    # A dry run writes nothing: what a real run would refuse to replace is reported, and the run goes on.
+    refusals: list[SeriesImportError] = []
     if manifest_path.exists() and not force:
-        raise SeriesImportError(f"{manifest_path} exists", hint="pass --force to replace it, or --into another folder")
+        refusals.append(SeriesImportError(f"{manifest_path} exists",
+                                          hint="pass --force to replace it, or --into another folder"))
     if action is not None and not ci:
         raise SeriesImportError("--action names the action the CI files use: it goes with --ci")
     if ci:  # refused before anything is read or written, as init refuses
-        scaffold(into, versions, manifest=False, dry_run=True, action=action, verb="import")
+        try:
+            scaffold(into, versions, manifest=False, dry_run=True, action=action, verb="import")
+        except InitError as e:
+            if not dry_run or e.message.startswith("--action"):
+                raise
+            refusals.append(SeriesImportError(e.message, hint=e.hint))
+    if refusals and not dry_run:
+        raise refusals[0]
     entries, notes = read_sources(sources)
     if ci and action is None and default_action_ref(__version__).endswith("@main"):
         notes.append(f"the CI files use {default_action_ref(__version__)}: this patchset ({__version__}) is not a "
                      "release; pin a tag or commit with --action OWNER/NAME@REF")
     trees = {v: open_source(source, v) for v in versions}
     plans = plan(entries, trees[versions[0]], told, notes, versions[0])
-    _refuse_clobber(into, plans, force)
+    try:
+        _refuse_clobber(into, plans, force)
+    except SeriesImportError as e:
+        if not dry_run:
+            raise
+        refusals.append(e)
     disabled = [f"{e.where}: {e.name}" for e in entries if e.disabled]
     with tempfile.TemporaryDirectory(prefix="patchset-import-") as scratch:
         stage = Path(scratch)
@@ -189,7 +205,8 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
                                     hint="nothing was written; please report this")
         manifest = load_manifest(stage / DEFAULT_MANIFEST)
         report = CheckReport(str(manifest_path), [evaluate_release(manifest, v, t) for v, t in trees.items()])
-        result = ImportResult(manifest_path, dry_run, text, plans, disabled, notes, edges, report)
+        result = ImportResult(manifest_path, dry_run, text, plans, disabled, notes, edges, report,
+                              refused=[str(e) for e in refusals])
         if not dry_run:
             result.written = _install(stage, into, [p.file for p in plans] + [DEFAULT_MANIFEST])
             if ci:
