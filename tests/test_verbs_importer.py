@@ -741,3 +741,42 @@ def test_a_dry_run_over_an_earlier_import_says_what_a_real_run_would_refuse(pris
     assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION]) == 2
     assert "patches.yaml exists" in capsys.readouterr().err  # a real run still refuses first, writing nothing
     assert {f: f.read_bytes() for f in out.rglob("*") if f.is_file()} == before
+
+
+def test_import_says_which_copy_patchset_reads_and_move_takes_the_history_along(pristine, tmp_path, capsys):
+    """Issue 38: after import the series sat in patches/ and in recipes/, and nothing said which one patchset
+    reads. The last lines say so; --move moves each patch file with git mv, so `git log --follow` still finds
+    its history."""
+    repo = git.Repo.init(tmp_path / "fork")
+    fork = Path(repo.working_tree_dir or "")
+    (fork / "patches").mkdir()
+    names = []
+    for n, rel in enumerate(candidates(pristine)[27:29], 1):
+        text = (pristine / "vllm" / rel).read_text()
+        names.append(f"000{n}-fix-{n}.patch")
+        (fork / "patches" / names[-1]).write_text(f"Fix {n}.\n\n" + udiff(rel, text, insert_after(text, 9, f"# {n}")))
+    (fork / "patches" / "series").write_text("".join(n + "\n" for n in names))
+    author = git.Actor("Ada Fork", "ada@example.org")
+    repo.index.add(["patches/series", *[f"patches/{n}" for n in names]])
+    repo.index.commit("the fork's series", author=author, committer=author)
+    assert main(["import", str(fork / "patches" / "series"), "--into", str(fork), "--target", VERSION]) == 0
+    last = capsys.readouterr().out.rstrip("\n").splitlines()[-2:]
+    assert last[0] == f"patchset reads {fork / 'patches.yaml'} and {fork / 'recipes'}/ (the recipes are its copy " \
+        "of each patch)"
+    assert last[1].startswith(f"patchset does not read {fork / 'patches' / names[0]}, ") and "--move" in last[1]
+    assert main(["import", str(fork / "patches" / "series"), "--into", str(fork), "--target", VERSION, "--force",
+                 "--move"]) == 0
+    said = capsys.readouterr().out
+    assert "moved 2 patch files into recipes/ with git mv (their history follows)" in said
+    assert not (fork / "patches" / names[0]).exists() and (fork / "patches" / "series").exists()
+    moved = fork / "recipes" / "fix-1" / names[0]
+    assert moved.read_text().startswith("Description: Fix 1.")  # the recipe import writes, over the moved file
+    repo.index.commit("adopt the series", author=author, committer=author)
+    log = repo.git.log("--follow", "--format=%s", "--", f"recipes/fix-1/{names[0]}").splitlines()
+    assert log == ["adopt the series", "the fork's series"]
+    # A patch file git does not track cannot be moved with its history: refused, nothing written.
+    (tmp_path / "loose").mkdir()
+    (tmp_path / "loose" / "a.patch").write_text(moved.read_text())
+    assert main(["import", str(tmp_path / "loose"), "--into", str(fork / "other"), "--target", VERSION,
+                 "--move"]) == 2
+    assert "is not a file git tracks" in capsys.readouterr().err and not (fork / "other").exists()

@@ -29,6 +29,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--ci", action="store_true",
                    help="also write what `patchset init` writes beside a manifest: a .pre-commit-config.yaml "
                         "entry and .github/workflows/patchset.yml (never overwritten)")
+    p.add_argument("--move", action="store_true",
+                   help="move each patch file into recipes/ with git mv (its history follows) instead of copying it")
     p.add_argument("--action", metavar="OWNER/NAME@REF",
                    help="with --ci: the patchset action and hooks to use (default: this patchset's release on GitHub)")
     p.add_argument("--format", choices=tuple(render.RENDERERS), default="table", help="output format (default: table)")
@@ -38,7 +40,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     result = import_series(args.sources, args.into, args.target, args.layout, dry_run=args.dry_run,
-                           force=args.force, source=args.source, ci=args.ci, action=args.action)
+                           force=args.force, source=args.source, ci=args.ci, action=args.action,
+                           move=args.move)
     sys.stdout.write(render.RENDERERS[args.format](result))
     return EXIT_OK if result.ok else EXIT_FINDING
 

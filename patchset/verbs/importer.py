@@ -131,6 +131,7 @@ class Planned:
     pr: int | None = None
     commit: str | None = None
     after: list[str] = field(default_factory=list)
+    source: str = ""  # the patch file it comes from, when it is one file of its own (what --move moves)
 
 
 @dataclass
@@ -147,6 +148,14 @@ class ImportResult:
     check: CheckReport
     written: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # what a real run would refuse (a dry run goes on)
+    moved: list[tuple[str, str]] = field(default_factory=list)  # (patch file, recipe) moved with git mv
+    sources: list[str] = field(default_factory=list)  # the patch files read, which patchset does not read again
+
+    @property
+    def kept(self) -> list[str]:
+        """The patch files read that stay where they were (a copy patchset does not read)."""
+        gone = {src for src, _ in self.moved}
+        return [x for x in self.sources if x not in gone]
 
     @property
     def ok(self) -> bool:
@@ -155,10 +164,12 @@ class ImportResult:
 
 def import_series(sources: Sequence[str], into: str | Path = ".", targets: Sequence[str] = (),
                   layout: str = "auto", *, dry_run: bool = False, force: bool = False,
-                  source: str = "pypi", ci: bool = False, action: str | None = None) -> ImportResult:
+                  source: str = "pypi", ci: bool = False, action: str | None = None,
+                  move: bool = False) -> ImportResult:
     """Read the series, write the manifest and recipes (unless ``dry_run``), and check it on ``targets``;
     with ``ci``, also what ``patchset init`` writes beside a manifest (pre-commit entry, CI workflow), using
-    the patchset ``action`` (``OWNER/NAME@REF``; default: this patchset's release)."""
+    the patchset ``action`` (``OWNER/NAME@REF``; default: this patchset's release). With ``move``, each patch
+    file that becomes a recipe of its own is moved there with ``git mv`` (its history follows), not copied."""
     versions = _versions(targets)
     told = parse_layout(layout)
     into = Path(into)
@@ -187,10 +198,12 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
     plans = plan(entries, trees[versions[0]], told, notes, versions[0])
     try:
         _refuse_clobber(into, plans, force)
+        moves = _moves(into, plans) if move else []
     except SeriesImportError as e:
         if not dry_run:
             raise
         refusals.append(e)
+        moves = []
     disabled = [f"{e.where}: {e.name}" for e in entries if e.disabled]
     with tempfile.TemporaryDirectory(prefix="patchset-import-") as scratch:
         stage = Path(scratch)
@@ -207,7 +220,10 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
         report = CheckReport(str(manifest_path), [evaluate_release(manifest, v, t) for v, t in trees.items()])
         result = ImportResult(manifest_path, dry_run, text, plans, disabled, notes, edges, report,
                               refused=[str(e) for e in refusals])
+        result.sources = list(dict.fromkeys(e.file for e in entries if e.file and not e.disabled))
+        result.moved = [(p.source, p.file) for _, p in moves]
         if not dry_run:
+            _move(moves, into)
             result.written = _install(stage, into, [p.file for p in plans] + [DEFAULT_MANIFEST])
             if ci:
                 result.written += scaffold(into, versions, manifest=False, action=action, verb="import").written
@@ -435,8 +451,9 @@ def plan(entries: list[Entry], tree: Source, layout: Layout, notes: list[str], v
                   for x in sorted(made) if x.endswith((".orig", ".rej"))]
         created |= made
         pr, commit = _refs(text, e)
+        own = e.file if e.file and not e.mail_no and not e.where.startswith("git:") else ""
         out.append(Planned(pid, f"recipes/{pid}/{_file_name(e.name, pid)}", content, strip, root,
-                           _title(e, text, pid), "backport" if pr or commit else "fork", pr, commit))
+                           _title(e, text, pid), "backport" if pr or commit else "fork", pr, commit, source=own))
     if len(unusable) > 1:
         raise PatchFileErrors(unusable)
     if unusable:
@@ -668,6 +685,55 @@ def _refuse_clobber(into: Path, plans: list[Planned], force: bool) -> None:
             raise SeriesImportError(f"{others[0]} is a patch the imported series does not name "
                                f"({len(others)} such files under {folder})",
                                hint="move them away or import into another folder (--into)")
+
+
+def _moves(into: Path, plans: list[Planned]) -> list[tuple[Path, Planned]]:
+    """What ``--move`` moves: each patch file that is a recipe of its own, tracked by the git repository that
+    holds ``into`` (refused, naming the file, when one is not: git mv could not keep its history)."""
+    try:
+        repo = git.Repo(_nearest_folder(into), search_parent_directories=True)
+    except (git.GitError, OSError):
+        raise SeriesImportError(f"--move moves the patch files with git mv, and {into} is not in a git repository",
+                                hint="import into the repository that holds them, or copy them (no --move)") from None
+    top = Path(repo.working_tree_dir or ".").resolve()
+    tracked = set(repo.git.ls_files("-z").split("\0")) - {""}
+    out = []
+    for p in plans:
+        if not p.source:
+            continue
+        src = Path(p.source).resolve()
+        try:
+            rel: str | None = src.relative_to(top).as_posix()
+        except ValueError:
+            rel = None
+        if rel not in tracked:
+            raise SeriesImportError(f"--move: {p.source} is not a file git tracks in {top}",
+                                    hint="commit it first (git add), or copy it (no --move)")
+        out.append((src, p))
+    return out
+
+
+def _nearest_folder(path: Path) -> Path:
+    """``path``, or the nearest folder above it that exists (``--into`` may name one import makes)."""
+    path = path.resolve()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _move(moves: list[tuple[Path, Planned]], into: Path) -> None:
+    """``git mv`` each patch file to its recipe's place (the staged recipe is copied over it next)."""
+    if not moves:
+        return
+    repo = git.Repo(_nearest_folder(into), search_parent_directories=True)
+    for src, p in moves:
+        dest = (into / p.file).resolve()
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            repo.git.mv(*(["-f"] if dest.exists() else []), str(src), str(dest))  # -f: --force let it replace
+        except git.GitError as e:
+            raise SeriesImportError(f"git mv {src} {dest} failed: {str(e).strip().splitlines()[-1]}",
+                                    hint="the files moved before it stay moved (git status shows them)") from e
 
 
 def _stage(stage: Path, entries: list[Entry], plans: list[Planned], versions: list[str],
