@@ -583,6 +583,7 @@ def test_a_monorepo_prefix_is_found_at_the_strip_that_names_every_file(pristine,
     result = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION])
     assert result.ok and {(p.strip, p.root) for p in result.patches} == {(4, "")}, result.notes
     assert "layout: {strip: 4, root: \"\"}" in (tmp_path / "out" / "patches.yaml").read_text()
+    jsonschema.validate(load_yaml((tmp_path / "out" / "patches.yaml").read_text()), manifest_schema())
     files = result.check.targets[0].files
     for tool in (["patch", "-p4", "-F0", "--batch", "-i"], ["git", "apply", "-p4"]):
         work = tmp_path / tool[0]
@@ -767,7 +768,7 @@ def test_import_says_which_copy_patchset_reads_and_move_takes_the_history_along(
     assert main(["import", str(fork / "patches" / "series"), "--into", str(fork), "--target", VERSION, "--force",
                  "--move"]) == 0
     said = capsys.readouterr().out
-    assert "moved 2 patch files into recipes/ with git mv (their history follows)" in said
+    assert "moved 2 patch files into recipes/ with git mv (history follows)" in said
     assert not (fork / "patches" / names[0]).exists() and (fork / "patches" / "series").exists()
     moved = fork / "recipes" / "fix-1" / names[0]
     assert moved.read_text().startswith("Description: Fix 1.")  # the recipe import writes, over the moved file

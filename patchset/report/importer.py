@@ -54,13 +54,15 @@ def last_lines(result: ImportResult) -> list[str]:
     out = [f"patchset {would} {reads(result)}/ (the recipes are its copy of each patch)"]
     if result.moved:
         verb = "would move" if result.dry_run else "moved"
-        out.append(f"{verb} {len(result.moved)} patch files into recipes/ with git mv (their history follows); "
+        files = "patch file" if len(result.moved) == 1 else "patch files"
+        out.append(f"{verb} {len(result.moved)} {files} into recipes/ with git mv (history follows); "
                    "commit the move (a series file that named them is left as it was)")
     if result.kept:
         shown = ", ".join(result.kept[:3]) + (f" and {len(result.kept) - 3} more" if len(result.kept) > 3 else "")
-        out.append(f"patchset does not read {shown}: remove them once nothing else does"
-                   + ("" if result.moved else ", or import with --move (and --force over this import) to move "
-                      "them with git mv, so their history follows"))
+        them, their = ("it", "its") if len(result.kept) == 1 else ("them", "their")
+        out.append(f"patchset does not read {shown}: remove {them} once nothing else does"
+                   + ("" if result.moved else f", or import with --move (and --force over this import) to move "
+                      f"{them} with git mv, so {their} history follows"))
     return out
 
 
