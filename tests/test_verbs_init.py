@@ -76,6 +76,9 @@ def test_dry_run_prints_the_files_and_writes_nothing(repo, capsys):
 def test_the_action_ref_follows_the_version():
     assert default_action_ref("1.2.3") == f"{HOME}@v1.2.3"
     assert default_action_ref("0.1.1.dev3+gabc") == f"{HOME}@main"
+    assert default_action_ref("1.2.3.post1") == f"{HOME}@v1.2.3.post1"  # tagged, as every release is
+    assert default_action_ref("1.3.0rc1") == f"{HOME}@v1.3.0rc1"
+    assert default_action_ref("1.2.3+local") == f"{HOME}@main"  # built between tags
 
 
 def test_a_missing_manifest_names_init_and_import(tmp_path, monkeypatch, capsys):

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 from patchset import __version__
 from patchset.core.manifest import DEFAULT_MANIFEST
 from patchset.errors import PatchsetError
@@ -46,10 +48,13 @@ class InitResult:
 
 
 def default_action_ref(version: str) -> str:
-    """``OWNER/NAME@vX.Y.Z`` for a released patchset, ``@main`` for a development build."""
-    release = version.split("+")[0]
-    is_release = all(part.isdigit() for part in release.split("."))
-    return f"{HOME}@v{release}" if is_release else f"{HOME}@main"
+    """``OWNER/NAME@vX.Y.Z`` for a released patchset (a pre- or post-release too: each is tagged), ``@main``
+    for a development build (``.devN``, or a local ``+g<sha>`` build between tags)."""
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return f"{HOME}@main"
+    return f"{HOME}@main" if v.is_devrelease or v.local else f"{HOME}@v{v}"
 
 
 def manifest_text(versions: Sequence[str]) -> str:
