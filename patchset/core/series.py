@@ -35,8 +35,9 @@ from patchset.core.manifest import Manifest, Patch
 from patchset.core.patchfile import FilePatch, PatchFile, split_lines
 from patchset.core.trees import BESIDE_TOPS, PACKAGE_KINDS, held_beside
 from patchset.core.words import Word
-from patchset.errors import PatchFileError, PatchsetError, SourceError
-from patchset.sources import Source
+from patchset.errors import NoSuchRelease, PatchFileError, PatchsetError, SourceError
+from patchset.sources import Source, open_source
+from patchset.versions import Release
 
 
 class PatchStatus(Word):
@@ -146,6 +147,18 @@ def refuse_unusable(load_errors: dict[str, PatchsetError]) -> None:
                 raise error
             raise PatchFileError(error.message, file=error.file, line=error.line, patch=pid, hunk=error.hunk,
                                  hint=error.hint) from error
+
+
+def open_release(manifest: Manifest, source: str, version: str) -> Source:
+    """The pristine tree of ``version``; a release the index lacks is named at the manifest's line where
+    the manifest names it (a target), else as the command line gave it."""
+    try:
+        return open_source(source, version, project=manifest.pypi, tag=manifest.tag)
+    except NoSuchRelease as e:
+        t = next((t for t in manifest.targets if Release(t.version) == Release(version)), None)
+        if t is None or e.file:
+            raise
+        raise NoSuchRelease(e.message, file=str(manifest.path), line=t.line or None, hint=e.hint) from e
 
 
 def evaluate_release(manifest: Manifest, version: str, source: Source,

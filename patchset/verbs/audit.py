@@ -46,7 +46,7 @@ from patchset.core.digest import sha256
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.patchfile import PatchFile, parse_patch
 from patchset.core.sbom import SBOM_PATH, embedded_claims
-from patchset.core.series import PatchResult, PatchStatus, ReleaseResult, evaluate_release
+from patchset.core.series import PatchResult, PatchStatus, ReleaseResult, evaluate_release, open_release
 from patchset.core.trees import compiled
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
@@ -65,7 +65,6 @@ from patchset.images.engine import (
 )
 from patchset.images.engine import pull as pull_image
 from patchset.sources import Source
-from patchset.verbs.trees import open_release
 
 
 class FixStatus(Word):

@@ -10,12 +10,11 @@ from patchset.core import moved
 from patchset.core.manifest import Manifest
 from patchset.core.moved import PyIndex
 from patchset.core.patchfile import Hunk
-from patchset.core.series import Loads, ReleaseResult, evaluate_release, load_patches, paths_to_read
+from patchset.core.series import Loads, ReleaseResult, evaluate_release, load_patches, open_release, paths_to_read
 from patchset.errors import PatchsetError
 from patchset.sources import Source, python_files
 from patchset.sources.local import DirSource
 from patchset.verbs.deps import DepsReport, merge
-from patchset.verbs.trees import open_release
 
 __all__ = ["CheckReport", "check", "evaluate_release", "releases_to_check"]
 

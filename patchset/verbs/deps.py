@@ -22,9 +22,8 @@ from dataclasses import dataclass, field, replace
 from patchset.core import engine
 from patchset.core.manifest import Manifest
 from patchset.core.patchfile import FilePatch, Hunk, PatchFile
-from patchset.core.series import PatchStatus, ReleaseResult, evaluate_release
+from patchset.core.series import PatchStatus, ReleaseResult, evaluate_release, open_release
 from patchset.errors import PatchsetError
-from patchset.verbs.trees import open_release
 
 
 class DepsError(PatchsetError):

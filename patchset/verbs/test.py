@@ -43,7 +43,7 @@ from typing import Any, Generic, TypeVar
 
 from patchset.cache import Cache
 from patchset.core.manifest import Manifest, Patch
-from patchset.core.series import PatchResult, PatchStatus, ReleaseResult, evaluate_release
+from patchset.core.series import PatchResult, PatchStatus, ReleaseResult, evaluate_release, open_release
 from patchset.errors import Finding, PatchsetError
 from patchset.runners import (
     Outcome,
@@ -68,7 +68,6 @@ from patchset.runners.venv import VenvRunner
 from patchset.sources.local import import_name
 from patchset.verbs.proof import PatchVerdict, ProofOptions, ProofReport, SuiteResult, Verdict
 from patchset.verbs.suites import SuiteJob, pristine_baseline, run_suite
-from patchset.verbs.trees import open_release
 
 SERIES = "series"
 _T = TypeVar("_T")

@@ -6,21 +6,8 @@ from packaging.version import Version
 
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.moved import PyIndex
-from patchset.errors import NoSuchRelease
-from patchset.sources import Source, open_source, python_files
-from patchset.versions import Release
-
-
-def open_release(manifest: Manifest, source: str, version: str) -> Source:
-    """The pristine tree of ``version``; a release the index lacks is named at the manifest's line where
-    the manifest names it (a target), else as the command line gave it."""
-    try:
-        return open_source(source, version, project=manifest.pypi, tag=manifest.tag)
-    except NoSuchRelease as e:
-        t = next((t for t in manifest.targets if Release(t.version) == Release(version)), None)
-        if t is None or e.file:
-            raise
-        raise NoSuchRelease(e.message, file=str(manifest.path), line=t.line or None, hint=e.hint) from e
+from patchset.core.series import open_release
+from patchset.sources import Source, python_files
 
 
 class Trees:
