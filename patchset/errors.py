@@ -92,3 +92,8 @@ class PatchFileErrors(PatchFileError):
 
 class SourceError(PatchsetError):
     """A pristine tree could not be obtained."""
+
+
+class NoSuchRelease(SourceError):
+    """The package index has no such release, or not the kind of file asked for (an sdist where it has
+    wheels only): one message shape wherever a release is named, at the manifest's line where it is one."""

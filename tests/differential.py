@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from patchset.core import engine  # noqa: E402
-from patchset.core.patchfile import parse_patch, split_lines  # noqa: E402
+from patchset.core.patchfile import all_crlf, parse_patch, split_lines  # noqa: E402
 from patchset.errors import PatchsetError  # noqa: E402
 
 KINDS = ("clean", "shifted", "altered-context", "duplicated", "already-applied", "partly-applied",
@@ -343,6 +343,11 @@ def _hunk_disagreement(ours: engine.PatchOutcome, gnu: Verdict) -> tuple[str, st
 def _applies(case: Case, ours: engine.PatchOutcome, gnu: Verdict, git: Verdict, gnu_ok: bool,
              git_ok: bool) -> tuple[str, str]:
     mine = ours.files.get(case.path, case.tree)
+    if all_crlf(case.patch) and gnu_ok and mine == gnu.result and (not git_ok or mine != git.result):
+        # patchset reads a patch wholly in CRLF as GNU patch does; git apply refuses it, or, where no context
+        # line has to match, keeps the CRs.
+        return "agree with GNU patch: a CRLF patch read with its CRs stripped (git apply " + (
+            "refuses it)" if not git_ok else "keeps them)"), ""
     if not gnu_ok and GNU_CRASH in gnu.log and git_ok and mine == git.result:
         return "agree with git apply (GNU patch 2.7.6 crashed: 'write error : Success')", ""
     if not gnu_ok or not git_ok:

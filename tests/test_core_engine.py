@@ -545,3 +545,31 @@ def test_a_lone_context_free_hunk_at_line_1_on_a_longer_file_says_what_each_tool
     assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[2][F] == b"patched = 1\nimport x\n"
     assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[2][F] == b"patched = 1\nimport x\n"
     assert git_apply(tmp_path, {F: tree}, diff)[0] != 0
+
+
+@needs_patch
+def test_a_hunk_both_readings_fit_is_refused_as_ambiguous(tmp_path):
+    """Issue 38: a hunk whose added lines repeat its own context, on a file that holds those lines twice, was
+    called already applied (so `upstream` on a release) where GNU patch applies it; and one whose old and new
+    lines both stand at the stated line was applied. Both readings fit: refused as ambiguous, naming the places."""
+    # Both readings at the stated line 2: GNU patch and git apply apply it (again); it is refused.
+    tree, diff = {F: b"x\na\na\na\ny\n"}, f"--- a/{F}\n+++ b/{F}\n@@ -2,2 +2,3 @@\n a\n+a\n a\n"
+    out = apply_patch(tree, patch_of(diff))
+    assert out.status == "failed" and out.hunks[0].message.startswith(
+        "ambiguous: both readings fit, applying it and its being applied already (at line 2; its added lines "
+        "repeat its context)")
+    assert gnu_patch(tmp_path, tree, diff, "-F0")[0] == 0 and git_apply(tmp_path, tree, diff)[0] == 0
+    # Its new lines at the stated line 1, its old lines at line 2, where GNU patch applies it (git apply anchors
+    # it at line 1 and refuses): no longer already-applied.
+    tree, diff = {F: b"a\na\nb\nz\n"}, f"--- a/{F}\n+++ b/{F}\n@@ -1,2 +1,3 @@\n a\n+a\n b\n"
+    out = apply_patch(tree, patch_of(diff))
+    assert out.status == "failed" and "its old lines at line 2, where GNU patch would apply it, and its new " \
+        "lines at line 1" in out.hunks[0].message and out.hunks[0].candidates == (1, 2)
+    rc, log, gnu = gnu_patch(tmp_path, tree, diff, "-F0")
+    assert rc == 0 and "offset 1 line" in log and gnu[F] == b"a\na\na\nb\nz\n"
+    assert git_apply(tmp_path, tree, diff)[0] != 0
+    # Applied once where only one reading fits: already applied, as before (GNU patch says "Reversed").
+    tree, diff = {F: b"q\nw\nx\nNEW\ny\nz\n"}, f"--- a/{F}\n+++ b/{F}\n@@ -2,4 +2,5 @@\n w\n x\n+NEW\n y\n z\n"
+    assert apply_patch(tree, patch_of(diff)).status == "already-applied"
+    rc, log, _ = gnu_patch(tmp_path, tree, diff, "-F0", "-N")
+    assert "Reversed (or previously applied) patch detected" in log

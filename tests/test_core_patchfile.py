@@ -71,7 +71,7 @@ def test_hunk_shorter_than_its_header():
     text = "--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n"
     with pytest.raises(PatchFileError) as e:
         parse(text)
-    assert e.value.line == 3 and "-3 +3" in str(e.value)
+    assert e.value.line == 6 and "-3 +3" in str(e.value) and "cut short" in str(e.value)
 
 
 @needs_patch
@@ -88,15 +88,49 @@ def test_a_patch_file_ending_short_of_its_last_hunks_blank_context_is_refused_as
     assert rc != 0 and "corrupt patch" in said
     with pytest.raises(PatchFileError) as e:
         parse(text)
-    assert e.value.line == 3 and "header says -4 +5 lines but it has -3 +4: the patch file ends 1 context line(s) " \
-        "short" in str(e.value) and "restore the 1 blank context line(s)" in (e.value.hint or "")
+    assert e.value.line == 7 and "the patch file ends here, inside the hunk @@ -1,4 +1,5 @@: it is cut short (its " \
+        "header says -4 +5 lines, it has -3 +4); 1 context line(s) short: blank lines" in str(e.value)
+    assert "restore the 1 blank context line(s)" in (e.value.hint or "")
     mended = parse(text + " \n").files[0].hunks[0]  # as the hint says: what GNU patch assumed, now written
     assert apply_patch(base, patch_of(text + " \n")).files["vllm/a.py"] == gnu["vllm/a.py"]
     assert mended.source_length == 4
     # short before another file's diff: no file end to blame, the plain reason
     with pytest.raises(PatchFileError) as e:
         parse(text + "diff --git a/vllm/b.py b/vllm/b.py\n--- a/vllm/b.py\n+++ b/vllm/b.py\n@@ -1 +1 @@\n-x\n+y\n")
-    assert "ends 1 context line(s) short" not in str(e.value) and "regenerate the patch" in (e.value.hint or "")
+    assert "cut short" not in str(e.value) and "regenerate the patch" in (e.value.hint or "")
+
+
+@needs_patch
+def test_a_patch_file_cut_inside_a_hunk_or_mid_line_says_so(tmp_path):
+    """Issue 38: (b) a file cut inside a hunk was told to "restore the 7 blank context line(s)", a wrong mending:
+    it is cut short at its last line. (a) a public `changes.diff` ends in the middle of its last line with no
+    "\\ No newline at end of file": patchset read it silently as a whole line, git apply refuses it ("corrupt
+    patch") and GNU patch warns and reads the line as having no newline (so the hunk fails on a file whose line
+    has one). Refused, as git apply does, naming the file and line."""
+    base = {"vllm/a.py": b"a\nb\nc\nd\ne\nf\ng\nh\n"}
+    cut = "--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,8 +1,8 @@\n a\n-b\n+B\n"
+    with pytest.raises(PatchFileError) as e:
+        parse(cut)
+    assert e.value.line == 6 and str(e.value).endswith(
+        "the patch file ends here, inside the hunk @@ -1,8 +1,8 @@: it is cut short (its header says -8 +8 lines, "
+        "it has -2 +2) (the patch file was cut: regenerate it, or take it whole from where it came)")
+    assert git_apply(tmp_path, base, cut)[0] != 0
+    with pytest.raises(PatchFileError, match=r"x\.patch:3: malformed hunk: the patch file ends here, inside the "
+                       r"hunk .* it has -0 \+0"):
+        parse(cut.split(" a\n")[0])
+    mid = "--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c"
+    with pytest.raises(PatchFileError) as e:
+        parse(mid)
+    assert (e.value.file, e.value.line) == ("recipes/x.patch", 7)
+    assert "the patch file ends in the middle of this line (no newline, and no '\\ No newline at end of file'" \
+        in str(e.value)
+    rc, said, _ = git_apply(tmp_path, base, mid)
+    assert rc != 0 and "corrupt patch at line 7" in said
+    rc, said, gnu = gnu_patch(tmp_path, base, mid, "-F0")
+    assert rc != 0 and "patch unexpectedly ends in middle of line" in said and gnu["vllm/a.py"] == base["vllm/a.py"]
+    assert parse(mid + "\n").hunks[0].keys[-1] == b"c\n"  # the mending the hint says
+    # The file's last line outside a hunk (a mail's signature) may lack its newline.
+    assert parse(mid + "\n-- \n2.43.0").hunks[0].keys[-1] == b"c\n"
 
 
 def test_hunk_longer_than_its_header_which_unidiff_ignores():
@@ -162,13 +196,33 @@ def test_hunk_bodies_are_read_by_their_counts_and_split_on_newline_only():
     assert len(pf.files) == 1  # the "-- " mail signature after the hunk is not a line of it
 
 
-def test_a_diff_converted_to_crlf_as_a_whole_is_refused():
-    text = udiff("vllm/a.py", "x\ny\n", "x\nz\n").replace("\n", "\r\n")
+@needs_patch
+def test_a_diff_converted_to_crlf_as_a_whole_is_read_as_gnu_patch_reads_it(tmp_path):
+    """Issue 38: a format-patch mail saved with CRLF endings. GNU patch strips the CRs ("Stripping trailing CRs
+    from patch") and writes LF lines; git apply refuses it (with --ignore-whitespace it writes CRs into the added
+    lines). patchset reads it as GNU does, and says so (``crlf``: the check warns, naming the file)."""
+    before, after = "x\ny\nw\n", "x\nz\nw\n"
+    text = ("Subject: a fix\n\n" + udiff("vllm/a.py", before, after)).replace("\n", "\r\n")
+    pf = parse(text)
+    assert pf.crlf and "recipes/x.patch: every line ends in CRLF" in pf.crlf_warning
+    assert list(pf.hunks[0].keys) == [b"x\n", b"y\n", b"z\n", b"w\n"]
+    ours = apply_patch({"vllm/a.py": before.encode()}, pf)
+    rc, log, gnu = gnu_patch(tmp_path, {"vllm/a.py": before.encode()}, text, "-F0")
+    assert rc == 0 and "Stripping trailing CRs" in log and ours.files["vllm/a.py"] == gnu["vllm/a.py"] == after.encode()
+    assert git_apply(tmp_path, {"vllm/a.py": before.encode()}, text)[0] != 0
+    rc, _, git = git_apply(tmp_path, {"vllm/a.py": before.encode()}, text, "--ignore-whitespace")
+    assert rc == 0 and git["vllm/a.py"] == b"x\nz\r\nw\n"  # the other reading: not the one taken
+    # On a file with CRLF lines, the stripped reading does not match: GNU patch fails it too.
+    crlf_file = before.replace("\n", "\r\n").encode()
+    assert not apply_patch({"vllm/a.py": crlf_file}, pf).ok
+    assert gnu_patch(tmp_path, {"vllm/a.py": crlf_file}, text, "-F0")[0] != 0
+    # Only some lines in CRLF (its own header lines among them): the tools disagree, so it is refused.
+    mixed = udiff("vllm/a.py", before, after).replace("\n", "\r\n", 3)
     with pytest.raises(PatchFileError, match="GNU patch would strip the CRs, git apply would keep them"):
-        parse(text)
+        parse(mixed)
     # A diff of CRLF files keeps its CRs on the content lines only: that one is read as it is.
     pf = parse(udiff("vllm/a.py", "x\r\ny\r\n", "x\r\nz\r\n"))
-    assert [ln.key for ln in pf.hunks[0].lines] == [b"x\r\n", b"y\r\n", b"z\r\n"]
+    assert [ln.key for ln in pf.hunks[0].lines] == [b"x\r\n", b"y\r\n", b"z\r\n"] and not pf.crlf
 
 
 def test_a_non_git_diff_between_two_names_edits_the_new_one():
@@ -323,6 +377,6 @@ def test_a_billion_line_hunk_header_is_refused_at_once():
 
     text = udiff("vllm/a.py", "x\n", "y\n").replace("@@ -1 +1 @@", "@@ -1,1000000000 +1,1000000000 @@")
     started = time.process_time()
-    with pytest.raises(PatchFileError, match="header says -1000000000 \\+1000000000 lines but it has -1 \\+1"):
+    with pytest.raises(PatchFileError, match="header says -1000000000 \\+1000000000 lines, it has -1 \\+1"):
         parse(text)
     assert time.process_time() - started < 1.0

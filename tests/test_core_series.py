@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import git
 import pytest
 from helpers import udiff, write_manifest, write_patch
 
+from patchset.cli import main
 from patchset.core.manifest_load import load_manifest
 from patchset.core.series import evaluate_release
 from patchset.errors import PatchFileError
@@ -207,15 +209,15 @@ def test_a_path_no_layout_finds_fails_naming_it(tmp_path):
 
 
 def test_only_tests_are_skipped_and_only_on_a_source_without_tests(tmp_path):
-    diff = udiff(MOD, PRISTINE, FIRST) + udiff("tests/test_sched.py", "old\n", "new\n")
+    diff = udiff(MOD, PRISTINE, FIRST) + udiff("tests/test_sequence.py", "old\n", "new\n")  # a real 0.29.0 file
     m = load_manifest(one_patch(tmp_path, diff))
     r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))  # a tree without tests/
     assert r.patch("p").status == "applies"
-    assert r.patch("p").skipped == ("tests/test_sched.py",)
+    assert r.patch("p").skipped == ("tests/test_sequence.py",)
     with_tests = tree(tmp_path, "u", PRISTINE)
     (with_tests.root / "tests").mkdir()
     r = evaluate_release(m, "0.29.0", with_tests)
-    assert r.patch("p").status == "failed" and "tests/test_sched.py: not in" in r.patch("p").message
+    assert r.patch("p").status == "failed" and "tests/test_sequence.py: not in" in r.patch("p").message
 
 
 def test_some_hunks_in_the_release_is_partly_upstream(tmp_path):
@@ -278,3 +280,48 @@ def test_the_releases_of_one_run_read_each_patch_file_once(tmp_path, monkeypatch
     for v in ("0.28.0", "0.29.0"):
         _, errors = load_patches(gone, v, loads=loads)
         assert f"vLLM {v}" in str(errors["first"])
+
+
+# -- open_release: a release the package index lacks, named one way by every verb (issue 38), at the
+# manifest's line when the manifest names it
+
+NOT_THERE = ("vllm 0.14.9 is not a release on the index (the releases next to it: 0.13.0, 0.14.0, 0.14.1, 0.15.0, "
+             "0.15.1, 0.16.0) (name a release the index has)")
+
+
+@pytest.fixture
+def unreleased_fork(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "patches.yaml").write_text('schema: 1\nupstream:\n  pypi: vllm\n  tag: "v{version}"\ntargets:\n'
+                                           '  "0.14.1": {}\npatches: []\n')
+    (tmp_path / "a.patch").write_text("--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1 +1 @@\n-x\n+y\n")
+    return tmp_path
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("argv", [["next", "--vllm", "0.14.9"], ["port", "--to", "0.14.9", "--dry-run"],
+                                  ["import", "a.patch", "--target", "0.14.9", "--into", "out"]])
+def test_next_port_and_import_say_the_same_of_a_release_that_does_not_exist(unreleased_fork, capsys, argv):
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"patchset {argv[0]}: error: {NOT_THERE}\n"
+    assert not (unreleased_fork / "out").exists()
+
+
+@pytest.mark.network
+def test_a_target_the_index_lacks_is_named_at_its_line_of_the_manifest(unreleased_fork, capsys):
+    manifest = unreleased_fork / "patches.yaml"
+    manifest.write_text(manifest.read_text().replace('"0.14.1": {}\n', '"0.14.1": {}\n  "0.14.9": {}\n'))
+    assert main(["next", "--vllm", "0.14.9"]) == 2
+    assert capsys.readouterr().err == f"patchset next: error: patches.yaml:7: {NOT_THERE}\n"
+    assert main(["check", "--format", "json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["file"], error["line"]) == ("patches.yaml", 7)
+    assert error["message"].startswith("vllm 0.14.9 is not a release on the index")
+
+
+@pytest.mark.network
+def test_a_release_with_wheels_only_says_to_check_it_against_the_wheel(unreleased_fork, capsys):
+    assert main(["next", "--vllm", "0.15.0"]) == 2
+    err = capsys.readouterr().err
+    assert "vllm 0.15.0 has no source distribution on the index, only vllm-0.15.0-" in err
+    assert "(--source wheel)" in err

@@ -16,7 +16,7 @@ N = int(os.environ.get("PATCHSET_FUZZ_N", "1000"))
 SEED = int(os.environ.get("PATCHSET_FUZZ_SEED", "1"))
 
 REACHED = ("agree: applies exactly", "agree: applies with offset", "agree: already-applied", "ambiguity refused",
-           "anchoring refused", "line endings refused", "partial refused")
+           "anchoring refused", "line endings refused", "partial refused", "a CRLF patch read with its CRs stripped")
 
 needs_tools = pytest.mark.skipif(shutil.which("patch") is None or shutil.which("git") is None,
                                  reason="GNU patch and git are needed")

@@ -114,7 +114,8 @@ def test_no_fitting_wheel_is_refused_listing_what_the_index_has():
         in e.value.message
     assert e.value.message.endswith("it has: vllm-0.29.0-cp38-abi3-manylinux_2_28_aarch64.whl, "
                                     "vllm-0.29.0-cp38-abi3-manylinux_2_28_x86_64.whl, vllm-0.29.0.tar.gz")
-    with pytest.raises(index.SourceError, match="it has: no file of that release at all"):
+    with pytest.raises(index.NoSuchRelease, match=r"vllm 0\.9\.1 is not a release on the index \(the releases next "
+                       r"to it: 0\.9\.0, 0\.21\.0, 0\.29\.0\)"):
         index.choose_wheel(RELEASES, "vllm", "0.9.1", _linux_x86_64())
 
 
@@ -131,6 +132,23 @@ def test_the_real_index_gives_0_9_0_its_manylinux1_wheel(tmp_path):
     src = open_source("wheel", "0.9.0", cache=Cache(tmp_path))
     assert src.identity.startswith("wheel:vllm-0.9.0-cp38-abi3-manylinux1_x86_64.whl@sha256:")
     assert b"reshape_and_cache" in (src.read("vllm/_custom_ops.py") or b"")
+
+
+@pytest.mark.network
+def test_a_release_the_real_index_lacks_is_named_with_its_neighbours_and_wheels_only_says_use_the_wheel():
+    """Issue 38: 0.14.9 does not exist and 0.15.0 has wheels only; both said "has no source distribution"."""
+    with pytest.raises(index.NoSuchRelease) as e:
+        index.sdist("vllm", "0.14.9")
+    assert e.value.message == ("vllm 0.14.9 is not a release on the index (the releases next to it: 0.13.0, 0.14.0, "
+                               "0.14.1, 0.15.0, 0.15.1, 0.16.0)") and e.value.hint == "name a release the index has"
+    with pytest.raises(index.NoSuchRelease) as e:
+        index.wheel("vllm", "0.14.9")
+    assert "0.14.9 is not a release on the index" in e.value.message
+    with pytest.raises(index.NoSuchRelease) as e:
+        index.sdist("vllm", "0.15.0")
+    assert e.value.message.startswith("vllm 0.15.0 has no source distribution on the index, only vllm-0.15.0-")
+    assert "--source wheel" in (e.value.hint or "")
+    assert index.wheel("vllm", "0.15.0").filename.startswith("vllm-0.15.0-")
 
 
 # --- found by fuzzing (tests/fuzz, issue 26): an answer that is not a PEP 691 page is refused, naming the URL ----

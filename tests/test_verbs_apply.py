@@ -16,7 +16,7 @@ from patchset.errors import PatchFileError
 from patchset.verbs.apply import ApplyError, apply_series
 
 MOD = "vllm/core/sched.py"
-TEST = "tests/test_sched.py"
+TEST = "tests/test_sequence.py"  # a file of the real 0.29.0 (its sdist lists what is beside the package)
 PRISTINE = "".join(f"x{i} = {i}\n" for i in range(1, 41))
 PATCHED = PRISTINE.replace("x10 = 10\n", "x10 = 10 - 1\n")
 TEST_BEFORE = "def test_x():\n    assert 1 + 1 == 2\n"
@@ -327,3 +327,56 @@ def test_site_packages_of_0_9_0_gets_the_package_part_and_names_what_it_left_out
     assert entries["deps-regex"]["status"] == "not-in-tree"
     assert entries["deps-regex"]["left_out"] == [DOCKERFILE, REQS]
     assert set(provenance.carried_ids(record)) == {"sched-comment"}  # the kernel's fix is not carried
+
+
+TYPO_SERIES = (udiff(MOD, PRISTINE, PATCHED) + udiff("vlm/x.py", "x\n", "y\n")  # a typo for vllm/
+               + udiff(TEST, TEST_BEFORE, TEST_AFTER))  # beside the package in the real 0.29.0: left out
+NEW_TEST = ("diff --git a/tests/test_new.py b/tests/test_new.py\nnew file mode 100644\n--- /dev/null\n"
+            "+++ b/tests/test_new.py\n@@ -0,0 +1 @@\n+def test_new(): pass\n")
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("kind", ["site-packages", "wheel"])
+def test_a_path_neither_the_package_nor_the_release_holds_fails_in_every_kind_of_tree(tmp_path, capsys, kind):
+    """Issue 38: `apply --vllm 0.29.0 SITE` with a patch on `vlm/x.py` (a typo for vllm/) said `applied 0
+    patches; left out 1 file this site-packages cannot hold` and exited 0. Only a path the release holds beside
+    its package (the real 0.29.0 sdist's listing) is left out; a file a patch creates under tests/ too."""
+    from patchset.cli import main
+
+    write_patch(tmp_path, "recipes/fix/fix.patch", TYPO_SERIES)
+    write_patch(tmp_path, "recipes/new/fix.patch", NEW_TEST)
+    write_manifest(tmp_path, """
+        schema: 1
+        targets: {"0.29.0": {}}
+        patches:
+          - {id: fix, releases: "==0.29.0", patch: recipes/fix/fix.patch}
+          - {id: new, releases: "==0.29.0", patch: recipes/new/fix.patch}
+        """)
+    manifest = str(tmp_path / "patches.yaml")
+    if kind == "site-packages":
+        root = make_tree(tmp_path / "site")
+        (root / "pyproject.toml").unlink()
+        (root / "vllm-0.29.0.dist-info").mkdir()
+        (root / "vllm-0.29.0.dist-info" / "METADATA").write_text("Name: vllm\nVersion: 0.29.0\n")
+        before = snapshot(root)
+        assert main(["apply", "--vllm", "0.29.0", str(root), "--manifest", manifest]) == 1
+        assert snapshot(root) == before
+        err = capsys.readouterr().err
+    else:
+        assert main(["check", "--vllm", "0.29.0", "--source", "wheel", "--manifest", manifest]) == 1
+        err = capsys.readouterr().out
+    assert (f"vlm/x.py: not in the package this {kind} holds, nor beside it in vLLM 0.29.0 (its sdist's "
+            "listing)") in err
+    assert TEST + ": not in" not in err and "tests/test_new.py: not in" not in err
+    # Without the typo, tests/ beside the package is left out, the created test too, and the rest applies.
+    write_patch(tmp_path, "recipes/fix/fix.patch", TYPO_SERIES.split("diff --git a/vlm/x.py")[0]
+                + "diff --git " + TYPO_SERIES.split("diff --git ")[-1])
+    if kind == "site-packages":
+        assert main(["apply", "--vllm", "0.29.0", str(root), "--manifest", manifest]) == 0
+        assert "applied 1 patch; left out 2 files this site-packages cannot hold" in capsys.readouterr().out
+    else:  # (vllm/core/sched.py is this test's own: the real wheel has none, so that one fails there)
+        assert main(["check", "--vllm", "0.29.0", "--source", "wheel", "--manifest", manifest, "--format",
+                     "json"]) == 1
+        doc = json.loads(capsys.readouterr().out)
+        hunks = {h["file"]: h["status"] for p in doc["targets"][0]["patches"] for h in p["hunks"]}
+        assert hunks == {MOD: "failed", TEST: "not-in-tree", "tests/test_new.py": "not-in-tree"}

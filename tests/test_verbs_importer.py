@@ -407,7 +407,7 @@ def test_cli_bad_input_exits_2_and_writes_nothing(pristine, tmp_path, capsys):
 def test_every_patch_file_that_cannot_be_read_is_named_in_one_run(pristine, tmp_path, capsys):
     """Dynamo's patch folder held two files that end one blank context line short: one run names both, in the
     line and in JSON, so the maintainer mends them together; nothing is written. Each at the line of the user's
-    own file (3), not of the recipe import would write with a DEP-3 header above the diff (5, before)."""
+    own file where it is cut (6), not of the recipe import would write with a DEP-3 header above the diff (8)."""
     (tmp_path / "p").mkdir()
     short = "--- a/vllm/{0}.py\n+++ b/vllm/{0}.py\n@@ -1,3 +1,4 @@\n a\n+b\n c\n"
     (tmp_path / "p" / "01-one.patch").write_text(short.format("one"))
@@ -416,12 +416,13 @@ def test_every_patch_file_that_cannot_be_read_is_named_in_one_run(pristine, tmp_
     out = tmp_path / "out"
     assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION]) == 2
     err = capsys.readouterr().err
-    assert "01-one.patch:3: malformed hunk: its header says -3 +4 lines but it has -2 +3: the patch file ends 1 " \
-        "context line(s) short" in err and err.rstrip().endswith(f"[and 1 more: {tmp_path / 'p' / '03-two.patch'}:3]")
+    assert "01-one.patch:6: malformed hunk: the patch file ends here, inside the hunk @@ -1,3 +1,4 @@: it is cut " \
+        "short (its header says -3 +4 lines, it has -2 +3); 1 context line(s) short" in err and err.rstrip().endswith(
+            f"[and 1 more: {tmp_path / 'p' / '03-two.patch'}:6]")
     assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION, "--format", "json"]) == 2
     doc = json.loads(capsys.readouterr().out)["error"]
     assert doc["file"].endswith("01-one.patch") and [(m["file"], m["line"]) for m in doc["more"]] == \
-        [(str(tmp_path / "p" / "03-two.patch"), 3)]
+        [(str(tmp_path / "p" / "03-two.patch"), 6)]
     assert not out.exists()
 
 
@@ -557,3 +558,227 @@ def test_nested_patch_folders_need_a_series_and_keep_their_paths_in_the_ids(pris
     (tmp_path / "p" / "series").write_text("sub0/__init__.py.patch\nsub1/__init__.py.patch\n")
     result = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION])
     assert result.ok and [p.id for p in result.patches] == ["sub0-__init__.py", "sub1-__init__.py"]
+
+
+MONO = "training/rl/vllm_src"  # a monorepo keeps vLLM's tree three folders down, as a training-recipes project did
+
+
+def mono_mail(pristine: Path, rel: str, n: int, *, prefix: str = MONO) -> tuple[str, str]:
+    """A git format-patch mail made in a monorepo that holds vLLM's tree under ``prefix``, and the file after it."""
+    text = (pristine / "vllm" / rel).read_text()
+    after = insert_after(text, middle(text), f"# monorepo fix {n}")
+    diff = udiff(f"{prefix}/vllm/{rel}", text, after)
+    return mail(f"{n}" * 40, f"rl: fix {n}", "For the trainer.", diff), after
+
+
+def test_a_monorepo_prefix_is_found_at_the_strip_that_names_every_file(pristine, tmp_path):
+    """Issue 38: `a/<dir>/<dir>/<dir>/vllm/...` took neither repo nor package layout and every hunk failed; the
+    strip at which every file exists is found (4), and the check agrees with `patch -p4 -F0` and `git apply -p4`
+    on the same bytes."""
+    (tmp_path / "p").mkdir()
+    rels = candidates(pristine)[17:19]
+    afters = {}
+    for n, rel in enumerate(rels, 1):
+        text, afters["vllm/" + rel] = mono_mail(pristine, rel, n)
+        (tmp_path / "p" / f"000{n}-rl-fix-{n}.patch").write_text(text)
+    result = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION])
+    assert result.ok and {(p.strip, p.root) for p in result.patches} == {(4, "")}, result.notes
+    assert "layout: {strip: 4, root: \"\"}" in (tmp_path / "out" / "patches.yaml").read_text()
+    jsonschema.validate(load_yaml((tmp_path / "out" / "patches.yaml").read_text()), manifest_schema())
+    files = result.check.targets[0].files
+    for tool in (["patch", "-p4", "-F0", "--batch", "-i"], ["git", "apply", "-p4"]):
+        work = tmp_path / tool[0]
+        for rel in rels:
+            (work / "vllm" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(pristine / "vllm" / rel, work / "vllm" / rel)
+        for f in sorted((tmp_path / "p").iterdir()):
+            subprocess.run([*tool, str(f)], cwd=work, check=True, capture_output=True)
+        assert {path: (work / path).read_text() for path in afters} == afters
+        assert {path: files[path].decode() for path in afters} == afters
+
+
+def test_where_no_layout_names_every_file_the_note_says_which_strip_names_what(pristine, tmp_path, capsys):
+    rels = candidates(pristine)[19:21]
+    one, _ = mono_mail(pristine, rels[0], 1)
+    typo = one.replace(f"{MONO}/vllm/{rels[0]}", f"{MONO}/vllm/{rels[0][:-3]}_tpyo.py")
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "typo.patch").write_text(typo)
+    two, _ = mono_mail(pristine, rels[1], 2)
+    (tmp_path / "p" / "both.patch").write_text(two.replace("-- \n2.43.0", "") + udiff(
+        f"{MONO}/vllm/{rels[0]}", "a\n", "b\n").replace(f"{MONO}/vllm/{rels[0]}", f"{MONO}/vllm/no_such_file.py"))
+    (tmp_path / "p" / "series").write_text("both.patch\ntypo.patch\n")
+    result = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION], dry_run=True)
+    assert not result.ok
+    assert (f"both.patch: no layout names every file it changes in vLLM {VERSION}: --layout strip=4 names 1 of 2 "
+            f"(not vllm/no_such_file.py); kept that one") in "\n".join(result.notes)
+    assert (f"typo.patch: no layout names a file it changes in vLLM {VERSION} (tried strip 0 to "
+            f"{rels[0].count('/') + 5}, under the repository root and under vllm/)") in "\n".join(result.notes)
+    # Told a strip that names nothing: kept as told, and the note and the check say which one would.
+    assert main(["import", str(tmp_path / "p" / "both.patch"), "--into", str(tmp_path / "told"), "--target",
+                 VERSION, "--layout", "strip=2"]) == 1
+    out = capsys.readouterr().out
+    assert "its paths read with --layout strip=2 do not name every file it changes in vLLM 0.29.0" in out
+    assert f"vllm/{rels[1]} exists: its paths have 2 more leading components: strip: 4" in out
+    assert "layout: {strip: 2, root: \"\"}" in (tmp_path / "told" / "patches.yaml").read_text()
+    for bad in ("strip=", "strip=2,root=../x", "p4"):
+        assert main(["import", str(tmp_path / "p"), "--into", str(tmp_path / "bad"), "--target", VERSION,
+                     "--layout", bad]) == 2
+        assert "unknown layout" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+
+
+def test_crlf_mails_in_a_monorepo_are_adopted_as_gnu_patch_reads_them(pristine, tmp_path, capsys):
+    """Issue 38's walk: format-patch mails under a monorepo prefix, two of them saved with CRLF endings, named by
+    a series. They are read as GNU patch reads them (CRs stripped, with a warning naming each file), the recipes
+    keep their bytes (a CRLF DEP-3 header where one is written), and the tree is GNU's."""
+    rels = candidates(pristine)[21:24]
+    (tmp_path / "p").mkdir()
+    afters = {}
+    for n, rel in enumerate(rels, 1):
+        text, afters["vllm/" + rel] = mono_mail(pristine, rel, n)
+        data = text.encode()
+        (tmp_path / "p" / f"000{n}-fix.patch").write_bytes(data.replace(b"\n", b"\r\n") if n > 1 else data)
+    (tmp_path / "p" / "series").write_text("".join(f"000{n}-fix.patch\n" for n in (1, 2, 3)))
+    out = tmp_path / "out"
+    assert main(["import", str(tmp_path / "p" / "series"), "--into", str(out), "--target", VERSION]) == 0
+    said = capsys.readouterr().out
+    for n in (2, 3):
+        assert f"recipes/fix-{n}/000{n}-fix.patch: every line ends in CRLF: read with the CRs stripped" in said
+        recipe = (out / "recipes" / f"fix-{n}" / f"000{n}-fix.patch").read_bytes()
+        assert recipe.startswith(b"Description: rl: fix " + str(n).encode() + b"\r\n") and b"\n" not in \
+            recipe.replace(b"\r\n", b"")
+    assert "fix/0001-fix.patch: every line" not in said
+    work = tmp_path / "gnu"
+    for rel in rels:
+        (work / "vllm" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(pristine / "vllm" / rel, work / "vllm" / rel)
+    for n in (1, 2, 3):
+        subprocess.run(["patch", "-p4", "-F0", "--batch", "-i", str(tmp_path / "p" / f"000{n}-fix.patch")],
+                       cwd=work, check=True, capture_output=True)
+    assert {path: (work / path).read_text() for path in afters} == afters
+    m = load_manifest(out / "patches.yaml")
+    assert [p.title for p in m.patches] == ["rl: fix 1", "rl: fix 2", "rl: fix 3"]
+    assert main(["check", "--manifest", str(out / "patches.yaml"), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sum("every line ends in CRLF" in w for w in doc["targets"][0]["warnings"]) == 2
+
+
+def test_an_error_in_a_patch_file_names_that_file_and_its_own_line(pristine, tmp_path, capsys):
+    """Issue 38: a bad hunk at line 13 of a patch named by a series was reported as `patches/series:1:13` (JSON
+    file "patches/series:1"); it is the patch file's own line (16, where the file cuts the hunk short), and a
+    mail further down an mbox is named at the line of the mbox it stands on."""
+    (tmp_path / "p").mkdir()
+    bad = "A note.\n\n" + "\n" * 8 + "--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n"
+    assert bad.splitlines()[12].startswith("@@")  # line 13
+    (tmp_path / "p" / "bad.patch").write_text(bad)
+    (tmp_path / "p" / "series").write_text("bad.patch\n")
+    assert main(["import", str(tmp_path / "p" / "series"), "--into", str(tmp_path / "o"), "--target", VERSION,
+                 "--format", "json"]) == 2
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert (err["file"], err["line"]) == (str(tmp_path / "p" / "bad.patch"), 16)
+    rel = candidates(pristine)[24]
+    good, _ = mono_mail(pristine, rel, 1, prefix=".")
+    second = mail("2" * 40, "broken", "Cut.", "--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n")
+    (tmp_path / "p" / "two.mbox").write_text(good + second)
+    at = (good + second).splitlines().index("@@ -1,3 +1,3 @@") + 1
+    assert main(["import", str(tmp_path / "p" / "two.mbox"), "--into", str(tmp_path / "o"), "--target",
+                 VERSION]) == 2
+    assert f"two.mbox:{at}: malformed hunk" in capsys.readouterr().err
+
+
+def test_import_ci_takes_an_action_and_its_files_name_import(pristine, tmp_path, monkeypatch, capsys):
+    """Issue 38: `import --ci` wrote `@main` six times with no way to change it, and a header saying `patchset
+    init` wrote the files. It takes init's --action; without one, a release pins its own tag and a development
+    build says the files use @main and how to pin them."""
+    from patchset.verbs import importer, init
+
+    rel = candidates(pristine)[25]
+    text = (pristine / "vllm" / rel).read_text()
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "a.patch").write_text(udiff(rel, text, insert_after(text, 9, "# a")))
+    into = tmp_path / "out"
+    assert main(["import", str(tmp_path / "p"), "--into", str(into), "--target", VERSION, "--ci",
+                 "--action", "me/patchset@v9.9.9"]) == 0
+    workflow = (into / init.WORKFLOW).read_text()
+    assert workflow.count("uses: me/patchset@v9.9.9") == 6 and "@main" not in workflow
+    assert "Written by `patchset import`" in workflow
+    hooks = (into / init.PRE_COMMIT).read_text()
+    assert "rev: v9.9.9" in hooks and "written by `patchset import`" in hooks
+    assert "is not a release" not in capsys.readouterr().out
+    assert main(["import", str(tmp_path / "p"), "--into", str(tmp_path / "x"), "--target", VERSION,
+                 "--action", "me/patchset@v1"]) == 2  # without --ci it would write nothing with it
+    assert "it goes with --ci" in capsys.readouterr().err and not (tmp_path / "x").exists()
+    dev = import_series([str(tmp_path / "p")], tmp_path / "dev", [VERSION], ci=True, dry_run=True)
+    if "dev" in importer.__version__ or "+" in importer.__version__:
+        assert any("is not a release; pin a tag or commit with --action" in n for n in dev.notes)
+    monkeypatch.setattr(init, "__version__", "1.4.2")  # an installed release
+    monkeypatch.setattr(importer, "__version__", "1.4.2")
+    released = import_series([str(tmp_path / "p")], tmp_path / "rel", [VERSION], ci=True)
+    assert released.ok and not any("not a release" in n for n in released.notes)
+    assert (tmp_path / "rel" / init.WORKFLOW).read_text().count(f"uses: {init.HOME}@v1.4.2") == 6
+    assert "rev: v1.4.2" in (tmp_path / "rel" / init.PRE_COMMIT).read_text()
+
+
+def test_a_dry_run_over_an_earlier_import_says_what_a_real_run_would_refuse(pristine, tmp_path, capsys):
+    """Issue 38: `import --dry-run` refused when patches.yaml existed (`pass --force`), though a dry run writes
+    nothing, and the refusal hid the real errors. It goes on and says what a real run would refuse."""
+    rel = candidates(pristine)[26]
+    text = (pristine / "vllm" / rel).read_text()
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "a.patch").write_text(udiff(rel, text, insert_after(text, 9, "# a")))
+    out = tmp_path / "out"
+    assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION, "--ci"]) == 0
+    capsys.readouterr()
+    before = {f: f.read_bytes() for f in out.rglob("*") if f.is_file()}
+    assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION, "--ci", "--dry-run"]) == 0
+    said = capsys.readouterr().out
+    assert f"without --dry-run, import would refuse: {out / 'patches.yaml'} exists (pass --force" in said
+    assert "patchset.yml already exist" in said and "a/a.patch exists (pass --force to replace it)" in said
+    assert {f: f.read_bytes() for f in out.rglob("*") if f.is_file()} == before
+    assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION, "--dry-run", "--force",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["would_refuse"] == []
+    (tmp_path / "p" / "b.patch").write_text("--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1,3 +1,3 @@\n a\n")
+    assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION, "--dry-run"]) == 2
+    assert "b.patch:4: malformed hunk: the patch file ends here" in capsys.readouterr().err  # not "exists"
+    assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION]) == 2
+    assert "patches.yaml exists" in capsys.readouterr().err  # a real run still refuses first, writing nothing
+    assert {f: f.read_bytes() for f in out.rglob("*") if f.is_file()} == before
+
+
+def test_import_says_which_copy_patchset_reads_and_move_takes_the_history_along(pristine, tmp_path, capsys):
+    """Issue 38: after import the series sat in patches/ and in recipes/, and nothing said which one patchset
+    reads. The last lines say so; --move moves each patch file with git mv, so `git log --follow` still finds
+    its history."""
+    repo = git.Repo.init(tmp_path / "fork")
+    fork = Path(repo.working_tree_dir or "")
+    (fork / "patches").mkdir()
+    names = []
+    for n, rel in enumerate(candidates(pristine)[27:29], 1):
+        text = (pristine / "vllm" / rel).read_text()
+        names.append(f"000{n}-fix-{n}.patch")
+        (fork / "patches" / names[-1]).write_text(f"Fix {n}.\n\n" + udiff(rel, text, insert_after(text, 9, f"# {n}")))
+    (fork / "patches" / "series").write_text("".join(n + "\n" for n in names))
+    author = git.Actor("Ada Fork", "ada@example.org")
+    repo.index.add(["patches/series", *[f"patches/{n}" for n in names]])
+    repo.index.commit("the fork's series", author=author, committer=author)
+    assert main(["import", str(fork / "patches" / "series"), "--into", str(fork), "--target", VERSION]) == 0
+    last = capsys.readouterr().out.rstrip("\n").splitlines()[-2:]
+    assert last[0] == f"patchset reads {fork / 'patches.yaml'} and {fork / 'recipes'}/ (the recipes are its copy " \
+        "of each patch)"
+    assert last[1].startswith(f"patchset does not read {fork / 'patches' / names[0]}, ") and "--move" in last[1]
+    assert main(["import", str(fork / "patches" / "series"), "--into", str(fork), "--target", VERSION, "--force",
+                 "--move"]) == 0
+    said = capsys.readouterr().out
+    assert "moved 2 patch files into recipes/ with git mv (history follows)" in said
+    assert not (fork / "patches" / names[0]).exists() and (fork / "patches" / "series").exists()
+    moved = fork / "recipes" / "fix-1" / names[0]
+    assert moved.read_text().startswith("Description: Fix 1.")  # the recipe import writes, over the moved file
+    repo.index.commit("adopt the series", author=author, committer=author)
+    log = repo.git.log("--follow", "--format=%s", "--", f"recipes/fix-1/{names[0]}").splitlines()
+    assert log == ["adopt the series", "the fork's series"]
+    # A patch file git does not track cannot be moved with its history: refused, nothing written.
+    (tmp_path / "loose").mkdir()
+    (tmp_path / "loose" / "a.patch").write_text(moved.read_text())
+    assert main(["import", str(tmp_path / "loose"), "--into", str(fork / "other"), "--target", VERSION,
+                 "--move"]) == 2
+    assert "is not a file git tracks" in capsys.readouterr().err and not (fork / "other").exists()

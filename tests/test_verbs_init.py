@@ -76,6 +76,9 @@ def test_dry_run_prints_the_files_and_writes_nothing(repo, capsys):
 def test_the_action_ref_follows_the_version():
     assert default_action_ref("1.2.3") == f"{HOME}@v1.2.3"
     assert default_action_ref("0.1.1.dev3+gabc") == f"{HOME}@main"
+    assert default_action_ref("1.2.3.post1") == f"{HOME}@v1.2.3.post1"  # tagged, as every release is
+    assert default_action_ref("1.3.0rc1") == f"{HOME}@v1.3.0rc1"
+    assert default_action_ref("1.2.3+local") == f"{HOME}@main"  # built between tags
 
 
 def test_a_missing_manifest_names_init_and_import(tmp_path, monkeypatch, capsys):
@@ -147,3 +150,14 @@ def test_the_test_job_skips_a_release_whose_patches_name_no_test_and_says_so(tmp
     summary.unlink()
     assert _run_test_job(workflow, row, summary) == ["actions/checkout", "actions/cache", HOME]
     assert not summary.exists()
+
+
+def test_a_malformed_action_is_bad_input_and_the_header_names_init(repo, capsys):
+    for bad in ("me/patchset", "patchset@v1", "me/patchset@", "me/p atchset@v1"):
+        assert main(["init", "--vllm", "0.29.0", "--action", bad]) == 2
+        assert "is not OWNER/NAME@REF" in capsys.readouterr().err
+    assert list(repo.iterdir()) == [repo / ".git"]
+    assert main(["init", "--vllm", "0.29.0", "--dry-run", "--action", "me/patchset/sub@0123abc"]) == 0
+    out = capsys.readouterr().out
+    assert "uses: me/patchset/sub@0123abc" in out and "repo: https://github.com/me/patchset\n" in out
+    assert "Written by `patchset init`" in out and "written by `patchset init`" in out

@@ -142,7 +142,7 @@ def test_on_a_tree_without_the_files_beside_the_package_next_says_not_in_tree(tm
     (site / "vllm-0.29.0.dist-info" / "METADATA").write_text("Name: vllm\nVersion: 0.29.0\n")
     project = tmp_path / "project"
     write_patch(project, "recipes/kernel/fix.patch", udiff("vllm/mod.py", before, before.replace("x5 = 5", "x5 = 6"))
-                + udiff("csrc/ops.cu", "int a;\n", "int b;\n"))
+                + udiff("csrc/custom_quickreduce.cu", "int a;\n", "int b;\n"))
     write_patch(project, "recipes/deps/fix.patch", udiff("requirements/common.txt", "numpy\n", "numpy >= 2\n"))
     m = load_manifest(write_manifest(project, """
         schema: 1

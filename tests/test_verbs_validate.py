@@ -134,7 +134,7 @@ def test_a_broken_patch_file_is_reported_with_the_manifest_problems(project):
     write_patch(project, "recipes/fix/fix.patch", f"--- a/{MOD}\n+++ b/{MOD}\n@@ -1,3 +1,3 @@\n-line1 = 1\n")
     write_manifest(project, GOOD.replace("targets:", "typo: 1\n    targets:"))
     report = validate("patches.yaml")
-    assert [(e.file, e.line) for e in report.errors] == [("patches.yaml", 2), ("recipes/fix/fix.patch", 5)]
+    assert [(e.file, e.line) for e in report.errors] == [("patches.yaml", 2), ("recipes/fix/fix.patch", 6)]  # cut there
     assert "unknown key 'typo'" in str(report.errors[0])
 
 

@@ -12,7 +12,8 @@ were bitten by their leniency.
   a line and so is the final newline. A CRLF patch on an LF file (or the
   reverse) and a patch that disagrees with the file about the newline at its
   end are refused, as ``git apply`` refuses them (GNU patch strips the CRs
-  of a diff whose own lines end in CRLF; patchfile.py refuses such a diff).
+  of a diff whose own lines end in CRLF; patchfile.py reads a patch wholly in CRLF so, and refuses
+  one whose header lines alone end in CRLF).
   A mixed result is never written, and the refusal says why.
 * Anchoring, as both tools do it: a hunk whose old side starts at line 1
   (or 0) may only land at the start of the file (git's rule, which includes
@@ -36,7 +37,12 @@ were bitten by their leniency.
 * If it only matches after dropping context lines, it is ``fuzz`` and
   refused unless the manifest allows that much fuzz for this patch.
 * ``already-applied`` means the reversed hunk places under the same rules:
-  its new lines, anchored the same way, unambiguous. A pure deletion is only
+  its new lines, anchored the same way, unambiguous. A hunk both readings
+  fit is ambiguous and refused, naming both places: its old lines stand where
+  it would land and its new lines stand there too (added lines that repeat
+  their own context, on a file holding them twice), or its new lines stand
+  where the reversed hunk lands while GNU patch or git apply would find its
+  old lines and apply it (again). A pure deletion is only
   already-applied when the lines it removes are nowhere in the file, and a
   context-free insertion whose lines already stand where it would put them
   is refused (nothing tells a re-application from a coincidence), as is
@@ -405,7 +411,9 @@ class _Placement:
         pick, why = _choose(found, self.expected)
         if pick is not None and pick >= self.floor:
             disagree = self.tools_disagree(pick, None if self.start or self.end else found)
-            return self.failure(disagree) if disagree else self.apply(pick, 0, 0)
+            if disagree:
+                return self.failure(disagree)
+            return self.failure(self.both_readings(pick, pick)) if self.reversed_at(pick) else self.apply(pick, 0, 0)
         if why:
             return self.failure(why, candidates=tuple(p - self.shift + 1 for p in found))
         if pick is not None:
@@ -556,6 +564,24 @@ class _Placement:
             i += 1
         return count, merged
 
+    def reversed_at(self, at: int) -> bool:
+        """Whether the reversed hunk of a hunk that adds lines fits at ``at`` too (its new lines stand there,
+        anchored as it must be: then its added lines repeat its trailing context). One that removes lines fits
+        there only as a prefix of its old lines (a run of blank lines shortened), which says nothing; a
+        context-free hunk is placed by its header alone."""
+        lines, k = self.buf.lines, len(self.new)
+        return (k > len(self.old) and not self.zero and lines[at:at + k] == self.new
+                and (not self.rstart or at == 0)
+                and (not self.end or at + k == len(lines)))
+
+    def both_readings(self, forward: int, backward: int, who: str = "") -> str:
+        """The refusal of a hunk both readings fit: applies at ``forward``, already applied at ``backward``."""
+        where = (f"at line {forward - self.shift + 1}; its added lines repeat its context" if forward == backward
+                 else f"its old lines at line {forward - self.shift + 1}, where {who} would apply it, and its new "
+                 f"lines at line {backward - self.shift + 1}")
+        return (f"ambiguous: both readings fit, applying it and its being applied already ({where}): refused; "
+                "regenerate the patch with more context")
+
     def already(self) -> tuple[HunkResult, int] | None:
         """The reversed hunk placed under the same rules: its new lines, where they would be."""
         if not self.new:
@@ -572,6 +598,13 @@ class _Placement:
                 return self.failure(f"the context around the removed lines is joined at line {pick - self.shift + 1} "
                                     f"but the lines it removes still stand at line {left + 1}: neither applied "
                                     "nor applicable")
+        if not self.zero:  # where a tool would still apply it, the file says nothing certain
+            gnu, git = self.tool_places(self.buf.find(self.old, 0, False, False))
+            if gnu is not None or git is not None:
+                at, who = (gnu, "GNU patch") if gnu is not None else (git, "git apply")
+                assert at is not None
+                return self.failure(self.both_readings(at, pick, who), pick,
+                                    candidates=tuple(sorted({at - self.shift + 1, pick - self.shift + 1})))
         return self.result(HunkStatus.ALREADY, pick, applied=False), pick + len(self.new)
 
     def fuzzy(self) -> tuple[HunkResult, int] | None:

@@ -7,7 +7,9 @@ created), ignores git's ``copy``/mode headers, splits on every character
 Python calls a line break (form feeds, ``\\x1c``, U+2028 ...), and takes a
 removed line ``-- x`` inside a hunk for a file header. So:
 
-* bytes are split on ``\\n`` only; a ``\\r`` before it is part of the line;
+* bytes are split on ``\\n`` only; a ``\\r`` before it is part of the line, except in a patch whose
+  every line ends in CRLF (an editor or a mailer converted it whole): that one is read with its CRs
+  stripped, as GNU patch reads it (``PatchFile.crlf`` says so, for a warning);
 * hunk bodies are read by the counts in their ``@@`` header, so ``-- x`` and
   ``++ x`` inside a hunk are content; a hunk longer or shorter than its
   header is refused, naming its line;
@@ -180,6 +182,14 @@ class PatchFile:
     sha256: str
     header: dict[str, str] = field(default_factory=dict)
     files: tuple[FilePatch, ...] = ()
+    crlf: bool = False  # every line ended in CRLF: read with the CRs stripped, as GNU patch does
+
+    @property
+    def crlf_warning(self) -> str:
+        """What a check says of a CRLF patch file ('' for any other)."""
+        return (f"{self.path}: every line ends in CRLF: read with the CRs stripped, as GNU patch does (git apply "
+                "refuses it unless --ignore-whitespace, and then writes CRs into the added lines); a file it "
+                "changes with CRLF lines does not match it") if self.crlf else ""
 
     @property
     def hunks(self) -> list[Hunk]:
@@ -199,6 +209,13 @@ def split_lines(data: bytes) -> list[bytes]:
     if parts[-1]:
         out.append(parts[-1])
     return out
+
+
+def all_crlf(data: bytes) -> bool:
+    """Whether every line of ``data`` that ends ends in CRLF (the last one may have no end)."""
+    if b"\r\n" not in data:
+        return False
+    return data.count(b"\n") == data.count(b"\r\n")
 
 
 def read_patch(path: str | Path, *, strip: int = 1, root: str = "", display: str | None = None) -> PatchFile:
@@ -236,7 +253,7 @@ _MARSHAL = f"{sys.implementation.cache_tag}:{marshal.version}"  # marshal's form
 
 def _kept(pf: PatchFile) -> tuple:
     """``pf`` as plain values, without its path (the caller's name for it)."""
-    return (pf.sha256, tuple(pf.header.items()),
+    return (pf.sha256, pf.crlf, tuple(pf.header.items()),
             tuple((f.old_path, f.new_path, f.line, f.copy, f.old_mode, f.new_mode,
                    tuple((h.number, h.line, h.source_start, h.source_length, h.target_start, h.target_length,
                           h.kinds, h.keys, h.section) for h in f.hunks)) for f in pf.files))
@@ -248,12 +265,12 @@ def _unkept(data: bytes | None, name: str, digest: str) -> PatchFile | None:
     if data is None or hashlib.sha256(data[32:]).digest() != data[:32]:
         return None
     try:
-        sha, header, files = marshal.loads(data[32:])
-        if sha != digest:
+        sha, crlf, header, files = marshal.loads(data[32:])
+        if sha != digest or type(crlf) is not bool:
             return None
         pf = PatchFile(name, sha, dict(header), tuple(
             FilePatch(old, new, tuple(Hunk(*h) for h in hunks), line, copy, old_mode, new_mode)
-            for old, new, line, copy, old_mode, new_mode, hunks in files))
+            for old, new, line, copy, old_mode, new_mode, hunks in files), crlf)
     except (EOFError, ValueError, TypeError):
         return None
     return pf if _parser_shaped(pf) else None
@@ -278,13 +295,15 @@ def _parser_shaped(pf: PatchFile) -> bool:
 
 
 def parse_patch(data: bytes, *, name: str, strip: int = 1, root: str = "") -> PatchFile:
-    raw_lines = split_lines(data)
+    crlf = all_crlf(data)
+    raw_lines = split_lines(data.replace(b"\r\n", b"\n") if crlf else data)
     _refuse_binary(raw_lines, name)
     files = _Reader(raw_lines, name, strip, root).read()
     if not files:
         raise PatchFileError("contains no diff", file=name, hint="expected '--- a/...' and '+++ b/...' lines")
     header = _dep3(line.decode("utf-8", errors="surrogateescape").removesuffix("\n") for line in raw_lines)
-    return PatchFile(path=name, sha256=hashlib.sha256(data).hexdigest(), header=header, files=tuple(files))
+    return PatchFile(path=name, sha256=hashlib.sha256(data).hexdigest(), header=header, files=tuple(files),
+                     crlf=crlf)
 
 
 def parse_dep3(text: str) -> dict[str, str]:
@@ -397,15 +416,17 @@ class _Reader:
         return s
 
     def refuse_crlf_headers(self) -> None:
-        """A diff whose own header lines end in CRLF was converted as a whole (an editor, a mailer).
+        """A diff whose own header lines end in CRLF, where not every line of the file does (a file wholly in
+        CRLF is read with its CRs stripped before it gets here, as GNU patch reads it).
 
         GNU patch then strips every CR from its lines and git apply keeps them: the two tools write
         different files from it, so it is refused rather than guessed.
         """
         if self.lines[self.i].endswith(b"\r\n") and self.lines[self.i + 1].endswith(b"\r\n"):
-            raise self.error("the diff's own lines end in CRLF: GNU patch would strip the CRs, git apply "
-                             "would keep them", self.i + 1, "convert the patch file to LF line endings "
-                             "(dos2unix); a diff of CRLF files keeps its CRs only on the content lines")
+            raise self.error("the diff's own lines end in CRLF but not every line of the file does: GNU patch "
+                             "would strip the CRs, git apply would keep them", self.i + 1,
+                             "convert the patch file to LF line endings (dos2unix); a diff of CRLF files keeps its "
+                             "CRs only on the content lines")
 
     def mode(self, s: _Section, what: bytes, mode: int) -> None:
         if mode & 0o170000 != REGULAR:
@@ -474,28 +495,45 @@ class _Reader:
             self.i += 1
             marked = True
         if old != old_want or new != new_want:
-            raise self.short(at, old_want, new_want, old, new)
+            raise self.short(at, old_want, new_want, old, new, kinds)
+        self.refuse_cut_line(at, marked)
         self.after_hunk(at, old_want, new_want, kinds, keys, marked)
         self.number += 1
         return Hunk(number=self.number, line=at, source_start=int(m.group(1)), source_length=old_want,
                     target_start=int(m.group(3)), target_length=new_want, kinds=kinds, keys=tuple(keys),
                     section=m.group(5).decode("utf-8", errors="surrogateescape").strip())
 
-    def short(self, at: int, old_want: int, new_want: int, old: int, new: int) -> PatchFileError:
-        """A hunk with fewer lines than its header says. Where the patch file ends inside it and only context
-        is missing (as many lines on both sides), its trailing blank context lines were most likely stripped
-        (an editor, a paste): GNU patch assumes so ("blank lines got chopped") and applies it where the file
-        holds blank lines there, git apply refuses it as corrupt. patchset refuses it as git apply does, and
-        says which lines are missing."""
+    def short(self, at: int, old_want: int, new_want: int, old: int, new: int, kinds: str) -> PatchFileError:
+        """A hunk with fewer lines than its header says. Where the patch file ends inside it, it is cut short
+        there (git apply refuses it as corrupt). Where only a few context lines are missing after its changes
+        (as many on both sides), they may be trailing blank lines an editor stripped: GNU patch assumes so
+        ("blank lines got chopped"), and the hint says so; a hunk cut before its changes, or missing more
+        context than a diff writes, was cut (a paste, a download)."""
         said = f"malformed hunk: its header says -{old_want} +{new_want} lines but it has -{old} +{new}"
         missing = old_want - old
-        if self.i >= len(self.lines) and missing == new_want - new > 0:
-            return self.error(f"{said}: the patch file ends {missing} context line(s) short, most likely trailing "
-                              "blank lines that were stripped (GNU patch assumes so and reads them as blank "
-                              "context; git apply refuses the patch as corrupt)", at,
-                              f"restore the {missing} blank context line(s) (a single space each) at the end of "
-                              "the file, or regenerate the patch")
+        if self.i >= len(self.lines):  # named at the file's last line, where it is cut
+            end, header = len(self.lines), self.lines[at - 1].rstrip(b"\r\n").decode("utf-8", "replace")[:80]
+            said = (f"malformed hunk: the patch file ends here, inside the hunk {header}: it is cut short (its "
+                    f"header says -{old_want} +{new_want} lines, it has -{old} +{new})")
+            if missing == new_want - new and 0 < missing <= 3 and kinds.strip(" "):
+                return self.error(f"{said}; {missing} context line(s) short: blank lines an editor stripped? (GNU "
+                                  "patch assumes so and reads them as blank context; git apply refuses the patch "
+                                  "as corrupt)", end, f"if they were blank, restore the {missing} blank context "
+                                  "line(s) (a single space each) at the end of the file; else regenerate the patch")
+            return self.error(said, end, "the patch file was cut: regenerate it, or take it whole from where it came")
         return self.error(said, at, "regenerate the patch rather than editing hunks by hand")
+
+    def refuse_cut_line(self, at: int, marked: bool) -> None:
+        """A patch file whose last line, a line of this hunk, has no newline and no "\\ No newline at end of
+        file" after it ends in the middle of a line: git apply refuses it ("corrupt patch"); GNU patch warns
+        ("patch unexpectedly ends in middle of line") and reads the line as one without a newline, so that a
+        hunk on a file whose line has one fails. Refused, as git apply does, naming the line."""
+        last = len(self.lines)
+        if self.i == last and not marked and last and not self.lines[-1].endswith(b"\n"):
+            raise self.error("the patch file ends in the middle of this line (no newline, and no '\\ No newline at "
+                             "end of file' after it): cut short? (git apply refuses it as corrupt; GNU patch reads "
+                             "the line as having no newline)", last,
+                             "end the file with a newline if the line is whole, or regenerate the patch")
 
     def after_hunk(self, at: int, old_want: int, new_want: int, kinds: str, keys: list[bytes], marked: bool) -> None:
         """Refuse a hunk with lines beyond its header's counts, or one whose "No newline at end of file"

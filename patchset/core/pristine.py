@@ -17,7 +17,7 @@ from pathlib import Path
 from patchset.cache import CHUNK, Cache
 from patchset.core.manifest import Manifest, Pin, Target
 from patchset.core.manifest_load import is_local_repository, local_repository
-from patchset.errors import ManifestError, SourceError
+from patchset.errors import ManifestError, NoSuchRelease, SourceError
 from patchset.sources import Source, canonical_name, open_source
 from patchset.sources.index import IndexFile
 from patchset.versions import same_release
@@ -30,7 +30,7 @@ def open_release(manifest: Manifest, version: str, spec: str = "pypi", *, cache:
     """The pristine tree of ``version``: its pinned commit's where the manifest pins one, else ``spec``'s."""
     target = manifest.pinned(version)
     if target is None:
-        return open_source(spec, version, project=manifest.pypi, tag=manifest.tag, cache=cache)
+        return _from_index(manifest, version, spec, cache)
     pin = target.source
     assert pin is not None  # pinned() gives only targets with a source
     kind, _, arg = spec.partition(":")
@@ -47,7 +47,19 @@ def open_release(manifest: Manifest, version: str, spec: str = "pypi", *, cache:
     except SourceError as e:
         raise ManifestError(f"target {target.version}: {e.what()}", file=str(manifest.path),
                             line=pin.line or target.line or None) from e
-    return open_source(spec, version, project=manifest.pypi, tag=manifest.tag, cache=cache)
+    return _from_index(manifest, version, spec, cache)
+
+
+def _from_index(manifest: Manifest, version: str, spec: str, cache: Cache | None) -> Source:
+    """``spec``'s tree of ``version``; a release the index lacks is named at the manifest's line where the
+    manifest names it (a target), else as the command line gave it."""
+    try:
+        return open_source(spec, version, project=manifest.pypi, tag=manifest.tag, cache=cache)
+    except NoSuchRelease as e:
+        t = next((t for t in manifest.targets if same_release(t.version, version)), None)
+        if t is None or e.file:
+            raise
+        raise NoSuchRelease(e.message, file=str(manifest.path), line=t.line or None, hint=e.hint) from e
 
 
 def repository(manifest: Manifest, pin: Pin) -> str:

@@ -33,8 +33,9 @@ from dataclasses import dataclass, field, replace
 from patchset.core import engine
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.patchfile import FilePatch, PatchFile, split_lines
+from patchset.core.trees import BESIDE_TOPS, PACKAGE_KINDS, held_beside
 from patchset.core.words import Word
-from patchset.errors import PatchFileError, PatchsetError
+from patchset.errors import PatchFileError, PatchsetError, SourceError
 from patchset.sources import Source
 
 
@@ -159,6 +160,8 @@ def evaluate_release(manifest: Manifest, version: str, source: Source,
         source.prefetch(wanted)
     pristine = {path: source.read(path) for path in wanted}
     walk = _Walk(version, source, pristine, dict(pristine), exclude)
+    walk.project = manifest.pypi
+    walk.warnings += [pf.crlf_warning for pf in loaded.values() if pf.crlf]
     results: list[PatchResult] = []
     for p in manifest.patches:
         r = _evaluate_one(walk, p, loaded.get(p.id), load_errors.get(p.id))
@@ -179,7 +182,8 @@ def paths_to_read(manifest: Manifest, loaded: dict[str, PatchFile]) -> list[str]
 class _Walk:
     """One release's evaluation as it goes: the tree as the patches so far leave it, and what they said."""
 
-    __slots__ = ("version", "source", "pristine", "tree", "exclude", "by_id", "warnings", "modes", "unapplied")
+    __slots__ = ("version", "source", "pristine", "tree", "exclude", "by_id", "warnings", "modes", "unapplied",
+                 "project", "_beside")
 
     def __init__(self, version: str, source: Source, pristine: dict[str, bytes | None],
                  tree: dict[str, bytes | None], exclude: frozenset[str]) -> None:
@@ -190,6 +194,23 @@ class _Walk:
         self.modes: dict[str, int] = {}  # path -> mode the series sets so far
         self.unapplied: dict[str, dict[str, frozenset[bytes]]] = {}  # a patch that did not apply -> the lines
         # it adds, per file
+        self.project = "vllm"
+        self._beside: tuple[frozenset[str] | None, frozenset[str]] | None = None
+
+    def holds_beside(self, f: FilePatch) -> bool:
+        """Whether the release holds every path of ``f`` beside its package (its sdist's listing, read once and
+        only when a patch names a path outside the package of a tree that holds the package alone)."""
+        if self._beside is None:
+            from patchset.sources.sdist import release_listing  # only here: a check on a package path never needs it
+
+            try:
+                self._beside = release_listing(self.project, self.version)
+            except SourceError as e:
+                self._beside = (None, BESIDE_TOPS)
+                self.warnings.append(f"the listing of {self.project} {self.version}'s sdist cannot be read "
+                                     f"({e.message}): paths beside the package are judged by their top folder")
+        listing, tops = self._beside
+        return all(held_beside(x, x != f.old_path, listing, tops) for x in f.touched)
 
 
 def _evaluate_one(walk: _Walk, p: Patch, pf: PatchFile | None, load_error: PatchsetError | None) -> PatchResult:
@@ -222,7 +243,7 @@ def _evaluate_one(walk: _Walk, p: Patch, pf: PatchFile | None, load_error: Patch
 
 def _apply_one(walk: _Walk, p: Patch, pf: PatchFile, base: PatchResult) -> PatchResult:
     source, pristine, tree = walk.source, walk.pristine, walk.tree
-    beside = [f for f in pf.files if _beside(f, source, p.strip, p.root)]
+    beside = [f for f in pf.files if _beside(f, source, p.strip, p.root) and walk.holds_beside(f)]
     covered = [f for f in pf.files if f not in beside]
     base.skipped = tuple(sorted({f.path for f in beside}))
     base.tree = _kind(source) if beside else ""
@@ -233,7 +254,7 @@ def _apply_one(walk: _Walk, p: Patch, pf: PatchFile, base: PatchResult) -> Patch
         base.message = (f"nothing of it is in this {_kind(source)} ({', '.join(base.skipped)}): check it against "
                         "an upstream tree (--source pypi or git:PATH)")
         return base
-    missing = _missing_paths(covered, tree, source, p.strip, p.root)
+    missing = _missing_paths(covered, tree, source, p.strip, p.root, walk.version)
     if missing:
         return _missing_files(walk, p, pf, covered, missing, base, outside)
     sub = PatchFile(pf.path, pf.sha256, pf.header, tuple(covered))
@@ -380,7 +401,7 @@ def _not_in_tree(files: list[FilePatch], source: Source) -> tuple[engine.HunkRes
     return tuple(out)
 
 
-def _missing_paths(files: list, tree: dict, source: Source, strip: int, root: str) -> dict[int, str]:
+def _missing_paths(files: list, tree: dict, source: Source, strip: int, root: str, version: str) -> dict[int, str]:
     """Why files the patch needs are not in this tree, with the layout that would find them
     (by ``id`` of the file patch)."""
     out = {}
@@ -396,7 +417,9 @@ def _missing_paths(files: list, tree: dict, source: Source, strip: int, root: st
             continue
         hint = _layout_hint(need, source, strip, root)
         if hint or f.new_path is not None or not source.covers(need):  # a deletion may be done already
-            out[id(f)] = f"{need}: not in {source.identity}" + (
+            where = source.identity if source.covers(need) or _kind(source) not in PACKAGE_KINDS else \
+                f"the package this {_kind(source)} holds, nor beside it in vLLM {version} (its sdist's listing)"
+            out[id(f)] = f"{need}: not in {where}" + (
                 hint or "; no other layout names a file there either (a typo, or a file removed upstream?)")
     return out
 
@@ -410,6 +433,10 @@ def _layout_hint(path: str, source: Source, strip: int, root: str, *, guess_pack
                (tail, f"its paths have one more leading component: strip: {strip + 1}"),
                ("vllm/" + tail if tail and not root and guess_package else "",
                 f"package layout with one more leading component: root: vllm, strip: {strip + 1}")]
+    # A monorepo keeps vLLM under folders of its own (a/<dir>/<dir>/vllm/...): more components to drop.
+    parts = path.split("/")
+    options += [("/".join(parts[k:]), f"its paths have {k} more leading components: strip: {strip + k}")
+                for k in range(2, len(parts) - 1)]
     for candidate, why in options:
         if candidate and candidate != path and source.read(candidate) is not None:
             return f"; {candidate} exists: {why}"

@@ -30,7 +30,7 @@ from packaging import tags
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from patchset.errors import SourceError
+from patchset.errors import NoSuchRelease, SourceError
 from patchset.sources import canonical_name, http, pip, urls
 
 if TYPE_CHECKING:
@@ -111,7 +111,8 @@ def project_page(data: bytes, url: str) -> tuple[IndexFile, ...]:
 
 
 def sdist(project: str, version: str) -> IndexFile:
-    for f in project_files(project):
+    files = project_files(project)
+    for f in files:
         if f.filename.endswith(".tar.gz"):
             try:
                 name, ver = parse_sdist_filename(f.filename)
@@ -119,7 +120,43 @@ def sdist(project: str, version: str) -> IndexFile:
                 continue
             if name == canonicalize_name(project) and ver == Version(version):
                 return f
-    raise SourceError(f"{project} {version} has no source distribution on the index")
+    raise no_release(files, project, version, "sdist")
+
+
+def release_of(filename: str) -> tuple[str, Version] | None:
+    """The (normalised project, version) a release file is of; None for a name no tool parses."""
+    try:
+        if filename.endswith(".whl"):
+            return parse_wheel_filename(filename)[:2]
+        if filename.endswith((".tar.gz", ".zip")):
+            return parse_sdist_filename(filename)
+    except (ValueError, InvalidVersion):
+        pass
+    return None
+
+
+def no_release(files: Iterable[IndexFile], project: str, version: str, kind: str) -> NoSuchRelease:
+    """Why ``version``'s ``kind`` of file (``sdist`` or ``wheel``) is not on the index: the release is not
+    there (naming the releases next to it), or it is there without that kind of file (saying which source
+    reads what it has)."""
+    name, want = canonicalize_name(project), Version(version)
+    releases: dict[Version, list[str]] = {}
+    for f in files:
+        found = release_of(f.filename)
+        if found and found[0] == name:
+            releases.setdefault(found[1], []).append(f.filename)
+    if want not in releases:
+        known = sorted(releases)
+        below = [str(v) for v in known if v < want and not v.is_prerelease][-3:]
+        above = [str(v) for v in known if v > want and not v.is_prerelease][:3]
+        near = ", ".join(below + above) or "none"
+        return NoSuchRelease(f"{project} {version} is not a release on the index (the releases next to it: {near})",
+                             hint="name a release the index has")
+    if kind == "sdist":
+        return NoSuchRelease(f"{project} {version} has no source distribution on the index, only "
+                             f"{', '.join(sorted(releases[want]))}",
+                             hint="check it against the wheel (--source wheel): it holds the package, not tests/")
+    return NoSuchRelease(f"{project} {version} has no {kind} on the index; it has: {', '.join(sorted(releases[want]))}")
 
 
 def wheel(project: str, version: str, tags: Sequence[Tag] | None = None) -> IndexFile:
@@ -135,6 +172,7 @@ def choose_wheel(files: Iterable[IndexFile], project: str, version: str, tags: S
     beats ``py3-none-any``. Among wheels of equal rank the highest build tag wins (pip's rule).
     Refused, listing what the index has for the release, when no wheel fits.
     """
+    files = list(files)  # read again for the refusal
     want, name = Version(version), canonicalize_name(project)
     rank: dict[Tag, int] = {}
     for i, tag in enumerate(tags):
@@ -160,7 +198,9 @@ def choose_wheel(files: Iterable[IndexFile], project: str, version: str, tags: S
     if fitting:
         fitting.sort(key=lambda c: c[1], reverse=True)  # the highest build tag first, then (stable) by rank
         return min(fitting, key=lambda c: c[0])[2]
-    has = ", ".join(sorted(release)) if release else "no file of that release at all"
+    if not release:
+        raise no_release(files, project, version, "wheel")
+    has = ", ".join(sorted(release))
     raise SourceError(f"{project} {version} has no wheel for this platform ({describe_tags(tags)}) on the "
                       f"index; it has: {has}",
                       hint="check against the sdist (--source pypi), or run where one of those wheels installs")

@@ -276,3 +276,15 @@ def _kind(m: tarfile.TarInfo) -> str:
     if m.islnk():
         return f"hard link to {m.linkname!r}"
     return "device or special file"
+
+
+def release_listing(project: str, version: str, cache: Cache | None = None) -> tuple[frozenset[str], frozenset[str]]:
+    """Every file of the release's sdist and the names at its top (one streamed pass the first time, kept in the
+    cache after): what the release holds beside its package, for trees that hold the package alone."""
+    src = SdistSource(project, version, cache or Cache())
+    tops = frozenset(src._read_about()["tops"])
+    try:
+        return src._read_listing(), tops
+    except FileNotFoundError:  # a whole unpacked tree answered, with no listing kept beside it
+        root = src.root
+        return frozenset(str(f.relative_to(root)) for f in root.rglob("*") if f.is_file()), tops

@@ -33,18 +33,22 @@ from pathlib import Path
 import git
 from packaging.version import InvalidVersion, Version
 
+from patchset import __version__
 from patchset.core.manifest import DEFAULT_MANIFEST, PATCH_SUFFIXES
 from patchset.core.manifest_load import load_manifest
-from patchset.core.patchfile import PatchFile, parse_dep3, parse_patch
+from patchset.core.patchfile import PatchFile, all_crlf, parse_dep3, parse_patch
 from patchset.core.series import ReleaseResult, evaluate_release
 from patchset.errors import PatchFileError, PatchFileErrors, PatchsetError
 from patchset.sources import Source, open_source
 from patchset.verbs.check import CheckReport
 from patchset.verbs.deps import Edge, infer_edges
-from patchset.verbs.init import scaffold
+from patchset.verbs.init import InitError, default_action_ref, scaffold
 from patchset.verbs.validate import validate
 
 LAYOUTS = {"auto": ("", "vllm"), "repo": ("",), "package": ("vllm",)}
+LAYOUT_SPEC = re.compile(r"strip=(\d+)(?:,root=([^,]*))?")
+#: The most leading components tried: a monorepo's ``a/<dir>/<dir>/vllm/...`` needs 3 or 4.
+MAX_STRIP = 16
 MBOX_FROM = re.compile(rb"^From \S+ +\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4}\s*$")
 GIT_FROM = re.compile(rb"^From ([0-9a-f]{40}) ")
 PR_REFS = (re.compile(r"vllm-project/vllm#(\d+)"), re.compile(r"vllm-project/vllm/pull/(\d+)"),
@@ -66,17 +70,51 @@ class SeriesImportError(PatchsetError):
     """The series to import cannot be read or written."""
 
 
+@dataclass(frozen=True)
+class Layout:
+    """How patch paths are read: ``strip`` leading components dropped (None: found per patch, as ``patch`` has
+    no way to say it), then taken under one of ``roots`` (tried in order)."""
+
+    strip: int | None
+    roots: tuple[str, ...]
+
+    @property
+    def told(self) -> str:
+        return "" if self.strip is None else f"strip={self.strip}" + (f",root={self.roots[0]}" if self.roots[0] else "")
+
+
+def parse_layout(text: str) -> Layout:
+    """``auto``, ``repo``, ``package`` or ``strip=N[,root=DIR]`` (the manifest's ``layout: {strip, root}``)."""
+    if text in LAYOUTS:
+        return Layout(None, LAYOUTS[text])
+    m = LAYOUT_SPEC.fullmatch(text.strip())
+    root = (m.group(2) or "").strip().strip("/") if m else ""
+    if not m or root.startswith(".") or "/." in root or "\\" in root:
+        raise SeriesImportError(f"unknown layout {text!r}", hint="use auto, repo, package, or strip=N[,root=DIR] "
+                                "(strip=3 for paths like a/<dir>/<dir>/vllm/x.py; root=vllm for paths "
+                                "relative to the package)")
+    return Layout(int(m.group(1)), (root,))
+
+
 @dataclass
 class Entry:
     """One patch as the source gives it."""
 
     name: str  # its file name (or mail subject), for the id
-    where: str  # SOURCE[:LINE], for messages
+    where: str  # SOURCE[:LINE], for messages about the series (a series file's line)
     data: bytes = b""  # the patch file's bytes (gunzipped)
     strip: int | None = None  # quilt's per-line -pN
     mail: dict[str, str] = field(default_factory=dict)  # author, subject, date, body of a format-patch mail
     commit: str | None = None  # the upstream commit (git: sources)
     disabled: bool = False  # a '#'-ed out line of a quilt series
+    file: str = ""  # the patch file (or mbox, or git: spec) its bytes come from: what errors about them name
+    first: int = 0  # the line of ``file`` before its bytes (a mail further down an mbox)
+    mail_no: int = 0  # which mail of an mbox of several (0: the file holds one)
+
+    @property
+    def label(self) -> str:
+        """The patch file, for a message about the patch as a whole."""
+        return (self.file or self.where) + (f" (mail {self.mail_no})" if self.mail_no else "")
 
 
 @dataclass
@@ -93,6 +131,7 @@ class Planned:
     pr: int | None = None
     commit: str | None = None
     after: list[str] = field(default_factory=list)
+    source: str = ""  # the patch file it comes from, when it is one file of its own (what --move moves)
 
 
 @dataclass
@@ -108,6 +147,15 @@ class ImportResult:
     edges: list[Edge]
     check: CheckReport
     written: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # what a real run would refuse (a dry run goes on)
+    moved: list[tuple[str, str]] = field(default_factory=list)  # (patch file, recipe) moved with git mv
+    sources: list[str] = field(default_factory=list)  # the patch files read, which patchset does not read again
+
+    @property
+    def kept(self) -> list[str]:
+        """The patch files read that stay where they were (a copy patchset does not read)."""
+        gone = {src for src, _ in self.moved}
+        return [x for x in self.sources if x not in gone]
 
     @property
     def ok(self) -> bool:
@@ -116,22 +164,46 @@ class ImportResult:
 
 def import_series(sources: Sequence[str], into: str | Path = ".", targets: Sequence[str] = (),
                   layout: str = "auto", *, dry_run: bool = False, force: bool = False,
-                  source: str = "pypi", ci: bool = False, upgrade: bool = True) -> ImportResult:
+                  source: str = "pypi", ci: bool = False, action: str | None = None,
+                  move: bool = False, upgrade: bool = True) -> ImportResult:
     """Read the series, write the manifest and recipes (unless ``dry_run``), and check it on ``targets``;
-    with ``ci``, also what ``patchset init`` writes beside a manifest (pre-commit entry, CI workflow)."""
+    with ``ci``, also what ``patchset init`` writes beside a manifest (pre-commit entry, CI workflow), using
+    the patchset ``action`` (``OWNER/NAME@REF``; default: this patchset's release). With ``move``, each patch
+    file that becomes a recipe of its own is moved there with ``git mv`` (its history follows), not copied."""
     versions = _versions(targets)
-    if layout not in LAYOUTS:
-        raise SeriesImportError(f"unknown layout {layout!r}", hint="use auto, repo or package")
+    told = parse_layout(layout)
     into = Path(into)
     manifest_path = into / DEFAULT_MANIFEST
+    # A dry run writes nothing: what a real run would refuse to replace is reported, and the run goes on.
+    refusals: list[SeriesImportError] = []
     if manifest_path.exists() and not force:
-        raise SeriesImportError(f"{manifest_path} exists", hint="pass --force to replace it, or --into another folder")
+        refusals.append(SeriesImportError(f"{manifest_path} exists",
+                                          hint="pass --force to replace it, or --into another folder"))
+    if action is not None and not ci:
+        raise SeriesImportError("--action names the action the CI files use: it goes with --ci")
     if ci:  # refused before anything is read or written, as init refuses
-        scaffold(into, versions, manifest=False, dry_run=True, upgrade=upgrade)
+        try:
+            scaffold(into, versions, manifest=False, dry_run=True, action=action, verb="import", upgrade=upgrade)
+        except InitError as e:
+            if not dry_run or e.message.startswith("--action"):
+                raise
+            refusals.append(SeriesImportError(e.message, hint=e.hint))
+    if refusals and not dry_run:
+        raise refusals[0]
     entries, notes = read_sources(sources)
+    if ci and action is None and default_action_ref(__version__).endswith("@main"):
+        notes.append(f"the CI files use {default_action_ref(__version__)}: this patchset ({__version__}) is not a "
+                     "release; pin a tag or commit with --action OWNER/NAME@REF")
     trees = {v: open_source(source, v) for v in versions}
-    plans = plan(entries, trees[versions[0]], layout, notes)
-    _refuse_clobber(into, plans, force)
+    plans = plan(entries, trees[versions[0]], told, notes, versions[0])
+    try:
+        _refuse_clobber(into, plans, force)
+        moves = _moves(into, plans) if move else []
+    except SeriesImportError as e:
+        if not dry_run:
+            raise
+        refusals.append(e)
+        moves = []
     disabled = [f"{e.where}: {e.name}" for e in entries if e.disabled]
     with tempfile.TemporaryDirectory(prefix="patchset-import-") as scratch:
         stage = Path(scratch)
@@ -146,11 +218,16 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
                                     hint="nothing was written; please report this")
         manifest = load_manifest(stage / DEFAULT_MANIFEST)
         report = CheckReport(str(manifest_path), [evaluate_release(manifest, v, t) for v, t in trees.items()])
-        result = ImportResult(manifest_path, dry_run, text, plans, disabled, notes, edges, report)
+        result = ImportResult(manifest_path, dry_run, text, plans, disabled, notes, edges, report,
+                              refused=[str(e) for e in refusals])
+        result.sources = list(dict.fromkeys(e.file for e in entries if e.file and not e.disabled))
+        result.moved = [(p.source, p.file) for _, p in moves]
         if not dry_run:
+            _move(moves, into)
             result.written = _install(stage, into, [p.file for p in plans] + [DEFAULT_MANIFEST])
             if ci:
-                result.written += scaffold(into, versions, manifest=False, upgrade=upgrade).written
+                result.written += scaffold(into, versions, manifest=False, action=action, verb="import",
+                                           upgrade=upgrade).written
     return result
 
 
@@ -276,11 +353,11 @@ def read_file(path: Path, where: str) -> list[Entry]:
                                     "series holds", file=str(path), hint="is it really a patch?")
     name = path.name[:-3] if path.suffix == ".gz" else path.name
     if MBOX_FROM.match(data.split(b"\n", 1)[0]):
-        return read_mails(data, name, where)
-    return [Entry(name, where, data)]
+        return read_mails(data, name, where, str(path))
+    return [Entry(name, where, data, file=str(path))]
 
 
-def read_mails(data: bytes, name: str, where: str) -> list[Entry]:
+def read_mails(data: bytes, name: str, where: str, file: str = "") -> list[Entry]:
     """``git format-patch`` output: one mail per patch, or several in one mbox."""
     lines = data.splitlines(keepends=True)
     starts = [i for i, ln in enumerate(lines) if MBOX_FROM.match(ln)] + [len(lines)]
@@ -295,7 +372,8 @@ def read_mails(data: bytes, name: str, where: str) -> list[Entry]:
         label = name if len(starts) == 2 and PATCH_NAME.search(name) else mail["subject"]
         m = GIT_FROM.match(lines[a])
         out.append(Entry(label, f"{where}" + (f" (mail {k + 1})" if len(starts) > 2 else ""), msg, mail=mail,
-                         commit=m.group(1).decode() if m else None))
+                         commit=m.group(1).decode() if m else None, file=file or where, first=a,
+                         mail_no=k + 1 if len(starts) > 2 else 0))
     return out
 
 
@@ -313,7 +391,7 @@ def _mail(msg: bytes, where: str) -> dict[str, str]:
             date = email.utils.parsedate_to_datetime(written).date().isoformat()
         except (TypeError, ValueError, OverflowError, IndexError):
             date = ""
-    head, _, body = msg.partition(b"\n\n")
+    head, _, body = (msg.replace(b"\r\n", b"\n") if all_crlf(msg) else msg).partition(b"\n\n")
     message = re.split(rb"^---\s*$", body, maxsplit=1, flags=re.M)[0].decode("utf-8", "replace").strip()
     return {"author": _header(parsed, "From"), "subject": subject, "date": date, "body": message}
 
@@ -351,8 +429,9 @@ def read_git(spec: str) -> list[Entry]:
 # -- planning ----------------------------------------------------------------------------------------------
 
 
-def plan(entries: list[Entry], tree: Source, layout: str, notes: list[str]) -> list[Planned]:
-    """Ids, file contents, metadata and layout for every enabled entry (``notes`` gains what looks odd)."""
+def plan(entries: list[Entry], tree: Source, layout: Layout, notes: list[str], version: str) -> list[Planned]:
+    """Ids, file contents, metadata and layout for every enabled entry (``notes`` gains what looks odd);
+    ``tree`` is vLLM ``version``'s, where the layout is found."""
     out: list[Planned] = []
     taken: set[str] = set()
     created: set[str] = set()
@@ -363,17 +442,19 @@ def plan(entries: list[Entry], tree: Source, layout: str, notes: list[str]) -> l
         pid = _unique(_id_from_name(e.name), taken)
         try:
             content, text = _content(e)
-            strip, root, pf = _layout(e, content, tree, layout, created)
+            strip, root, pf, note = _layout(e, content, tree, layout, created, version)
         except PatchFileError as err:
             unusable.append(err)
             continue
+        notes += [f"{e.label}: {note}"] if note else []
         made = {f.new_path for f in pf.files if f.old_path is None and f.new_path}
-        notes += [f"{e.where} creates {x}: a leftover of a patch tool? (kept; drop that section if so)"
+        notes += [f"{e.label} creates {x}: a leftover of a patch tool? (kept; drop that section if so)"
                   for x in sorted(made) if x.endswith((".orig", ".rej"))]
         created |= made
         pr, commit = _refs(text, e)
+        own = e.file if e.file and not e.mail_no and not e.where.startswith("git:") else ""
         out.append(Planned(pid, f"recipes/{pid}/{_file_name(e.name, pid)}", content, strip, root,
-                           _title(e, text, pid), "backport" if pr or commit else "fork", pr, commit))
+                           _title(e, text, pid), "backport" if pr or commit else "fork", pr, commit, source=own))
     if len(unusable) > 1:
         raise PatchFileErrors(unusable)
     if unusable:
@@ -420,16 +501,23 @@ def _content(e: Entry) -> tuple[bytes, str]:
     """The recipe's bytes, and the text its metadata is read from (preamble or mail)."""
     at = _diff_start(e.data)
     if at < 0:
-        raise PatchFileError("contains no diff", file=e.where, hint="expected '--- a/...' and '+++ b/...' lines")
+        raise PatchFileError("contains no diff", file=e.label, hint="expected '--- a/...' and '+++ b/...' lines")
+    # A patch converted to CRLF as a whole gets its header in CRLF too: it is read as GNU patch reads it,
+    # CRs stripped, only while every line ends so.
+    crlf = all_crlf(e.data)
     if e.mail:
         m = e.mail
         text = m["subject"] + "\n\n" + m["body"]
         fields = [("Author", m["author"]), ("Last-Update", m["date"])]
-        return _dep3(text, fields, e) + e.data[at:], text
-    preamble = e.data[:at].decode("utf-8", "replace")
+        return _eol(_dep3(text, fields, e), crlf) + e.data[at:], text
+    preamble = e.data[:at].decode("utf-8", "replace").replace("\r\n", "\n")
     if {"Description", "Subject"} & set(parse_dep3(preamble)):
         return e.data, preamble  # a DEP-3 header already: byte for byte
-    return _dep3(preamble, [], e) + e.data[at:], preamble
+    return _eol(_dep3(preamble, [], e), crlf) + e.data[at:], preamble
+
+
+def _eol(header: bytes, crlf: bool) -> bytes:
+    return header.replace(b"\n", b"\r\n") if crlf else header
 
 
 def _dep3(text: str, fields: list[tuple[str, str]], e: Entry) -> bytes:
@@ -475,23 +563,76 @@ def _title(e: Entry, text: str, pid: str) -> str:
     return pid
 
 
-def _layout(e: Entry, content: bytes, tree: Source, layout: str, created: set[str]) -> tuple[int, str, PatchFile]:
-    """The (strip, root) under which every file the patch edits exists in the pristine tree."""
+def _layout(e: Entry, content: bytes, tree: Source, layout: Layout, created: set[str],
+            version: str) -> tuple[int, str, PatchFile, str]:
+    """The (strip, root) under which every file the patch edits exists in vLLM ``version``'s pristine tree,
+    and, where none does, a note saying which reading names the most of them (or which one fits, where the
+    layout was told)."""
+    told = e.strip is not None or layout.strip is not None
+    strips = [e.strip] if e.strip is not None else [layout.strip] if layout.strip is not None else _strips(content)
     tried: list[tuple[int, str, PatchFile]] = []
     errors: list[PatchsetError] = []
-    for strip in [e.strip] if e.strip is not None else [0, 1] if _unprefixed(content) else [1, 0]:
-        for root in LAYOUTS[layout]:
+    for strip in strips:
+        for root in layout.roots:
             try:
-                pf = parse_patch(content, name=e.where, strip=strip, root=root)
+                pf = parse_patch(content, name=e.file or e.where, strip=strip, root=root)
             except PatchFileError as err:
                 errors.append(err)
                 continue
             if _fits(pf, tree, created):
-                return strip, root, pf
+                return strip, root, pf, ""
             tried.append((strip, root, pf))
     if not tried:
         raise _at_their_line(errors[0], e, content)
-    return tried[0]  # no layout fits: check will say which file is missing
+    if told:  # kept as told, even where it finds nothing; the note says which reading would
+        strip, root, pf = tried[0]
+        how = f"-p{e.strip} (the series says so)" if e.strip is not None else f"--layout {layout.told}"
+        found = next(((s, r) for s in _strips(content) for r in LAYOUTS["auto"]
+                      if (s, r) != (strip, root) and _fits_as(content, s, r, tree, created)), None)
+        return strip, root, pf, (f"its paths read with {how} do not name every file it changes in vLLM {version}"
+                                 + (f"; {_spec(*found)} does" if found else ""))
+    strip, root, pf = max(tried, key=lambda t: len(_named(t[2], tree, created)))  # the first of the best
+    named = _named(pf, tree, created)
+    paths = [f.old_path for f in pf.files if f.old_path is not None]
+    if not named:
+        return strip, root, pf, (
+            f"no layout names a file it changes in vLLM {version} (tried strip 0 to {max(strips)}, under the "
+            f"repository root and under vllm/): a typo, a file removed upstream, or another project's patch? "
+            f"(kept as strip={strip}; --layout strip=N[,root=DIR] sets it)")
+    gone = [x for x in paths if x not in named]
+    return strip, root, pf, (
+        f"no layout names every file it changes in vLLM {version}: {_spec(strip, root)} names {len(named)} of "
+        f"{len(paths)} (not {', '.join(gone[:3])}{', ...' if len(gone) > 3 else ''}); kept that one")
+
+
+def _strips(content: bytes) -> list[int]:
+    """The strips to try, in order: 1 and 0 (0 first where no path has git's prefixes), then deeper ones as
+    far as every file header's path has components to spare."""
+    first = [0, 1] if _unprefixed(content) else [1, 0]
+    names = [_name(ln[4:]) for ln in content.splitlines() if ln.startswith((b"--- ", b"+++ "))]
+    depth = min((n.count(b"/") for n in names if n and n != b"/dev/null"), default=1)
+    return first + list(range(2, min(depth, MAX_STRIP) + 1))
+
+
+def _name(raw: bytes) -> bytes:
+    return raw.split(b"\t", 1)[0].strip().strip(b'"')
+
+
+def _spec(strip: int, root: str) -> str:
+    return f"--layout strip={strip}" + (f",root={root}" if root else "")
+
+
+def _fits_as(content: bytes, strip: int, root: str, tree: Source, created: set[str]) -> bool:
+    try:
+        return _fits(parse_patch(content, name="", strip=strip, root=root), tree, created)
+    except PatchFileError:
+        return False
+
+
+def _named(pf: PatchFile, tree: Source, created: set[str]) -> set[str]:
+    """The files the patch edits that the tree (or an earlier patch) has."""
+    return {f.old_path for f in pf.files if f.old_path is not None and tree.covers(f.old_path)
+            and (f.old_path in created or _read(tree, f.old_path) is not None)}
 
 
 def _unprefixed(content: bytes) -> bool:
@@ -507,9 +648,9 @@ def _at_their_line(err: PatchsetError, e: Entry, content: bytes) -> PatchsetErro
     header stands where the file's preamble (or mail header) stood, with another number of lines."""
     body = e.data[_diff_start(e.data):]
     added = content[:len(content) - len(body)].count(b"\n") - e.data[:len(e.data) - len(body)].count(b"\n")
-    if not added or err.line is None:
+    if (not added and not e.first) or err.line is None:
         return err
-    return type(err)(err.message, file=err.file, line=err.line - added, patch=err.patch, hunk=err.hunk,
+    return type(err)(err.message, file=err.file, line=err.line - added + e.first, patch=err.patch, hunk=err.hunk,
                      hint=err.hint)
 
 
@@ -545,6 +686,55 @@ def _refuse_clobber(into: Path, plans: list[Planned], force: bool) -> None:
             raise SeriesImportError(f"{others[0]} is a patch the imported series does not name "
                                f"({len(others)} such files under {folder})",
                                hint="move them away or import into another folder (--into)")
+
+
+def _moves(into: Path, plans: list[Planned]) -> list[tuple[Path, Planned]]:
+    """What ``--move`` moves: each patch file that is a recipe of its own, tracked by the git repository that
+    holds ``into`` (refused, naming the file, when one is not: git mv could not keep its history)."""
+    try:
+        repo = git.Repo(_nearest_folder(into), search_parent_directories=True)
+    except (git.GitError, OSError):
+        raise SeriesImportError(f"--move moves the patch files with git mv, and {into} is not in a git repository",
+                                hint="import into the repository that holds them, or copy them (no --move)") from None
+    top = Path(repo.working_tree_dir or ".").resolve()
+    tracked = set(repo.git.ls_files("-z").split("\0")) - {""}
+    out = []
+    for p in plans:
+        if not p.source:
+            continue
+        src = Path(p.source).resolve()
+        try:
+            rel: str | None = src.relative_to(top).as_posix()
+        except ValueError:
+            rel = None
+        if rel not in tracked:
+            raise SeriesImportError(f"--move: {p.source} is not a file git tracks in {top}",
+                                    hint="commit it first (git add), or copy it (no --move)")
+        out.append((src, p))
+    return out
+
+
+def _nearest_folder(path: Path) -> Path:
+    """``path``, or the nearest folder above it that exists (``--into`` may name one import makes)."""
+    path = path.resolve()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _move(moves: list[tuple[Path, Planned]], into: Path) -> None:
+    """``git mv`` each patch file to its recipe's place (the staged recipe is copied over it next)."""
+    if not moves:
+        return
+    repo = git.Repo(_nearest_folder(into), search_parent_directories=True)
+    for src, p in moves:
+        dest = (into / p.file).resolve()
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            repo.git.mv(*(["-f"] if dest.exists() else []), str(src), str(dest))  # -f: --force let it replace
+        except git.GitError as e:
+            raise SeriesImportError(f"git mv {src} {dest} failed: {str(e).strip().splitlines()[-1]}",
+                                    hint="the files moved before it stay moved (git status shows them)") from e
 
 
 def _stage(stage: Path, entries: list[Entry], plans: list[Planned], versions: list[str],

@@ -12,10 +12,13 @@ out). It never overwrites: when any of them exists, nothing is written and the e
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
 
 from patchset import __version__
 from patchset.core.manifest import DEFAULT_MANIFEST
@@ -27,6 +30,8 @@ HOME = "vllm-patchset/patchset"
 WORKFLOW = ".github/workflows/patchset.yml"
 UPGRADE_WORKFLOW = ".github/workflows/patchset-upgrade.yml"
 PRE_COMMIT = ".pre-commit-config.yaml"
+#: ``OWNER/NAME@REF`` (a GitHub action may live in a sub-folder: ``OWNER/NAME/PATH@REF``).
+ACTION_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_./-]+)?@[A-Za-z0-9_./-]+")
 SCHEMA_URL = f"https://raw.githubusercontent.com/{HOME}/main/patchset/data/manifest.schema.json"
 
 
@@ -45,10 +50,13 @@ class InitResult:
 
 
 def default_action_ref(version: str) -> str:
-    """``OWNER/NAME@vX.Y.Z`` for a released patchset, ``@main`` for a development build."""
-    release = version.split("+")[0]
-    is_release = all(part.isdigit() for part in release.split("."))
-    return f"{HOME}@v{release}" if is_release else f"{HOME}@main"
+    """``OWNER/NAME@vX.Y.Z`` for a released patchset (a pre- or post-release too: each is tagged), ``@main``
+    for a development build (``.devN``, or a local ``+g<sha>`` build between tags)."""
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return f"{HOME}@main"
+    return f"{HOME}@main" if v.is_devrelease or v.local else f"{HOME}@v{v}"
 
 
 def manifest_text(versions: Sequence[str]) -> str:
@@ -75,11 +83,13 @@ patches: []
 """
 
 
-def pre_commit_text(action: str) -> str:
+def pre_commit_text(action: str, verb: str = "init") -> str:
     repo, _, rev = action.partition("@")
+    repo = "/".join(repo.split("/")[:2])  # the hooks are at the repository's root, whatever folder the action is in
     return f"""\
-# pre-commit (https://pre-commit.com): `pre-commit install` once, then every commit that touches the
-# series is validated offline; `pre-commit run patchset-check --hook-stage manual` checks every hunk.
+# pre-commit (https://pre-commit.com), written by `patchset {verb}`: `pre-commit install` once, then every
+# commit that touches the series is validated offline; `pre-commit run patchset-check --hook-stage manual`
+# checks every hunk.
 repos:
   - repo: https://github.com/{repo}
     rev: {rev or "main"}
@@ -89,35 +99,39 @@ repos:
 """
 
 
-def upgrade_workflow_text(action: str) -> str:
+def upgrade_workflow_text(action: str, verb: str = "init") -> str:
     """The scheduled workflow that turns each new vLLM release into a pull request (docs/upgrade.md)."""
     template = resources.files("patchset.data").joinpath("upgrade-workflow.yml").read_text(encoding="utf-8")
-    return template.replace("@ACTION@", action)
+    return template.replace("@ACTION@", action).replace("@VERB@", verb)
 
 
-def workflow_text(action: str, versions: Sequence[str]) -> str:
+def workflow_text(action: str, versions: Sequence[str], verb: str = "init") -> str:
     template = resources.files("patchset.data").joinpath("workflow.yml").read_text(encoding="utf-8")
-    return template.replace("@ACTION@", action).replace("@TARGETS@", ", ".join(versions))
+    return template.replace("@ACTION@", action).replace("@TARGETS@", ", ".join(versions)).replace("@VERB@", verb)
 
 
 def scaffold(into: str | Path, versions: Sequence[str], *, action: str | None = None, manifest: bool = True,
-             dry_run: bool = False, upgrade: bool = True) -> InitResult:
-    """Write the starter files under ``into`` (the fork's repository), or none when any exists; ``upgrade``:
-    the scheduled upgrade workflow too."""
+             dry_run: bool = False, verb: str = "init", upgrade: bool = True) -> InitResult:
+    """Write the starter files under ``into`` (the fork's repository), or none when any exists; their
+    headers name ``verb`` (``init``, or ``import`` writing them beside an imported series); ``upgrade``: the
+    scheduled upgrade workflow too."""
 
     if manifest and not versions:
         raise InitError("no target release", hint="name the pinned vLLM release(s): --vllm 0.29.0")
     into = Path(into)
     if into.exists() and not into.is_dir():
         raise InitError(f"{into} is not a folder", hint="run it in the fork's repository, or pass --into DIR")
+    if action is not None and not ACTION_REF.fullmatch(action):
+        raise InitError(f"--action {action!r} is not OWNER/NAME@REF",
+                        hint=f"e.g. --action {HOME}@v1.0.0, or a fork or mirror of it at a tag or commit")
     action = action or default_action_ref(__version__)
     files: dict[str, str] = {}
     if manifest:
         files[DEFAULT_MANIFEST] = manifest_text(versions)
-    files[PRE_COMMIT] = pre_commit_text(action)
-    files[WORKFLOW] = workflow_text(action, versions)
+    files[PRE_COMMIT] = pre_commit_text(action, verb)
+    files[WORKFLOW] = workflow_text(action, versions, verb)
     if upgrade:
-        files[UPGRADE_WORKFLOW] = upgrade_workflow_text(action)
+        files[UPGRADE_WORKFLOW] = upgrade_workflow_text(action, verb)
     there = [rel for rel in files if os.path.lexists(into / rel)]
     if there:
         raise InitError(f"{', '.join(str(into / rel) for rel in there)} already "
