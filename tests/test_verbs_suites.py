@@ -333,7 +333,7 @@ def test_cli_rebaseline_and_a_relative_workdir(tmp_path, monkeypatch, capsys):
           patch: recipes/watermark.patch
         """)
     monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(vt, "make_runner", lambda image, gpus: VenvRunner(
+    monkeypatch.setattr(vt, "make_runner", lambda image, gpus, device=None: VenvRunner(
         PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False))
     monkeypatch.chdir(tmp_path)
     args = ["test", "--vllm", "1.0", "--manifest", str(manifest), "--source", f"dir:{src}", "--format", "json"]

@@ -314,7 +314,7 @@ def _toy_upgrade(root: Path, fixed: str, monkeypatch) -> Path:
             patch: recipes/watermark.patch
             tests: ["tests/test_watermark.py::test_final_sampled_token_is_not_offloaded"]
         """))
-    monkeypatch.setattr(vt, "make_runner", lambda image, gpus: VenvRunner(
+    monkeypatch.setattr(vt, "make_runner", lambda image, gpus, device=None: VenvRunner(
         PythonEnv(Path(sys.executable), site, "this interpreter"), cpu=False))
     return project / "patches.yaml"
 
