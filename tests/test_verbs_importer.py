@@ -737,7 +737,8 @@ def test_a_dry_run_over_an_earlier_import_says_what_a_real_run_would_refuse(pris
     assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION, "--ci", "--dry-run"]) == 0
     said = capsys.readouterr().out
     assert f"without --dry-run, import would refuse: {out / 'patches.yaml'} exists (pass --force" in said
-    assert "patchset.yml, " in said and "patchset-upgrade.yml already exist" in said and "a/a.patch exists (pass --force to replace it)" in said
+    assert "patchset.yml, " in said and "patchset-upgrade.yml already exist" in said
+    assert "a/a.patch exists (pass --force to replace it)" in said
     assert {f: f.read_bytes() for f in out.rglob("*") if f.is_file()} == before
     assert main(["import", str(tmp_path / "p"), "--into", str(out), "--target", VERSION, "--dry-run", "--force",
                  "--format", "json"]) == 0
