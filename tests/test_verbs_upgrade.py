@@ -19,10 +19,11 @@ from pathlib import Path
 import portfixture
 import pytest
 from helpers import udiff, write_manifest, write_patch
+from packaging.version import Version
 
 from patchset.cli import main
 from patchset.core.manifest_load import load_manifest
-from patchset.report.upgrade import upgrade_body
+from patchset.report.upgrade import upgrade_body, upgrade_json
 from patchset.verbs.port import SCRATCH, port
 from patchset.verbs.upgrade import upgrade
 
@@ -153,6 +154,82 @@ def test_a_series_that_carries_becomes_a_target_and_a_second_run_changes_nothing
     assert tree(project) == before
 
 
+def _releases_with_fixes(tmp_path: Path, versions: list[str], fixed: dict[str, str]) -> str:
+    """A tree a release in folders, ``vllm/m.py`` fixed (x4 = 40) from ``fixed["m"]`` on, ``vllm/n.py``
+    (y2 = 20) from ``fixed["n"]`` on; the source that reads them."""
+    lines = "".join(f"x{i} = {i}\n" for i in range(9))
+    other = "".join(f"y{i} = {i}\n" for i in range(9))
+    for v in versions:
+        root = tmp_path / "trees" / v / "vllm"
+        root.mkdir(parents=True)
+        m = lines.replace("x4 = 4", "x4 = 40") if Version(v) >= Version(fixed["m"]) else lines
+        n = other.replace("y2 = 2", "y2 = 20") if Version(v) >= Version(fixed["n"]) else other
+        (root / "m.py").write_text(m + f"# {v}\n")
+        (root / "n.py").write_text(n + f"# {v}\n")
+        (root / "__init__.py").write_text(f'__version__ = "{v}"\n')
+    return f"dir:{tmp_path / 'trees'}/{{version}}"
+
+
+def test_a_retired_patch_names_the_first_release_that_carries_it_found_by_bisection(tmp_path):
+    versions = ["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]
+    src = _releases_with_fixes(tmp_path, versions, {"m": "1.2", "n": "1.3"})
+    project = tmp_path / "project"
+    lines = "".join(f"x{i} = {i}\n" for i in range(9)) + "# 1.0\n"
+    other = "".join(f"y{i} = {i}\n" for i in range(9)) + "# 1.0\n"
+    write_patch(project, "recipes/m/fix.patch", udiff("vllm/m.py", lines, lines.replace("x4 = 4", "x4 = 40")))
+    write_patch(project, "recipes/n/fix.patch", udiff("vllm/n.py", other, other.replace("y2 = 2", "y2 = 20")))
+    manifest = write_manifest(project, """\
+        schema: 1
+        targets:
+          "1.0": {}
+        patches:
+          - id: probed
+            releases: ">=1.0"
+            patch: recipes/m/fix.patch
+            present: {file: vllm/m.py, contains: "x4 = 40"}
+          - id: unprobed
+            releases: ">=1.0"
+            patch: recipes/n/fix.patch
+        """)
+    r = upgrade(load_manifest(manifest), "1.5", source=src, released=versions)
+    assert results(r) == {"probed": "retired", "unprobed": "retired"} and r.targeted
+    # 1.1 to 1.4 lie between the target and V: bisected, 1.4 is never opened for either
+    assert (r.upstream["probed"].release, r.upstream["probed"].looked) == ("1.2", ("1.1", "1.2", "1.3"))
+    assert r.upstream["probed"].evidence == "probe: vllm/m.py:5 contains 'x4 = 40'"
+    assert (r.upstream["unprobed"].release, r.upstream["unprobed"].looked) == ("1.3", ("1.2", "1.3"))
+    assert r.upstream["unprobed"].evidence.startswith("reverse-apply: every hunk is already in vllm 1.3")
+    body = upgrade_body(r)
+    assert "| probed | retired | 1.0 | - | upstream since vLLM 1.2 |" in body
+    assert ("Upstream carries it since vLLM 1.2, the first release after vLLM 1.0 that does (trees opened to "
+            "find it: 1.1, 1.2, 1.3): probe: vllm/m.py:5 contains 'x4 = 40'.\nIn vLLM 1.5: probe: ") in body
+    # the manifest's note keeps the release the port retired it for
+    assert "# retired for 1.5: upstream there (probe: vllm/m.py:5" in manifest.read_text()
+    doc = json.loads(upgrade_json(r))
+    assert doc["upstream"]["unprobed"] == {"release": "1.3", "looked": ["1.2", "1.3"],
+                                           "evidence": "reverse-apply: every hunk is already in vllm 1.3"}
+
+
+def test_a_fix_upstream_only_in_v_names_v_and_opens_no_tree_without_releases_between(tmp_path):
+    versions = ["1.0", "1.1"]
+    src = _releases_with_fixes(tmp_path, versions, {"m": "1.1", "n": "9"})
+    project = tmp_path / "project"
+    lines = "".join(f"x{i} = {i}\n" for i in range(9)) + "# 1.0\n"
+    write_patch(project, "recipes/m/fix.patch", udiff("vllm/m.py", lines, lines.replace("x4 = 4", "x4 = 40")))
+    manifest = write_manifest(project, """\
+        schema: 1
+        targets:
+          "1.0": {}
+        patches:
+          - id: probed
+            releases: ">=1.0"
+            patch: recipes/m/fix.patch
+            present: {file: vllm/m.py, contains: "x4 = 40"}
+        """)
+    r = upgrade(load_manifest(manifest), "1.1", source=src, dry_run=True)  # a dir: source: no index asked
+    assert r.upstream["probed"].release == "1.1" and r.upstream["probed"].looked == ()
+    assert r.upstream["probed"].evidence == r.port.patches[0].evidence
+
+
 # --- the real releases -------------------------------------------------------------------------------------
 
 
@@ -179,6 +256,13 @@ def test_this_repositorys_series_upgrades_to_the_newest_release_and_a_second_run
     body = (tmp_path / "b.md").read_text()
     assert body.startswith(f"vLLM {newest}: 3 retired\n")
     assert body.count("| retired |") == 3 and f"**vLLM {newest} is a target now**" in body
+    # the fixes landed in 0.30.0 (tests/test_core_pristine.py): the body names it, found among the releases
+    # between 0.29.0 and the newest by bisection, with the probe's line there
+    assert body.count("| upstream since vLLM 0.30.0 |") == 3
+    assert "Upstream carries it since vLLM 0.30.0, the first release after vLLM 0.29.0 that does (trees opened " \
+           "to find it: 0.30.0, " in body
+    assert "scheduler.py:1485 contains 'max(req.num_prompt_tokens, req.num_tokens - 1)'" \
+           in body
     (tmp_path / "b.md").unlink()
     before = tree(tmp_path)
     r = upgrade(load_manifest(tmp_path / "patches.yaml"))
@@ -355,3 +439,4 @@ def test_a_workspace_the_maintainers_gitignore_hides_is_named_not_unignored(proj
     assert (base / ".gitignore").read_text() == ".patchset/\n"
     assert [w.split(" is ignored")[0] for w in r.warnings] == [".patchset/port/clash", ".patchset/port/syntax"]
     assert "> **Warning:** .patchset/port/clash is ignored by git" in upgrade_body(r)
+
