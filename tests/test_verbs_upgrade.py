@@ -154,6 +154,25 @@ def test_a_series_that_carries_becomes_a_target_and_a_second_run_changes_nothing
     assert tree(project) == before
 
 
+def test_a_ported_patch_shows_upstreams_change_at_each_hunk_the_merge_ported(project):
+    manifest, src = project
+    r = upgrade(load_manifest(manifest), "0.29.0", source=src, dry_run=True)
+    ported = {p.id: p.upstream_change for p in r.port.patches if str(p.result) == "ported"}
+    assert [(c.file, c.hunk, c.line) for c in ported["merge"]] == [("vllm/merge.py", 1, 7)]
+    assert "\n-line_12 = 12\n+line_12 = 12  # upstream\n" in ported["merge"][0].diff  # the context it edited
+    # partly's second hunk lands as it is: only its first, upstream's own now, was ported (dropped)
+    assert [(c.file, c.hunk) for c in ported["partly"]] == [("vllm/partly.py", 1)]
+    assert "\n-line_5 = 5\n+line_5 = -5\n" in ported["partly"][0].diff
+    section = upgrade_body(r).split("### ported: merge\n")[1].split("\n### ")[0]
+    assert "What upstream changed at each hunk the merge ported (vLLM 0.28.0 to 0.29.0):\n\n" \
+           "- `vllm/merge.py` hunk 1, line 7: upstream changed 1 of these lines, added 1; the hunk's lines moved " \
+           "from 7 to 10\n\n  ```diff\n  --- vllm/merge.py (vllm 0.28.0)\n" in section
+    assert "\n  -line_12 = 12\n  +line_12 = 12  # upstream\n" in section
+    doc = json.loads(upgrade_json(r))
+    assert [c["hunk"] for c in doc["ported_upstream"]["partly"]] == [1]
+    assert doc["ported_upstream"]["merge"][0]["diff"] == ported["merge"][0].diff
+
+
 def _releases_with_fixes(tmp_path: Path, versions: list[str], fixed: dict[str, str]) -> str:
     """A tree a release in folders, ``vllm/m.py`` fixed (x4 = 40) from ``fixed["m"]`` on, ``vllm/n.py``
     (y2 = 20) from ``fixed["n"]`` on; the source that reads them."""
@@ -333,6 +352,11 @@ def test_a_fork_series_upgrade_carries_ports_retires_and_conflicts_and_the_branc
                         ("logger-error-once", "conflict"), ("outputs-doc", "carried")):
         assert f"| {pid} | {result} |" in text
     assert "`.patchset/port/logger-error-once/vllm/logger.py line 93`" in text
+    # the ported patch: upstream's change where its first two hunks stood (upstream added them: dropped)
+    ported = text.split("### ported: sampling-extra-args\n")[1].split("\n### ")[0]
+    assert "- `vllm/sampling_params.py` hunk 1, line 544: upstream changed 0 of these lines, added 2" in ported
+    assert "  +        if self.extra_args:\n  +            self._verify_extra_args()\n" in ported
+    assert "- `vllm/sampling_params.py` hunk 2, line 654: " in ported and "hunk 3" not in ported
     assert "patchset refresh logger-error-once --vllm 0.30.0\npatchset upgrade --to 0.30.0\n" in text
 
     # the branch: the workspace is committed with the rest; V is no target; validate fails (a finding, exit 1)

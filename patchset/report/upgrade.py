@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from patchset.report.common import dump_json, markdown_table, render, table
+from patchset.report.next import upstream_change_doc
 from patchset.report.port import port_detail, port_doc
 from patchset.report.testreport import proof_doc
 from patchset.verbs.port import PortedPatch, PortStatus
@@ -86,6 +87,8 @@ def upgrade_doc(report: UpgradeReport) -> dict:
             "proof": proof_doc(report.proof) if report.proof else None,
             "upstream": {k: {"release": u.release, "evidence": u.evidence, "looked": list(u.looked)}
                          for k, u in report.upstream.items()},
+            "ported_upstream": {p.id: [upstream_change_doc(c) for c in p.upstream_change]
+                                for p in (report.port.patches if report.port else []) if p.result == PortStatus.PORTED},
             "removed": report.removed, "warnings": report.warnings, "not_run": report.not_run, "next": report.next_step,
             "seconds": round(report.seconds, 2)}
 
@@ -174,6 +177,25 @@ def _ported(report: UpgradeReport, p: PortedPatch) -> list[str]:
                     "lines</summary>", "", *_fence(change), "", "</details>", ""]
     if p.message:
         out += [p.message, ""]
+    return out + _upstream_at_hunks(report, p)
+
+
+def _upstream_at_hunks(report: UpgradeReport, p: PortedPatch) -> list[str]:
+    """Upstream's change at each hunk the merge ported, as ``patchset next`` shows it; a diff shown already for
+    another hunk is named, not shown again."""
+    if not p.upstream_change:
+        return []
+    out = [f"What upstream changed at each hunk the merge ported (vLLM {p.from_release} to {report.vllm}):", ""]
+    shown: dict[str, int] = {}
+    for c in p.upstream_change:
+        line = f", line {c.line}" if c.line else ""
+        out.append(f"- `{c.file}` hunk {c.hunk}{line}: {c.summary}")
+        if c.diff and c.diff in shown:
+            out += ["", f"  (the same upstream change as hunk {shown[c.diff]})"]
+        elif c.diff:
+            shown[c.diff] = c.hunk
+            out += ["", *("  " + x for x in _fence(c.diff))]
+        out.append("")
     return out
 
 
