@@ -464,3 +464,86 @@ def test_a_workspace_the_maintainers_gitignore_hides_is_named_not_unignored(proj
     assert [w.split(" is ignored")[0] for w in r.warnings] == [".patchset/port/clash", ".patchset/port/syntax"]
     assert "> **Warning:** .patchset/port/clash is ignored by git" in upgrade_body(r)
 
+
+# --- a target pinned to a commit (docs/pinned.md): tests/pinnedfixture.py's history of real release trees ----
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    from pinnedfixture import release_history
+
+    root = tmp_path_factory.mktemp("history")
+    return root / "vllm", release_history(root / "vllm")
+
+
+def _pinned_fork(root: Path, version: str, source: str | None) -> Path:
+    """This repository's three fixes on one target, without the probes that say they are upstream on 0.30.0:
+    two of them conflict there (tests/test_core_pristine.py)."""
+    from test_core_pristine import _fork_on
+
+    path = _fork_on(root, version, source)
+    path.write_text(re.sub(r"\n    present:\n      file: .*\n      contains: .*(?=\n  - id: offload-mtp|\n$)", "",
+                           path.read_text()))
+    return path
+
+
+@pytest.mark.network
+def test_from_a_commit_target_it_picks_the_next_release_by_pep_440_and_ports_from_the_commits_tree(history,
+                                                                                                   tmp_path):
+    from pinnedfixture import nightly
+
+    from patchset.verbs.next import released_versions
+    from patchset.verbs.upgrade import pick
+
+    repo, commits = history
+    pinned = nightly("0.29.0", commits["0.29.0"])  # 0.29.1.dev1+g…: after 0.29.0, before 0.30.0 by PEP 440
+    manifest = _pinned_fork(tmp_path / "commit", pinned, f'{{git: "{repo}", commit: "{commits["0.29.0"]}"}}')
+    on_index = [str(v) for v in released_versions("vllm")]
+    version, newer = pick(load_manifest(manifest), None, False, on_index)
+    assert "0.29.0" in on_index and newer[0] == "0.30.0" and "0.29.0" not in newer and version == on_index[-1]
+    # PEP 440: a release with the nightly's numbers is newer than it (0.29.1 > 0.29.1.dev1), and a fork's local
+    # label on 0.29.0 (0.29.0+fork.1) is newer than 0.29.0 itself
+    assert pick(load_manifest(manifest), None, False, ["0.29.0", "0.29.1", "0.30.0"])[1] == ["0.29.1", "0.30.0"]
+    fork = _pinned_fork(tmp_path / "fork", "0.29.0+fork.1", f'{{git: "{repo}", commit: "{commits["0.29.0"]}"}}')
+    assert pick(load_manifest(fork), None, False, on_index)[1][0] == "0.30.0"
+
+    upto = [v for v in on_index if Version(v) <= Version("0.30.0")]
+    body = tmp_path / "body.md"
+    r = upgrade(load_manifest(manifest), released=upto)
+    assert r.vllm == "0.30.0" and r.newer == ["0.30.0"] and r.targets_before == [pinned]
+    # the same walk as from the release whose tree the commit holds: the base is the commit's tree
+    release = _pinned_fork(tmp_path / "release", "0.29.0", None)
+    expected = upgrade(load_manifest(release), "0.30.0", dry_run=True)
+    assert [(p.id, str(p.result), p.from_release) for p in r.port.patches] == [
+        (p.id, str(p.result), pinned) for p in expected.port.patches]
+    assert {str(p.result) for p in r.port.patches} >= {"conflict"} and not r.targeted
+    workspace = Path(r.port.first_conflict.workspace)
+    readme = (workspace / "README.md").read_text()
+    assert pinned in readme and "0.30.0" in readme
+    body.write_text(upgrade_body(r))
+    assert f"the series carried from vLLM {pinned} to vLLM 0.30.0" in body.read_text()
+
+
+@pytest.mark.network
+def test_from_a_commit_target_the_fixes_retire_and_the_next_release_becomes_a_target(history, tmp_path):
+    from pinnedfixture import nightly
+    from test_core_pristine import _fork_on
+
+    repo, commits = history
+    pinned = nightly("0.29.0", commits["0.29.0"])
+    manifest = _fork_on(tmp_path, pinned, f'{{git: "{repo}", commit: "{commits["0.29.0"]}"}}')
+    upto = ["0.28.0", "0.29.0", "0.30.0"]
+    r = upgrade(load_manifest(manifest), released=upto)
+    assert r.vllm == "0.30.0" and r.ok and r.targeted
+    assert {p.id: (str(p.result), p.from_release) for p in r.port.patches} == {
+        pid: ("retired", pinned) for pid in ("offload-finished-watermark", "offload-recurrent-load-boundary",
+                                             "offload-mtp-eagle-serve")}
+    assert {u.release for u in r.upstream.values()} == {"0.30.0"}  # none between the nightly and 0.30.0
+    after = load_manifest(manifest)
+    assert [t.version for t in after.targets] == [pinned, "0.30.0"]
+    assert after.target(pinned).source.commit == commits["0.29.0"] and after.target("0.30.0").source is None
+    assert f"Upstream carries it since vLLM 0.30.0, the first release after vLLM {pinned} that does: probe: " \
+           in upgrade_body(r)
+    before = tree(tmp_path)
+    again = upgrade(load_manifest(manifest), released=upto)
+    assert again.vllm is None and again.ok and tree(tmp_path) == before
