@@ -547,3 +547,21 @@ def test_from_a_commit_target_the_fixes_retire_and_the_next_release_becomes_a_ta
     before = tree(tmp_path)
     again = upgrade(load_manifest(manifest), released=upto)
     assert again.vllm is None and again.ok and tree(tmp_path) == before
+
+
+@pytest.mark.network
+def test_an_index_that_does_not_answer_leaves_v_named_and_says_why(history, tmp_path, monkeypatch):
+    """--source git: reads the trees from a clone (its tags), the releases between come from the index: when
+    it does not answer, the retired patches name V, which carries them, and the body says why."""
+    from test_core_pristine import _fork_on
+
+    repo, _ = history
+    manifest = _fork_on(tmp_path, "0.29.0", None)
+    from patchset.sources import index
+
+    monkeypatch.setenv("PATCHSET_INDEX_URL", "http://127.0.0.1:9/simple/")  # nothing listens there
+    index.project_files.cache_clear()  # an earlier test's listing, from the real index, is remembered per process
+    r = upgrade(load_manifest(manifest), "0.30.0", source=f"git:{repo}", dry_run=True)
+    assert r.ok and {u.release for u in r.upstream.values()} == {"0.30.0"}
+    assert [w.split(" (")[0] for w in r.warnings] == ["the releases before vLLM 0.30.0 could not be listed"]
+    assert "> **Warning:** the releases before vLLM 0.30.0 could not be listed (cannot list vllm" in upgrade_body(r)

@@ -152,7 +152,7 @@ def upgrade(manifest: Manifest, to: str | None = None, *, pre: bool = False, pro
     result = porting.port(manifest, version, dry_run=dry_run, source=source, on_patch=on_patch, scratch=False)
     report.port = result
     report.old_patches = _old_patches(manifest, result)
-    report.upstream = since(manifest, result, pre, source, newer or released)
+    report.upstream = since(manifest, result, pre, source, newer or released, report.warnings)
     after = manifest if dry_run else load_manifest(manifest.path)
     # port makes V a target exactly when every patch carried, retired or ported (a dry run says it would)
     report.targeted = result.ok or any(Release(t.version) == Release(version) for t in after.targets)
@@ -183,8 +183,8 @@ def _old_patches(manifest: Manifest, result: PortReport) -> dict[str, tuple[str,
     return out
 
 
-def since(manifest: Manifest, result: PortReport, pre: bool, source: str,
-          released: Sequence[str] | None) -> dict[str, Upstream]:
+def since(manifest: Manifest, result: PortReport, pre: bool, source: str, released: Sequence[str] | None,
+          warnings: list[str]) -> dict[str, Upstream]:
     """Each retired patch's first release upstream (``first_upstream``) among the releases after the newest
     target and before V: ``released`` where the caller knows them, else the index's (asked only when a patch
     retired and the trees come from the index or a git clone; a ``dir:`` source holds no other release)."""
@@ -196,8 +196,10 @@ def since(manifest: Manifest, result: PortReport, pre: bool, source: str,
         released = ()
     try:
         between = [x for x in newer_releases(manifest, pre, released) if Release(x) < v]
-    except PatchsetError:
-        between = []  # the index did not answer: V is the release known to carry them
+    except PatchsetError as e:  # V is the release known to carry them
+        warnings.append(f"the releases before vLLM {result.to} could not be listed ({e.what()}): each retired "
+                        f"patch names vLLM {result.to}, which carries it, not the first release that does")
+        between = []
     trees = Trees(manifest, source)
     return {r.id: first_upstream(manifest.patch(r.id), between, trees.get, r.from_release, manifest, result.to,
                                  r.evidence) for r in retired}
