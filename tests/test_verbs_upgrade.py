@@ -19,10 +19,11 @@ from pathlib import Path
 import portfixture
 import pytest
 from helpers import udiff, write_manifest, write_patch
+from packaging.version import Version
 
 from patchset.cli import main
 from patchset.core.manifest_load import load_manifest
-from patchset.report.upgrade import upgrade_body
+from patchset.report.upgrade import upgrade_body, upgrade_json
 from patchset.verbs.port import SCRATCH, port
 from patchset.verbs.upgrade import upgrade
 
@@ -153,6 +154,101 @@ def test_a_series_that_carries_becomes_a_target_and_a_second_run_changes_nothing
     assert tree(project) == before
 
 
+def test_a_ported_patch_shows_upstreams_change_at_each_hunk_the_merge_ported(project):
+    manifest, src = project
+    r = upgrade(load_manifest(manifest), "0.29.0", source=src, dry_run=True)
+    ported = {p.id: p.upstream_change for p in r.port.patches if str(p.result) == "ported"}
+    assert [(c.file, c.hunk, c.line) for c in ported["merge"]] == [("vllm/merge.py", 1, 7)]
+    assert "\n-line_12 = 12\n+line_12 = 12  # upstream\n" in ported["merge"][0].diff  # the context it edited
+    # partly's second hunk lands as it is: only its first, upstream's own now, was ported (dropped)
+    assert [(c.file, c.hunk) for c in ported["partly"]] == [("vllm/partly.py", 1)]
+    assert "\n-line_5 = 5\n+line_5 = -5\n" in ported["partly"][0].diff
+    section = upgrade_body(r).split("### ported: merge\n")[1].split("\n### ")[0]
+    assert "What upstream changed at each hunk the merge ported (vLLM 0.28.0 to 0.29.0):\n\n" \
+           "- `vllm/merge.py` hunk 1, line 7: upstream changed 1 of these lines, added 1; the hunk's lines moved " \
+           "from 7 to 10\n\n  ```diff\n  --- vllm/merge.py (vllm 0.28.0)\n" in section
+    assert "\n  -line_12 = 12\n  +line_12 = 12  # upstream\n" in section
+    doc = json.loads(upgrade_json(r))
+    assert [c["hunk"] for c in doc["ported_upstream"]["partly"]] == [1]
+    assert doc["ported_upstream"]["merge"][0]["diff"] == ported["merge"][0].diff
+
+
+def _releases_with_fixes(tmp_path: Path, versions: list[str], fixed: dict[str, str]) -> str:
+    """A tree a release in folders, ``vllm/m.py`` fixed (x4 = 40) from ``fixed["m"]`` on, ``vllm/n.py``
+    (y2 = 20) from ``fixed["n"]`` on; the source that reads them."""
+    lines = "".join(f"x{i} = {i}\n" for i in range(9))
+    other = "".join(f"y{i} = {i}\n" for i in range(9))
+    for v in versions:
+        root = tmp_path / "trees" / v / "vllm"
+        root.mkdir(parents=True)
+        m = lines.replace("x4 = 4", "x4 = 40") if Version(v) >= Version(fixed["m"]) else lines
+        n = other.replace("y2 = 2", "y2 = 20") if Version(v) >= Version(fixed["n"]) else other
+        (root / "m.py").write_text(m + f"# {v}\n")
+        (root / "n.py").write_text(n + f"# {v}\n")
+        (root / "__init__.py").write_text(f'__version__ = "{v}"\n')
+    return f"dir:{tmp_path / 'trees'}/{{version}}"
+
+
+def test_a_retired_patch_names_the_first_release_that_carries_it_found_by_bisection(tmp_path):
+    versions = ["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]
+    src = _releases_with_fixes(tmp_path, versions, {"m": "1.2", "n": "1.3"})
+    project = tmp_path / "project"
+    lines = "".join(f"x{i} = {i}\n" for i in range(9)) + "# 1.0\n"
+    other = "".join(f"y{i} = {i}\n" for i in range(9)) + "# 1.0\n"
+    write_patch(project, "recipes/m/fix.patch", udiff("vllm/m.py", lines, lines.replace("x4 = 4", "x4 = 40")))
+    write_patch(project, "recipes/n/fix.patch", udiff("vllm/n.py", other, other.replace("y2 = 2", "y2 = 20")))
+    manifest = write_manifest(project, """\
+        schema: 1
+        targets:
+          "1.0": {}
+        patches:
+          - id: probed
+            releases: ">=1.0"
+            patch: recipes/m/fix.patch
+            present: {file: vllm/m.py, contains: "x4 = 40"}
+          - id: unprobed
+            releases: ">=1.0"
+            patch: recipes/n/fix.patch
+        """)
+    r = upgrade(load_manifest(manifest), "1.5", source=src, released=versions)
+    assert results(r) == {"probed": "retired", "unprobed": "retired"} and r.targeted
+    # 1.1 to 1.4 lie between the target and V: bisected, 1.4 is never opened for either
+    assert (r.upstream["probed"].release, r.upstream["probed"].looked) == ("1.2", ("1.1", "1.2", "1.3"))
+    assert r.upstream["probed"].evidence == "probe: vllm/m.py:5 contains 'x4 = 40'"
+    assert (r.upstream["unprobed"].release, r.upstream["unprobed"].looked) == ("1.3", ("1.2", "1.3"))
+    assert r.upstream["unprobed"].evidence.startswith("reverse-apply: every hunk is already in vllm 1.3")
+    body = upgrade_body(r)
+    assert "| probed | retired | 1.0 | - | upstream since vLLM 1.2 |" in body
+    assert ("Upstream carries it since vLLM 1.2, the first release after vLLM 1.0 that does (trees opened to "
+            "find it: 1.1, 1.2, 1.3): probe: vllm/m.py:5 contains 'x4 = 40'.\nIn vLLM 1.5: probe: ") in body
+    # the manifest's note keeps the release the port retired it for
+    assert "# retired for 1.5: upstream there (probe: vllm/m.py:5" in manifest.read_text()
+    doc = json.loads(upgrade_json(r))
+    assert doc["upstream"]["unprobed"] == {"release": "1.3", "looked": ["1.2", "1.3"],
+                                           "evidence": "reverse-apply: every hunk is already in vllm 1.3"}
+
+
+def test_a_fix_upstream_only_in_v_names_v_and_opens_no_tree_without_releases_between(tmp_path):
+    versions = ["1.0", "1.1"]
+    src = _releases_with_fixes(tmp_path, versions, {"m": "1.1", "n": "9"})
+    project = tmp_path / "project"
+    lines = "".join(f"x{i} = {i}\n" for i in range(9)) + "# 1.0\n"
+    write_patch(project, "recipes/m/fix.patch", udiff("vllm/m.py", lines, lines.replace("x4 = 4", "x4 = 40")))
+    manifest = write_manifest(project, """\
+        schema: 1
+        targets:
+          "1.0": {}
+        patches:
+          - id: probed
+            releases: ">=1.0"
+            patch: recipes/m/fix.patch
+            present: {file: vllm/m.py, contains: "x4 = 40"}
+        """)
+    r = upgrade(load_manifest(manifest), "1.1", source=src, dry_run=True)  # a dir: source: no index asked
+    assert r.upstream["probed"].release == "1.1" and r.upstream["probed"].looked == ()
+    assert r.upstream["probed"].evidence == r.port.patches[0].evidence
+
+
 # --- the real releases -------------------------------------------------------------------------------------
 
 
@@ -179,6 +275,13 @@ def test_this_repositorys_series_upgrades_to_the_newest_release_and_a_second_run
     body = (tmp_path / "b.md").read_text()
     assert body.startswith(f"vLLM {newest}: 3 retired\n")
     assert body.count("| retired |") == 3 and f"**vLLM {newest} is a target now**" in body
+    # the fixes landed in 0.30.0 (tests/test_core_pristine.py): the body names it, found among the releases
+    # between 0.29.0 and the newest by bisection, with the probe's line there
+    assert body.count("| upstream since vLLM 0.30.0 |") == 3
+    assert "Upstream carries it since vLLM 0.30.0, the first release after vLLM 0.29.0 that does (trees opened " \
+           "to find it: 0.30.0, " in body
+    assert "scheduler.py:1485 contains 'max(req.num_prompt_tokens, req.num_tokens - 1)'" \
+           in body
     (tmp_path / "b.md").unlink()
     before = tree(tmp_path)
     r = upgrade(load_manifest(tmp_path / "patches.yaml"))
@@ -249,6 +352,11 @@ def test_a_fork_series_upgrade_carries_ports_retires_and_conflicts_and_the_branc
                         ("logger-error-once", "conflict"), ("outputs-doc", "carried")):
         assert f"| {pid} | {result} |" in text
     assert "`.patchset/port/logger-error-once/vllm/logger.py line 93`" in text
+    # the ported patch: upstream's change where its first two hunks stood (upstream added them: dropped)
+    ported = text.split("### ported: sampling-extra-args\n")[1].split("\n### ")[0]
+    assert "- `vllm/sampling_params.py` hunk 1, line 544: upstream changed 0 of these lines, added 2" in ported
+    assert "  +        if self.extra_args:\n  +            self._verify_extra_args()\n" in ported
+    assert "- `vllm/sampling_params.py` hunk 2, line 654: " in ported and "hunk 3" not in ported
     assert "patchset refresh logger-error-once --vllm 0.30.0\npatchset upgrade --to 0.30.0\n" in text
 
     # the branch: the workspace is committed with the rest; V is no target; validate fails (a finding, exit 1)
@@ -355,3 +463,105 @@ def test_a_workspace_the_maintainers_gitignore_hides_is_named_not_unignored(proj
     assert (base / ".gitignore").read_text() == ".patchset/\n"
     assert [w.split(" is ignored")[0] for w in r.warnings] == [".patchset/port/clash", ".patchset/port/syntax"]
     assert "> **Warning:** .patchset/port/clash is ignored by git" in upgrade_body(r)
+
+
+# --- a target pinned to a commit (docs/pinned.md): tests/pinnedfixture.py's history of real release trees ----
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    from pinnedfixture import release_history
+
+    root = tmp_path_factory.mktemp("history")
+    return root / "vllm", release_history(root / "vllm")
+
+
+def _pinned_fork(root: Path, version: str, source: str | None) -> Path:
+    """This repository's three fixes on one target, without the probes that say they are upstream on 0.30.0:
+    two of them conflict there (tests/test_core_pristine.py)."""
+    from test_core_pristine import _fork_on
+
+    path = _fork_on(root, version, source)
+    path.write_text(re.sub(r"\n    present:\n      file: .*\n      contains: .*(?=\n  - id: offload-mtp|\n$)", "",
+                           path.read_text()))
+    return path
+
+
+@pytest.mark.network
+def test_from_a_commit_target_it_picks_the_next_release_by_pep_440_and_ports_from_the_commits_tree(history,
+                                                                                                   tmp_path):
+    from pinnedfixture import nightly
+
+    from patchset.verbs.next import released_versions
+    from patchset.verbs.upgrade import pick
+
+    repo, commits = history
+    pinned = nightly("0.29.0", commits["0.29.0"])  # 0.29.1.dev1+g…: after 0.29.0, before 0.30.0 by PEP 440
+    manifest = _pinned_fork(tmp_path / "commit", pinned, f'{{git: "{repo}", commit: "{commits["0.29.0"]}"}}')
+    on_index = [str(v) for v in released_versions("vllm")]
+    version, newer = pick(load_manifest(manifest), None, False, on_index)
+    assert "0.29.0" in on_index and newer[0] == "0.30.0" and "0.29.0" not in newer and version == on_index[-1]
+    # PEP 440: a release with the nightly's numbers is newer than it (0.29.1 > 0.29.1.dev1), and a fork's local
+    # label on 0.29.0 (0.29.0+fork.1) is newer than 0.29.0 itself
+    assert pick(load_manifest(manifest), None, False, ["0.29.0", "0.29.1", "0.30.0"])[1] == ["0.29.1", "0.30.0"]
+    fork = _pinned_fork(tmp_path / "fork", "0.29.0+fork.1", f'{{git: "{repo}", commit: "{commits["0.29.0"]}"}}')
+    assert pick(load_manifest(fork), None, False, on_index)[1][0] == "0.30.0"
+
+    upto = [v for v in on_index if Version(v) <= Version("0.30.0")]
+    body = tmp_path / "body.md"
+    r = upgrade(load_manifest(manifest), released=upto)
+    assert r.vllm == "0.30.0" and r.newer == ["0.30.0"] and r.targets_before == [pinned]
+    # the same walk as from the release whose tree the commit holds: the base is the commit's tree
+    release = _pinned_fork(tmp_path / "release", "0.29.0", None)
+    expected = upgrade(load_manifest(release), "0.30.0", dry_run=True)
+    assert [(p.id, str(p.result), p.from_release) for p in r.port.patches] == [
+        (p.id, str(p.result), pinned) for p in expected.port.patches]
+    assert {str(p.result) for p in r.port.patches} >= {"conflict"} and not r.targeted
+    workspace = Path(r.port.first_conflict.workspace)
+    readme = (workspace / "README.md").read_text()
+    assert pinned in readme and "0.30.0" in readme
+    body.write_text(upgrade_body(r))
+    assert f"the series carried from vLLM {pinned} to vLLM 0.30.0" in body.read_text()
+
+
+@pytest.mark.network
+def test_from_a_commit_target_the_fixes_retire_and_the_next_release_becomes_a_target(history, tmp_path):
+    from pinnedfixture import nightly
+    from test_core_pristine import _fork_on
+
+    repo, commits = history
+    pinned = nightly("0.29.0", commits["0.29.0"])
+    manifest = _fork_on(tmp_path, pinned, f'{{git: "{repo}", commit: "{commits["0.29.0"]}"}}')
+    upto = ["0.28.0", "0.29.0", "0.30.0"]
+    r = upgrade(load_manifest(manifest), released=upto)
+    assert r.vllm == "0.30.0" and r.ok and r.targeted
+    assert {p.id: (str(p.result), p.from_release) for p in r.port.patches} == {
+        pid: ("retired", pinned) for pid in ("offload-finished-watermark", "offload-recurrent-load-boundary",
+                                             "offload-mtp-eagle-serve")}
+    assert {u.release for u in r.upstream.values()} == {"0.30.0"}  # none between the nightly and 0.30.0
+    after = load_manifest(manifest)
+    assert [t.version for t in after.targets] == [pinned, "0.30.0"]
+    assert after.target(pinned).source.commit == commits["0.29.0"] and after.target("0.30.0").source is None
+    assert f"Upstream carries it since vLLM 0.30.0, the first release after vLLM {pinned} that does: probe: " \
+           in upgrade_body(r)
+    before = tree(tmp_path)
+    again = upgrade(load_manifest(manifest), released=upto)
+    assert again.vllm is None and again.ok and tree(tmp_path) == before
+
+
+@pytest.mark.network
+def test_an_index_that_does_not_answer_leaves_v_named_and_says_why(history, tmp_path, monkeypatch):
+    """--source git: reads the trees from a clone (its tags), the releases between come from the index: when
+    it does not answer, the retired patches name V, which carries them, and the body says why."""
+    from test_core_pristine import _fork_on
+
+    repo, _ = history
+    manifest = _fork_on(tmp_path, "0.29.0", None)
+    from patchset.sources import index
+
+    monkeypatch.setenv("PATCHSET_INDEX_URL", "http://127.0.0.1:9/simple/")  # nothing listens there
+    index.project_files.cache_clear()  # an earlier test's listing, from the real index, is remembered per process
+    r = upgrade(load_manifest(manifest), "0.30.0", source=f"git:{repo}", dry_run=True)
+    assert r.ok and {u.release for u in r.upstream.values()} == {"0.30.0"}
+    assert [w.split(" (")[0] for w in r.warnings] == ["the releases before vLLM 0.30.0 could not be listed"]
+    assert "> **Warning:** the releases before vLLM 0.30.0 could not be listed (cannot list vllm" in upgrade_body(r)

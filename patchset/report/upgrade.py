@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from patchset.report.common import dump_json, markdown_table, render, table
+from patchset.report.next import upstream_change_doc
 from patchset.report.port import port_detail, port_doc
 from patchset.report.testreport import proof_doc
 from patchset.verbs.port import PortedPatch, PortStatus
@@ -36,10 +37,24 @@ def _rel(report: UpgradeReport, path: str | None) -> str:
     return os.path.relpath(path, base) if os.path.isabs(path) else path
 
 
-def _rows(report: UpgradeReport, detail=port_detail):
+def _since(report: UpgradeReport, p: PortedPatch) -> tuple[str, str]:
+    """The first release that carries a retired patch upstream, and the evidence there (V's, by default)."""
+    first = report.upstream.get(p.id)
+    return (first.release, first.evidence) if first else (report.vllm or "", p.evidence)
+
+
+def _detail(report: UpgradeReport, p: PortedPatch) -> str:
+    if p.result == PortStatus.RETIRED:
+        release, evidence = _since(report, p)
+        return f"upstream since vLLM {release}: {evidence}"
+    return port_detail(p)
+
+
+def _rows(report: UpgradeReport, detail=None):
     assert report.port is not None
     for p in report.port.patches:
-        yield (p.id, p.result, p.from_release or "-", _proof_cell(report, p), detail(p))
+        yield (p.id, p.result, p.from_release or "-", _proof_cell(report, p),
+               detail(p) if detail else _detail(report, p))
 
 
 def _nothing(report: UpgradeReport) -> str:
@@ -70,6 +85,10 @@ def upgrade_doc(report: UpgradeReport) -> dict:
             "targets_before": report.targets_before, "dry_run": report.dry_run,
             "port": port_doc(report.port) if report.port else None,
             "proof": proof_doc(report.proof) if report.proof else None,
+            "upstream": {k: {"release": u.release, "evidence": u.evidence, "looked": list(u.looked)}
+                         for k, u in report.upstream.items()},
+            "ported_upstream": {p.id: [upstream_change_doc(c) for c in p.upstream_change]
+                                for p in (report.port.patches if report.port else []) if p.result == PortStatus.PORTED},
             "removed": report.removed, "warnings": report.warnings, "not_run": report.not_run, "next": report.next_step,
             "seconds": round(report.seconds, 2)}
 
@@ -94,7 +113,7 @@ def _fence(text: str, lang: str = "diff") -> list[str]:
 def _short(p: PortedPatch, report: UpgradeReport) -> str:
     """The table's detail: one line a patch (the sections below say the rest)."""
     if p.result == PortStatus.RETIRED:
-        return f"upstream in vLLM {report.vllm}"
+        return f"upstream since vLLM {_since(report, p)[0]}"
     if p.result == PortStatus.PORTED:
         return f"`{p.patch}`"
     if p.result == PortStatus.CONFLICT:
@@ -131,9 +150,7 @@ def upgrade_body(report: UpgradeReport) -> str:
         if p.result == PortStatus.PORTED:
             lines += _ported(report, p)
         elif p.result == PortStatus.RETIRED:
-            lines += [f"### retired: {p.id}", "",
-                      f"Upstream carries it in vLLM {v}: {p.evidence}. Its releases stop before {v}; the evidence "
-                      "is noted on its entry in the manifest.", ""]
+            lines += _retired(report, p)
         elif p.result == PortStatus.CONFLICT:
             lines += _conflict(report, p)
     if proofs:
@@ -160,7 +177,39 @@ def _ported(report: UpgradeReport, p: PortedPatch) -> list[str]:
                     "lines</summary>", "", *_fence(change), "", "</details>", ""]
     if p.message:
         out += [p.message, ""]
+    return out + _upstream_at_hunks(report, p)
+
+
+def _upstream_at_hunks(report: UpgradeReport, p: PortedPatch) -> list[str]:
+    """Upstream's change at each hunk the merge ported, as ``patchset next`` shows it; a diff shown already for
+    another hunk is named, not shown again."""
+    if not p.upstream_change:
+        return []
+    out = [f"What upstream changed at each hunk the merge ported (vLLM {p.from_release} to {report.vllm}):", ""]
+    shown: dict[str, int] = {}
+    for c in p.upstream_change:
+        line = f", line {c.line}" if c.line else ""
+        out.append(f"- `{c.file}` hunk {c.hunk}{line}: {c.summary}")
+        if c.diff and c.diff in shown:
+            out += ["", f"  (the same upstream change as hunk {shown[c.diff]})"]
+        elif c.diff:
+            shown[c.diff] = c.hunk
+            out += ["", *("  " + x for x in _fence(c.diff))]
+        out.append("")
     return out
+
+
+def _retired(report: UpgradeReport, p: PortedPatch) -> list[str]:
+    v = report.vllm
+    release, evidence = _since(report, p)
+    first = report.upstream.get(p.id)
+    looked = f" (trees opened to find it: {', '.join(first.looked)})" if first and first.looked else ""
+    out = [f"### retired: {p.id}", "",
+           f"Upstream carries it since vLLM {release}, the first release after vLLM {p.from_release} that does"
+           f"{looked}: {evidence}."]
+    if release != v:
+        out.append(f"In vLLM {v}: {p.evidence}.")
+    return out + [f"Its releases stop before {v}; the evidence in {v} is noted on its entry in the manifest.", ""]
 
 
 def _conflict(report: UpgradeReport, p: PortedPatch) -> list[str]:

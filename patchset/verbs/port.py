@@ -48,7 +48,7 @@ from patchset.errors import PatchsetError
 from patchset.files import atomic_write
 from patchset.sources import Source, python_files
 from patchset.verbs import copynotes
-from patchset.verbs.next import EARLIER, window_change
+from patchset.verbs.next import EARLIER, UpstreamChange, upstream_changes, window_change
 from patchset.verbs.trees import Trees, newest_covered_target
 from patchset.versions import Release
 
@@ -103,6 +103,8 @@ class PortedPatch:
     # removed (core/copies.py), a note each; a person's call, not a refusal (a conflict's are in its workspace
     # README too)
     review: tuple[copynotes.Review, ...] = ()
+    # ported: upstream's change (U -> V) at each hunk the merge ported, as ``next`` shows it (``ported_hunks``)
+    upstream_change: list[UpstreamChange] = field(default_factory=list)
 
 
 @dataclass
@@ -489,10 +491,22 @@ def _merge_result(manifest: Manifest, walk: Walk, p: Patch, u: str, pf: PatchFil
                            evidence=f"3-way merge: vllm {walk.to} already has every change")
     text = regenerate(p, manifest, u, walk.to, walk.ours, changed, how="3-way merge")
     verify(text, p, walk.ours, changed)
+    upstream = ported_hunks(manifest, walk, p, u)
     walk.ours.update(changed)
     rel = new_patch_path(manifest, p, walk.to)
     return PortedPatch(p.id, PortStatus.PORTED, u, patch=rel, files=tuple(sorted(changed)), text=text,
-                       message="; ".join(m.moves))
+                       message="; ".join(m.moves), upstream_change=upstream)
+
+
+def ported_hunks(manifest: Manifest, walk: Walk, p: Patch, u: str) -> list[UpstreamChange]:
+    """Upstream's change from U to V at each hunk the merge ported: the hunks of the patch made for U that do not
+    land as they are on V with the earlier patches (every hunk, where all land and the merge was for another
+    reason), each as ``next`` shows a broken hunk (verbs/next.py's ``upstream_changes``)."""
+    pf = covered(p.load(u, manifest.base), walk.sources[u])
+    tried = engine.apply_patch(walk.ours, pf, max_fuzz=0).hunks
+    landed_as_is = (engine.HunkStatus.EXACT, engine.HunkStatus.OFFSET)
+    ported = [h for h in tried if h.status not in landed_as_is] or list(tried)
+    return upstream_changes(p, u, walk.to, ported, walk.sources.__getitem__, manifest, lambda _v: walk.index())
 
 
 Away = list[tuple[str, Hunk, moved.Moved]]

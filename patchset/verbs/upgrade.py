@@ -11,7 +11,10 @@ The steps a maintainer runs by hand on the day of a release, in order and nothin
    ignored by git: the branch carries them, so the pull request is finished from the branch alone (edit
    the file, ``patchset refresh ID --vllm V``, ``patchset upgrade --to V``); once V is a target, the
    workspaces of V are removed, as nothing is left in them to do;
-4. with ``prove``, ``test --venv --vllm V`` for every carried or ported patch that names tests, the
+4. for each retired patch, the earliest release on the index from the newest target to V whose pristine tree
+   already carries it (its probes hold, or every hunk is there), and that evidence: the trees are opened
+   lazily, by bisection, trusting that a fix stays upstream once in (``first_upstream``);
+5. with ``prove``, ``test --venv --vllm V`` for every carried or ported patch that names tests, the
    negative control included (the suites and the images run on the pull request).
 
 ``validate`` fails while a workspace is unresolved (verbs/validate.py), so such a branch cannot be merged
@@ -29,17 +32,32 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from patchset.core.manifest import Manifest, Target
+from patchset.core import engine
+from patchset.core.manifest import Manifest, Patch, Target
 from patchset.core.manifest_load import load_manifest
+from patchset.core.series import upstream_evidence
+from patchset.errors import PatchsetError
 from patchset.runners import Progress, no_progress
+from patchset.sources import Source
 from patchset.verbs import port as porting
 from patchset.verbs.next import newer_releases
 from patchset.verbs.port import PortReport, PortStatus
 from patchset.verbs.proof import ProofOptions, ProofReport
 from patchset.verbs.test import prove_release
+from patchset.verbs.trees import Trees
 from patchset.versions import Release
 
 BRANCH = "patchset/vllm-{version}"
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where a retired patch is upstream first: the earliest release from the newest target to V whose tree
+    carries it, the evidence there, and the releases whose trees were opened to find it (V's excepted)."""
+
+    release: str
+    evidence: str
+    looked: tuple[str, ...] = ()
 
 
 @dataclass
@@ -55,6 +73,8 @@ class UpgradeReport:
     proof: ProofReport | None = None
     # ported id -> (path, text) of the patch file it was ported from
     old_patches: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # retired id -> the earliest release that carries it upstream (V where none before it does)
+    upstream: dict[str, Upstream] = field(default_factory=dict)
     not_run: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)  # workspaces of V removed, resolved
     warnings: list[str] = field(default_factory=list)
@@ -132,6 +152,7 @@ def upgrade(manifest: Manifest, to: str | None = None, *, pre: bool = False, pro
     result = porting.port(manifest, version, dry_run=dry_run, source=source, on_patch=on_patch, scratch=False)
     report.port = result
     report.old_patches = _old_patches(manifest, result)
+    report.upstream = since(manifest, result, pre, source, newer or released, report.warnings)
     after = manifest if dry_run else load_manifest(manifest.path)
     # port makes V a target exactly when every patch carried, retired or ported (a dry run says it would)
     report.targeted = result.ok or any(Release(t.version) == Release(version) for t in after.targets)
@@ -160,6 +181,67 @@ def _old_patches(manifest: Manifest, result: PortReport) -> dict[str, tuple[str,
             out[r.id] = (os.path.relpath(choice.path, manifest.base),
                          choice.path.read_text(encoding="utf-8", errors="surrogateescape"))
     return out
+
+
+def since(manifest: Manifest, result: PortReport, pre: bool, source: str, released: Sequence[str] | None,
+          warnings: list[str]) -> dict[str, Upstream]:
+    """Each retired patch's first release upstream (``first_upstream``) among the releases after the newest
+    target and before V: ``released`` where the caller knows them, else the index's (asked only when a patch
+    retired and the trees come from the index or a git clone; a ``dir:`` source holds no other release)."""
+    retired = [r for r in result.patches if r.result == PortStatus.RETIRED]
+    if not retired:
+        return {}
+    v = Release(result.to)
+    if released is None and source.partition(":")[0] not in ("pypi", "sdist", "wheel", "git"):
+        released = ()
+    try:
+        between = [x for x in newer_releases(manifest, pre, released) if Release(x) < v]
+    except PatchsetError as e:  # V is the release known to carry them
+        warnings.append(f"the releases before vLLM {result.to} could not be listed ({e.what()}): each retired "
+                        f"patch names vLLM {result.to}, which carries it, not the first release that does")
+        between = []
+    trees = Trees(manifest, source)
+    return {r.id: first_upstream(manifest.patch(r.id), between, trees.get, r.from_release, manifest, result.to,
+                                 r.evidence) for r in retired}
+
+
+def first_upstream(p: Patch, between: Sequence[str], tree: Callable[[str], Source], u: str | None,
+                   manifest: Manifest, v: str, evidence: str) -> Upstream:
+    """The earliest of ``between`` (releases oldest first, all before ``v``) whose tree carries ``p``, by
+    bisection: a fix upstream in one release is taken to stay in the later ones, so only about log2(n) trees
+    are opened, each once. ``v`` carries it (``evidence``) when none of them does."""
+    found: dict[str, str] = {}
+    lo, hi = 0, len(between)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        found[between[mid]] = carries(p, tree, between[mid], u, manifest)
+        if found[between[mid]]:
+            hi = mid
+        else:
+            lo = mid + 1
+    looked = tuple(x for x in between if x in found)
+    if lo == len(between):
+        return Upstream(v, evidence, looked)
+    return Upstream(between[lo], found[between[lo]], looked)
+
+
+def carries(p: Patch, tree: Callable[[str], Source], release: str, u: str | None, manifest: Manifest) -> str:
+    """The evidence that ``release``'s pristine tree carries ``p`` (``port`` retires on the same: its probes
+    hold, or every hunk of its file for ``u`` is there already), or '' when it does not or cannot be read."""
+    try:
+        src = tree(release)
+        pristine = {x.file: src.read(x.file) for x in p.present if src.covers(x.file)}
+        said = upstream_evidence(p, src, pristine)
+        if said or u is None or p.choice_for(u) is None:
+            return said
+        pf = porting.covered(p.load(u, manifest.base), src)
+        files = {x: src.read(x) for x in pf.touched}
+        outcome = engine.apply_patch(files, pf)
+    except PatchsetError:
+        return ""
+    if pf.files and outcome.status == engine.OutcomeStatus.ALREADY:
+        return f"reverse-apply: every hunk is already in vllm {release}"
+    return ""
 
 
 def unignore(folder: Path) -> None:
