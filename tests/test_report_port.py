@@ -19,9 +19,11 @@ def test_next_renderers_show_statuses_and_the_upstream_change(tmp_path: Path):
     r = next_release(m, "0.29.0", source=portfixture.source(tmp_path), released=["0.29.0"])
     text = render_next.next_table(r)
     assert "partly-upstream" in text and "upstream already has hunk(s) 1" in text
-    assert "merge, hunk 1 (vllm/merge.py): upstream changed 1 of these lines" in text
-    assert "    +line_12 = 12  # upstream" in text
+    assert "  merge hunk 1: vllm/merge.py:10: fuzz" in text and "+line_12" not in text  # the diffs: --detail
     assert text.rstrip().endswith("the series needs porting to vLLM 0.29.0: patchset port --to 0.29.0")
+    detail = render_next.next_table(r, detail=True)
+    assert "merge, hunk 1 (vllm/merge.py): upstream changed 1 of these lines" in detail
+    assert "    +line_12 = 12  # upstream" in detail
     md = render_next.next_markdown(r)
     assert "| clash | needs-port | 0.28.0 |" in md and "```diff\n--- vllm/clash.py (vllm 0.28.0)" in md
     assert json.loads(render_next.next_json(r))["vllm"] == "0.29.0"
