@@ -181,6 +181,7 @@ def test_cli_build_streams_progress_and_prints_json(manifest_path, standin, sess
     doc = json.loads(out)
     assert doc["ok"] and doc["image"] == tag and doc["vllm"] == VERSION
     assert doc["added_bytes"] == sum(layer["size"] for layer in doc["layers"])
+    assert doc["warnings"] == []  # the key every verb's JSON has (the manifest's and the series' warnings)
     assert "Step 1/" in err and "COPY layer/ /" in err  # the engine's build output, streamed
     assert docker_client.images.get(tag).id == doc["id"]
     assert main(["build", "--vllm", VERSION, "--manifest", str(manifest_path), "--base", standin,
