@@ -266,7 +266,7 @@ def _emptied_dirs(root: Path, package: Path, entries: list[Entry]) -> list[tuple
 
     def empties(folder: Path) -> bool:
         if folder not in emptied:
-            emptied[folder] = (folder not in kept and folder != root and root in folder.parents
+            emptied[folder] = (folder not in kept and root in folder.parents and not folder.is_symlink()
                                and any(True for _ in folder.iterdir()) and all(goes(c) for c in folder.iterdir()))
         return emptied[folder]
 
@@ -413,6 +413,7 @@ def rollback(journal: Journal) -> None:
     for source in {journal.target(e) for e in journal.entries if e.path.endswith(".py")}:
         if not bytecode_matches(source):
             remove_stale_bytecode(source)
+    _remove_temporaries(journal)  # a kill while staging left some in the new folders, which must go empty
     for d in sorted(journal.new_dirs, key=len, reverse=True):
         _remove_empty(journal.root / d / "__pycache__")  # a new module's, its bytecode dropped just above
         _remove_empty(journal.root / d)
@@ -424,17 +425,21 @@ def rollback(journal: Journal) -> None:
 
 def cleanup(journal: Journal) -> None:
     """Every temporary file of this journal, the journal last (so a kill here is cleaned up next time)."""
+    _remove_temporaries(journal)
+    shutil.rmtree(journal.dir / "old", ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        (journal.dir / "record.json").unlink()
+    shutil.rmtree(journal.dir)
+    _fsync_dir(journal.package)
+
+
+def _remove_temporaries(journal: Journal) -> None:
     folders = {journal.target(e).parent for e in journal.entries}
     folders |= {f / "__pycache__" for f in folders} | {journal.package}
     for folder in folders:
         for tmp in folder.glob(PREFIX + "*") if folder.is_dir() else ():
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
-    shutil.rmtree(journal.dir / "old", ignore_errors=True)
-    with contextlib.suppress(FileNotFoundError):
-        (journal.dir / "record.json").unlink()
-    shutil.rmtree(journal.dir)
-    _fsync_dir(journal.package)
 
 
 # --- recovery -----------------------------------------------------------------------------------------
