@@ -11,7 +11,10 @@ The order, and why:
    the commit record into ``<journal>/record.json``; all fsynced.
 3. The bytecode of every touched module is dropped before any source changes,
    so from here on no stale ``.pyc`` can run under any source; then each staged
-   file is renamed over its target (or the target deleted).
+   file is renamed over its target (or the target deleted); then each folder the deletions left empty
+   is removed, deepest first, as GNU patch and git apply do (the journal lists them with their modes, so a
+   rollback makes them again before it puts their files back; a folder the patch does not empty, or one
+   empty before it, stays).
 4. Checked-hash pycs are compiled (also through ``.patchset-tmp-`` files); any
    pyc that would still run other code than its source is removed, and the
    staged record is sealed with the sha256 of the bytecode left (the journal
@@ -82,6 +85,7 @@ class Journal:
     entries: list[Entry]
     compile: bool = True
     new_dirs: list[str] = field(default_factory=list)  # created by staging, removed by a rollback
+    gone_dirs: list[tuple[str, int]] = field(default_factory=list)  # (folder, mode) the deletions empty
 
     @property
     def dir(self) -> Path:
@@ -103,7 +107,8 @@ class Journal:
                     "backup": str(self.backup(e).relative_to(self.root)) if e.old_sha256 else None}
                    for e in self.entries]
         body = {"schema": SCHEMA, "record": self.record, "record_sha256": self.record_sha256,
-                "compile": self.compile, "new_dirs": self.new_dirs, "entries": entries}
+                "compile": self.compile, "new_dirs": self.new_dirs, "entries": entries,
+                "gone_dirs": [{"local": d, "mode": m} for d, m in self.gone_dirs]}
         return (json.dumps(body, indent=1, sort_keys=True) + "\n").encode()
 
     @classmethod
@@ -118,9 +123,12 @@ class Journal:
                 raise ValueError("entries and new_dirs must be lists")
             if (root / _inside(body["record"])).parent != package:
                 raise ValueError(f"the record {body['record']!r:.200} is not a file in the package folder")
+            gone = body.get("gone_dirs", [])  # absent from a journal an older patchset wrote: none
+            if not isinstance(gone, list):
+                raise ValueError("gone_dirs must be a list")
             journal = cls(root, package, body["record"], str(_digest(body["record_sha256"])),
                           [_entry(e) for e in entries], _bool(body["compile"], "compile"),
-                          [_inside(d) for d in body["new_dirs"]])
+                          [_inside(d) for d in body["new_dirs"]], [_gone(d) for d in gone])
         except (ValueError, KeyError, TypeError, RecursionError) as e:
             raise JournalError(f"unreadable apply journal: {e!s:.300}", file=str(path),
                                hint="this patchset cannot finish that apply; restore the tree") from e
@@ -133,6 +141,12 @@ def _entry(body: object) -> Entry:
         raise ValueError(f"an entry is not one this patchset writes: {str(body)[:200]}")
     return Entry(_str(body["path"], "path"), _inside(body["local"]), _digest(body["old_sha256"], True),
                  _digest(body["new_sha256"], True), _mode(body["old_mode"]), _mode(body["new_mode"]))
+
+
+def _gone(body: object) -> tuple[str, int]:
+    if not isinstance(body, dict) or set(body) != {"local", "mode"} or _mode(body["mode"]) is None:
+        raise ValueError(f"a removed folder is not one this patchset writes: {str(body)[:200]}")
+    return _inside(body["local"]), int(body["mode"])
 
 
 _ENTRY_FIELDS = {"path", "local", "old_sha256", "new_sha256", "old_mode", "new_mode"}
@@ -221,7 +235,49 @@ def plan(root: Path, package: Path, record: str,
         if content is not None:
             new[str(sha256(content))] = content
             new_dirs |= _missing_dirs(root, target.parent)
-    return Journal(root, package, record, "", entries, new_dirs=sorted(new_dirs, key=len)), new, old
+    return (Journal(root, package, record, "", entries, new_dirs=sorted(new_dirs, key=len),
+                    gone_dirs=_emptied_dirs(root, package, entries)), new, old)
+
+
+def _emptied_dirs(root: Path, package: Path, entries: list[Entry]) -> list[tuple[str, int]]:
+    """(folder, mode) of every folder these deletions leave empty, deepest first: GNU patch and git apply
+    remove them. A folder holding anything else, one that gains a file, the package folder (it holds the
+    journal) and those above it stay. The bytecode of a deleted module goes with it, so a ``__pycache__``
+    holding only such bytecode does not keep its folder."""
+    deleted = {root / e.local for e in entries if e.new_sha256 is None}
+    if not deleted:
+        return []
+    kept = {package, *package.parents}
+    for e in entries:
+        if e.new_sha256 is not None:
+            kept |= set((root / e.local).parents)
+    stems = {(p.parent, p.stem) for p in deleted if p.suffix == ".py"}
+    emptied: dict[Path, bool] = {}
+
+    def goes(path: Path) -> bool:
+        if path in deleted:
+            return True
+        if path.is_symlink() or not path.is_dir():
+            return path.suffix == ".pyc" and (path.parent, path.stem) in stems  # a legacy pyc beside it
+        if path.name == "__pycache__":
+            return all(not c.is_symlink() and c.is_file() and (path.parent, c.name.split(".", 1)[0]) in stems
+                       and c.suffix == ".pyc" for c in path.iterdir())
+        return empties(path)
+
+    def empties(folder: Path) -> bool:
+        if folder not in emptied:
+            emptied[folder] = (folder not in kept and root in folder.parents and not folder.is_symlink()
+                               and any(True for _ in folder.iterdir()) and all(goes(c) for c in folder.iterdir()))
+        return emptied[folder]
+
+    out = set()
+    for path in deleted:
+        folder = path.parent
+        while empties(folder):
+            out.add(folder)
+            folder = folder.parent
+    return [(str(d.relative_to(root)), stat.S_IFMT(d.stat().st_mode) | stat.S_IMODE(d.stat().st_mode))
+            for d in sorted(out, key=lambda d: (-len(d.parts), str(d)))]
 
 
 def _missing_dirs(root: Path, folder: Path) -> set[str]:
@@ -289,11 +345,28 @@ def commit(journal: Journal) -> None:
         _fsync_dir(folder)
     for source in sources:
         refresh_bytecode(source, compile_bytecode=journal.compile)
+    _remove_emptied(journal)
     _seal_record(journal)
     _step()
     os.replace(journal.dir / "record.json", journal.root / journal.record)
     _fsync_dir(journal.package)
     cleanup(journal)
+
+
+def _remove_emptied(journal: Journal) -> None:
+    """The folders the deletions left empty, deepest first (a rerun after a kill finds some gone already)."""
+    for local, _ in journal.gone_dirs:
+        folder = journal.root / local
+        _remove_empty(folder / "__pycache__")  # emptied of the deleted modules' bytecode just now
+        if folder.is_dir():
+            _step()
+            _remove_empty(folder)
+        _fsync_dir(folder.parent)
+
+
+def _remove_empty(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # gone already, or not empty: something else lives there now, and stays
+        folder.rmdir()
 
 
 def _seal_record(journal: Journal) -> None:
@@ -315,6 +388,11 @@ def _seal_record(journal: Journal) -> None:
 
 def rollback(journal: Journal) -> None:
     """Put every file back as the journal found it, drop bytecode that does not match, forget the journal."""
+    for local, _ in reversed(journal.gone_dirs):  # shallowest first: the folders the deletions emptied
+        folder = journal.root / local
+        if not folder.is_dir():
+            folder.mkdir(0o700)  # its own mode once its files are back in it
+            _fsync_dir(folder.parent)
     for e in reversed(journal.entries):
         if _state(journal.target(e)) == (e.old_sha256, e.old_mode):
             continue
@@ -335,25 +413,33 @@ def rollback(journal: Journal) -> None:
     for source in {journal.target(e) for e in journal.entries if e.path.endswith(".py")}:
         if not bytecode_matches(source):
             remove_stale_bytecode(source)
+    _remove_temporaries(journal)  # a kill while staging left some in the new folders, which must go empty
     for d in sorted(journal.new_dirs, key=len, reverse=True):
-        with contextlib.suppress(OSError):  # not empty: something else lives there now
-            (journal.root / d).rmdir()
+        _remove_empty(journal.root / d / "__pycache__")  # a new module's, its bytecode dropped just above
+        _remove_empty(journal.root / d)
+    for local, mode in journal.gone_dirs:  # as recorded (a kill after a mkdir above left 0700)
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(journal.root / local, stat.S_IMODE(mode))
     cleanup(journal)
 
 
 def cleanup(journal: Journal) -> None:
     """Every temporary file of this journal, the journal last (so a kill here is cleaned up next time)."""
+    _remove_temporaries(journal)
+    shutil.rmtree(journal.dir / "old", ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        (journal.dir / "record.json").unlink()
+    shutil.rmtree(journal.dir)
+    _fsync_dir(journal.package)
+
+
+def _remove_temporaries(journal: Journal) -> None:
     folders = {journal.target(e).parent for e in journal.entries}
     folders |= {f / "__pycache__" for f in folders} | {journal.package}
     for folder in folders:
         for tmp in folder.glob(PREFIX + "*") if folder.is_dir() else ():
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
-    shutil.rmtree(journal.dir / "old", ignore_errors=True)
-    with contextlib.suppress(FileNotFoundError):
-        (journal.dir / "record.json").unlink()
-    shutil.rmtree(journal.dir)
-    _fsync_dir(journal.package)
 
 
 # --- recovery -----------------------------------------------------------------------------------------

@@ -19,11 +19,15 @@ def test_the_bootstrap_lays_the_configuration_over_the_installed_package_and_run
     (pkg / "kept.py").write_text("VALUE = 'installed'\n")
     (pkg / "changed.py").write_text("VALUE = 'installed'\n")
     (pkg / "gone.py").write_text("VALUE = 'installed'\n")
+    (pkg / "grpc" / "__pycache__").mkdir(parents=True)  # a folder the configuration empties: it goes too
+    (pkg / "grpc" / "__init__.py").write_text("")
+    (pkg / "grpc" / "__pycache__" / f"__init__.{sys.implementation.cache_tag}.pyc").write_bytes(b"bytecode")
     stale = pkg / "__pycache__" / f"changed.{sys.implementation.cache_tag}.pyc"
     stale.write_bytes(b"stale bytecode of the installed source")
     (boot / "files").mkdir(parents=True)
     (boot / "files" / "changed.py").write_text("VALUE = 'configuration'\n")
-    (boot / "files.json").write_text(json.dumps({"package": "pkg", "write": ["changed.py"], "delete": ["gone.py"]}))
+    spec = {"package": "pkg", "write": ["changed.py"], "delete": ["gone.py", "grpc/__init__.py"]}
+    (boot / "files.json").write_text(json.dumps(spec))
     # Copied out of the package, as the image runner mounts it: nothing of patchset is importable there.
     (boot / "bootstrap.py").write_bytes(shipped("bootstrap.py").read_bytes())
     tree.mkdir()
@@ -35,6 +39,7 @@ def test_the_bootstrap_lays_the_configuration_over_the_installed_package_and_run
         def test_the_configuration_is_what_imports():
             assert pkg.changed.VALUE == "configuration" and pkg.kept.VALUE == "installed"
             assert importlib.util.find_spec("pkg.gone") is None
+            assert importlib.util.find_spec("pkg.grpc") is None  # not an empty namespace package
             assert os.path.islink(pkg.kept.__file__) and not os.path.islink(pkg.changed.__file__)
         """))
     env = {**os.environ, "PYTHONPATH": f"{overlay}{os.pathsep}{site}", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -43,9 +48,10 @@ def test_the_bootstrap_lays_the_configuration_over_the_installed_package_and_run
                           "-q", "-p", "no:cacheprovider", "test_overlay.py"],
                          cwd=tree, env=env, capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "patchset: pkg from " in out.stdout and "1 files replaced, 1 removed" in out.stdout
+    assert "patchset: pkg from " in out.stdout and "1 files replaced, 2 removed" in out.stdout
     assert "1 passed" in out.stdout
     assert not (overlay / "pkg" / "__pycache__" / stale.name).exists()  # its bytecode went with the old source
+    assert not (overlay / "pkg" / "grpc").exists()
     assert stale.exists() and (pkg / "gone.py").exists()  # the installed package itself is never changed
 
 

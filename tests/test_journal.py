@@ -161,3 +161,41 @@ def test_a_journal_naming_a_folder_that_is_gone_is_refused_not_a_crash(tmp_path)
     with pytest.raises(JournalError, match="cannot finish or undo") as e:
         journal.recover(root, pkg)
     assert e.value.file and e.value.file.endswith("journal.json")
+
+
+def test_a_rollback_makes_again_the_folder_the_deletions_had_removed(tmp_path):
+    root, pkg = tree(tmp_path)
+    (pkg / "grpc" / "proto").mkdir(parents=True)
+    (pkg / "grpc" / "__init__.py").write_text("g = 1\n")
+    (pkg / "grpc" / "proto" / "e.proto").write_text("syntax\n")
+    (pkg / "grpc").chmod(0o750)
+    (pkg / "grpc" / "proto").chmod(0o755)
+    files = [(p, p, None, None) for p in ("vllm/grpc/__init__.py", "vllm/grpc/proto/e.proto")]
+    plan, new, old = journal.plan(root, pkg, "vllm/.rec", [*files, ("vllm/a.py", "vllm/a.py", b"a = 2\n", None)])
+    assert plan.gone_dirs == [("vllm/grpc/proto", 0o40755), ("vllm/grpc", 0o40750)]
+    plan.record_sha256 = str(journal.sha256(b"{}"))
+    plan.dir.mkdir()
+    journal.begin(plan, new, old, b"{}")
+    for e in plan.entries[:2]:  # as a kill after the folders' removal leaves the tree
+        plan.target(e).unlink()
+    journal._remove_emptied(plan)
+    assert not (pkg / "grpc").exists()
+    (plan.dir / "record.json").write_text("torn")  # the staged record damaged: it must roll back
+    assert journal.recover(root, pkg).startswith("rolled back")
+    assert (pkg / "grpc" / "__init__.py").read_text() == "g = 1\n" and (pkg / "grpc/proto/e.proto").is_file()
+    assert (pkg / "grpc").stat().st_mode & 0o777 == 0o750 and (pkg / "a.py").read_text() == "a = 1\n"
+
+
+def test_a_journal_names_its_removed_folders_or_none(tmp_path):
+    root, pkg = tree(tmp_path)
+    plan = interrupted(root, pkg)
+    body = json.loads((plan.dir / "journal.json").read_text())
+    assert body["gone_dirs"] == []
+    del body["gone_dirs"]  # as a journal an older patchset wrote it: still recovered
+    (plan.dir / "journal.json").write_text(json.dumps(body))
+    assert journal.recover(root, pkg) == "finished the interrupted apply (2 files)"
+    plan = interrupted(root, pkg, b"a = 3\n")
+    body["gone_dirs"] = [{"local": "../outside", "mode": 0o40755}]
+    (plan.dir / "journal.json").write_text(json.dumps(body))
+    with pytest.raises(JournalError, match="unreadable apply journal: '../outside' is not a path inside the tree"):
+        journal.recover(root, pkg)

@@ -54,6 +54,23 @@ def test_overlay_links_every_file_and_writes_the_configurations_files(tmp_path):
     assert out.stdout.split() == ["1", str(top / "sub" / "mod.py")]
 
 
+def test_overlay_drops_the_folders_its_deletions_empty_as_gnu_patch_does(tmp_path):
+    pkg = tmp_path / "site" / "pkg"
+    (pkg / "grpc" / "proto" / "__pycache__").mkdir(parents=True)
+    (pkg / "keep").mkdir()
+    for path in ("__init__.py", "grpc/__init__.py", "grpc/proto/gen.py", "keep/a.py", "keep/b.py"):
+        (pkg / path).write_text("")
+    (pkg / "grpc" / "proto" / "__pycache__" / "gen.cpython-311.pyc").write_bytes(b"stale")
+    root = make_overlay(pkg, tmp_path / "ov", {"grpc/__init__.py": None, "grpc/proto/gen.py": None,
+                                               "keep/b.py": None})
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == ["pkg", "pkg/__init__.py", "pkg/keep",
+                                                                         "pkg/keep/a.py"]
+    gone = subprocess.run([sys.executable, "-c", "import pkg.grpc"], env={**os.environ, "PYTHONPATH": str(root)},
+                          capture_output=True, text=True)
+    assert "No module named 'pkg.grpc'" in gone.stderr  # not an empty namespace package
+    assert (pkg / "grpc" / "proto" / "gen.py").exists()
+
+
 @pytest.mark.parametrize("bad", ["../x.py", "/etc/passwd", ""])
 def test_overlay_refuses_paths_outside_the_package(tmp_path, bad):
     (tmp_path / "pkg").mkdir()

@@ -15,6 +15,7 @@ import signal
 import sys
 import textwrap
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,12 @@ def test_where_forking_is_not_safe_the_serial_path_runs_with_a_warning(tmp_path,
     report = prove_only(tmp_path, ["proven", "useless"], jobs=2, env={"PYTHONPATH": str(site)})
     assert {p.id: str(p.verdict) for p in report.patches} == {"proven": "proven", "useless": "not-discriminating"}
     assert len(report.warnings) == 1 and why in report.warnings[0] and "one after another" in report.warnings[0]
+    # every format says it, not only the table and Markdown
+    assert json.loads(testreport.render_json(report))["warnings"] == report.warnings
+    props = ET.fromstring(testreport.render_junit(report)).findall("./testsuite/properties/property")
+    assert [(p.get("name"), p.get("value")) for p in props] == [("warning", report.warnings[0])]
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    assert f"::warning::vLLM {report.vllm}: {report.warnings[0]}" in testreport.github_annotations(report)
 
 
 def test_a_warm_interpreter_that_dies_leaves_the_runs_to_the_serial_path(tmp_path, monkeypatch):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import compileall
 import hashlib
 import json
 import os
 import py_compile
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -380,3 +383,82 @@ def test_a_path_neither_the_package_nor_the_release_holds_fails_in_every_kind_of
         doc = json.loads(capsys.readouterr().out)
         hunks = {h["file"]: h["status"] for p in doc["targets"][0]["patches"] for h in p["hunks"]}
         assert hunks == {MOD: "failed", TEST: "not-in-tree", "tests/test_new.py": "not-in-tree"}
+
+
+def _deleted(path: str, text: str, mode: str = "100644") -> str:
+    return (f"diff --git a/{path} b/{path}\ndeleted file mode {mode}\n"
+            + udiff(path, text, "").split("\n", 1)[1].replace(f"+++ b/{path}", "+++ /dev/null"))
+
+
+def _created(path: str, text: str) -> str:
+    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n"
+            + udiff(path, "", text).split("\n", 1)[1].replace(f"--- a/{path}", "--- /dev/null"))
+
+
+def tree_listing(root: Path) -> dict[str, tuple[str, int]]:
+    """Every folder and file (kind or sha256, mode), bytecode and the provenance record aside."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if "__pycache__" in rel.parts or rel.name == ".patchset-provenance.json":
+            continue
+        what = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "folder"
+        out[str(rel)] = (what, p.stat().st_mode & 0o7777)
+    return out
+
+
+def emptying_tree(root: Path) -> tuple[Path, str]:
+    """A tree, and a patch deleting every file of vllm/grpc/ (one a level down, one 0755: psrl's mail for
+    0.14.0 has that shape) and one of two files of vllm/keep/, creating vllm/fresh/sub/new.py."""
+    make_tree(root)
+    files = {"vllm/grpc/__init__.py": "# SPDX-License-Identifier: Apache-2.0\n",
+             "vllm/grpc/compile_protos.py": "print('protos')\n",
+             "vllm/grpc/proto/engine.proto": 'syntax = "proto3";\n', "vllm/keep/a.py": "a = 1\n",
+             "vllm/keep/b.py": "b = 1\n"}
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    os.chmod(root / "vllm/grpc/compile_protos.py", 0o755)
+    os.chmod(root / "vllm/grpc", 0o750)
+    (root / "vllm/was_empty").mkdir()  # empty before: no patch empties it, so it stays
+    patch = "".join(_deleted(p, files[p], "100755" if p.endswith("protos.py") else "100644")
+                    for p in files if p.startswith("vllm/grpc/"))
+    return root, patch + _deleted("vllm/keep/b.py", "b = 1\n") + _created("vllm/fresh/sub/new.py", "n = 1\n")
+
+
+def test_a_folder_the_deletions_empty_is_removed_as_gnu_patch_and_git_apply_do(tmp_path):
+    """The same bytes, modes and folders as both reference tools (fails where apply left vllm/grpc/ empty)."""
+    root, patch = emptying_tree(tmp_path / "tree")
+    write_patch(tmp_path, "recipes/grpc.patch", patch)
+    manifest = write_manifest(tmp_path, 'schema: 1\ntargets: {"0.29.0": {}}\npatches:\n'
+                                        '  - {id: grpc, releases: "==0.29.0", patch: recipes/grpc.patch}\n')
+    gnu, git = tmp_path / "gnu", tmp_path / "git"
+    shutil.copytree(root, gnu, symlinks=True)
+    shutil.copytree(root, git, symlinks=True)
+    subprocess.run(["patch", "-p1", "-F0", "--batch", "--no-backup-if-mismatch", "-s", "-i",
+                    str(tmp_path / "recipes/grpc.patch")], cwd=gnu, check=True)
+    subprocess.run(["git", "apply", str(tmp_path / "recipes/grpc.patch")], cwd=git, check=True,
+                   env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)})  # git apply outside a repository
+    report = apply_series(load_manifest(manifest), "0.29.0", root, compile_bytecode=False)
+    assert not (root / "vllm/grpc").exists() and (root / "vllm/was_empty").is_dir()
+    assert (root / "vllm/keep/a.py").is_file() and (root / "vllm/fresh/sub/new.py").read_text() == "n = 1\n"
+    assert tree_listing(gnu) == tree_listing(git)  # the two references agree
+    assert tree_listing(root) == tree_listing(gnu)
+    assert report.removed_dirs == [str(root / "vllm/grpc"), str(root / "vllm/grpc/proto")]
+
+
+def test_a_byte_compiled_folder_goes_with_its_modules_bytecode(tmp_path):
+    """An installed tree's __pycache__ holding only the deleted modules' bytecode does not keep the folder;
+    one holding another module's does (patchset drops the deleted modules' bytecode, GNU patch does not)."""
+    root, patch = emptying_tree(tmp_path / "tree")
+    patch += _deleted("vllm/keep/a.py", "a = 1\n")
+    (root / "vllm/keep/__pycache__").mkdir()
+    (root / "vllm/keep/__pycache__/other.cpython-311.pyc").write_bytes(b"not ours")
+    compileall.compile_dir(root / "vllm/grpc", quiet=1)
+    assert list((root / "vllm/grpc/__pycache__").iterdir())
+    write_patch(tmp_path, "recipes/grpc.patch", patch)
+    manifest = write_manifest(tmp_path, 'schema: 1\ntargets: {"0.29.0": {}}\npatches:\n'
+                                        '  - {id: grpc, releases: "==0.29.0", patch: recipes/grpc.patch}\n')
+    apply_series(load_manifest(manifest), "0.29.0", root)
+    assert not (root / "vllm/grpc").exists()
+    assert sorted(p.name for p in (root / "vllm/keep").rglob("*")) == ["__pycache__", "other.cpython-311.pyc"]

@@ -1,7 +1,8 @@
 """Crash atomicity of apply: SIGKILL at random instants and at every rename, then one recovery.
 
 A forked child runs the real ``apply_series`` (5 patches over 10 files: edits, a new file in a new
-folder, a deletion, a test file) on a fresh copy of a byte-compiled tree and is killed with SIGKILL,
+folder, the deletion of a folder's only module, a test file) on a fresh copy of a byte-compiled tree and
+is killed with SIGKILL,
 either after a seeded random delay or by the test-only hook ``PATCHSET_TEST_KILL_AT=rename:N``.
 After each kill, at most one recovery run must leave the tree pristine or fully patched, no
 temporary file, and bytecode that validates against its source; a plain rerun of apply must then
@@ -37,7 +38,7 @@ RECORD = "vllm/.patchset-provenance.json"
 MODS = [f"vllm/m{i}/mod{i}.py" for i in range(7)]
 TEST = "tests/test_mods.py"
 NEW = "vllm/fresh/new.py"
-GONE = "vllm/old.py"
+GONE = "vllm/gone/old.py"  # alone in its folder, which goes with it (as with GNU patch)
 TEMP_MARKS = (".patchset-tmp-", ".patchset-journal")
 
 
@@ -74,6 +75,7 @@ def world(tmp_path_factory) -> tuple[Path, Path]:
         (folder / "__init__.py").write_text("")
     (tree / "pyproject.toml").write_text("[project]\nname = 'vllm'\n")
     compileall.compile_dir(tree, quiet=1)  # timestamp pycs, as pip leaves them
+    os.chmod(tree / "vllm/gone", 0o750)  # a rollback makes the emptied folder again with its mode
     m = texts
     patches = [
         udiff(MODS[0], m[MODS[0]], edit(m[MODS[0]], "m0", 10)) + udiff(MODS[1], m[MODS[1]], edit(m[MODS[1]], "m1", 40)),
@@ -92,9 +94,13 @@ def world(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def sources(root: Path) -> dict[str, str]:
-    """Every file but bytecode and the record's timestamped body: what 'pristine' and 'patched' mean."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if str(p.relative_to(root)) != RECORD
-            else "record" for p in sorted(root.rglob("*")) if p.is_file() and p.suffix != ".pyc"}
+    """Every file but bytecode and the record's timestamped body, and every folder but bytecode's, with its
+    mode: what 'pristine' and 'patched' mean."""
+    out = {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if str(p.relative_to(root)) != RECORD
+           else "record" for p in sorted(root.rglob("*")) if p.is_file() and p.suffix != ".pyc"}
+    out |= {str(p.relative_to(root)) + "/": oct(p.stat().st_mode) for p in sorted(root.rglob("*"))
+            if p.is_dir() and "__pycache__" not in p.parts}
+    return out
 
 
 def temp_files(root: Path) -> list[str]:
@@ -154,7 +160,7 @@ class Expect:
         apply_series(load_manifest(self.manifest), "0.29.0", done)
         self.patched = sources(done)
         self.changed = {k for k in self.pristine.keys() | self.patched.keys()
-                        if self.pristine.get(k) != self.patched.get(k)} - {RECORD}
+                        if self.pristine.get(k) != self.patched.get(k) and not k.endswith("/")} - {RECORD}
         self.journals = 0  # kills that left an interrupted apply to recover
 
     def fresh(self, name: str) -> Path:
@@ -202,6 +208,8 @@ def expect(world, tmp_path) -> Iterator[Expect]:
 
 def test_the_reference_apply_touches_ten_files(expect):
     assert expect.changed == set(MODS) | {TEST, NEW, GONE}
+    assert expect.patched["vllm/fresh/"] and "vllm/fresh/" not in expect.pristine
+    assert (expect.pristine["vllm/gone/"], expect.patched.get("vllm/gone/")) == (oct(0o40750), None)
 
 
 def test_a_kill_at_every_rename_is_recovered(expect):
@@ -216,8 +224,8 @@ def test_a_kill_at_every_rename_is_recovered(expect):
         assert (root / "vllm/.patchset-journal").is_dir()  # every rename happens under a journal
         outcomes.append(expect.after_kill(root))
     # the journal, 10 files, 9 pycs (7 modules, the new one, the test file; the deleted one has none), the
-    # journal again and the staged record (sealed with the bytecode's sha256), the record
-    assert len(outcomes) == 23, outcomes
+    # journal again and the staged record (sealed with the bytecode's sha256), the record; and the emptied folder
+    assert len(outcomes) == 24, outcomes
     assert outcomes[0] == "pristine" and outcomes[-1] == "patched"
 
 

@@ -181,6 +181,7 @@ def test_cli_build_streams_progress_and_prints_json(manifest_path, standin, sess
     doc = json.loads(out)
     assert doc["ok"] and doc["image"] == tag and doc["vllm"] == VERSION
     assert doc["added_bytes"] == sum(layer["size"] for layer in doc["layers"])
+    assert doc["warnings"] == []  # the key every verb's JSON has (the manifest's and the series' warnings)
     assert "Step 1/" in err and "COPY layer/ /" in err  # the engine's build output, streamed
     assert docker_client.images.get(tag).id == doc["id"]
     assert main(["build", "--vllm", VERSION, "--manifest", str(manifest_path), "--base", standin,
@@ -550,3 +551,33 @@ def test_a_csrc_hunk_is_never_carried_by_build_or_audit(kernel_manifest, docker_
     assert fixes["kernel"].status == "unknown"
     assert "its Python hunks are in the image's files" in fixes["kernel"].evidence
     assert f"it changes compiled code ({KERNEL_HEADER})" in fixes["kernel"].evidence
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_folder_the_series_empties_is_gone_from_the_image(tmp_path, docker_client, standin, session_repo):
+    """As GNU patch, git apply and `patchset apply` leave the tree (else the folder imports as a namespace)."""
+    from patchset.core.manifest_load import load_manifest
+    from patchset.sources import open_source
+
+    folder = "vllm/v1/kv_offload/tiering/example"
+    pristine = open_source("pypi", VERSION).root
+    patch = ""
+    for name in ("__init__.py", "manager.py"):
+        path, text = f"{folder}/{name}", (pristine / folder / name).read_text()
+        body = "".join(f"-{line}" for line in text.splitlines(keepends=True))
+        patch += f"diff --git a/{path} b/{path}\ndeleted file mode 100644\n"  # an empty file: git writes no hunk
+        patch += f"--- a/{path}\n+++ /dev/null\n@@ -1,{len(text.splitlines())} +0,0 @@\n{body}" if text else ""
+    write_patch(tmp_path, "recipes/drop.patch", patch)
+    manifest = load_manifest(write_manifest(tmp_path, """
+        schema: 1
+        targets: {"0.29.0": {}}
+        patches:
+          - {id: drop, title: drop the example, origin: local, releases: ">=0.29", patch: recipes/drop.patch}
+    """))
+    report = build_image(manifest, VERSION, base=standin, tag=f"{session_repo}:drop", client=docker_client)
+    assert report.deleted == [f"{folder}/__init__.py", f"{folder}/manager.py"]
+    said = docker_client.containers.run(report.tag, remove=True, network_disabled=True, entrypoint=[
+        "python3", "-c", "import os, sys; print([os.path.isdir(os.path.join(sys.argv[1], f)) for f in sys.argv[2:]])",
+        report.site, folder, folder.rsplit("/", 1)[0]])
+    assert said.decode().strip() == "[False, True]"

@@ -238,6 +238,10 @@ def test_a_file_with_a_dep3_header_is_copied_unchanged(pristine, tmp_path):
     result = import_series([str(tmp_path / "p")], tmp_path / "out", [VERSION])
     assert (tmp_path / "out" / "recipes" / "one" / "one.patch").read_text() == data
     assert result.ok and "file-name order, which is a guess" in result.notes[0]
+    from patchset.report.importer import import_doc
+
+    doc = json.loads(json.dumps(import_doc(result)))  # --format json: the same key as every verb's warnings
+    assert doc["warnings"] == result.notes and "notes" not in doc
 
 
 def test_repo_layout_is_detected_too(pristine, tmp_path):
@@ -660,6 +664,12 @@ def test_crlf_mails_in_a_monorepo_are_adopted_as_gnu_patch_reads_them(pristine, 
     assert main(["check", "--manifest", str(out / "patches.yaml"), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert sum("every line ends in CRLF" in w for w in doc["targets"][0]["warnings"]) == 2
+    assert main(["check", "--manifest", str(out / "patches.yaml"), "--format", "junit"]) == 0
+    import xml.etree.ElementTree as ET
+
+    props = ET.fromstring(capsys.readouterr().out).findall("./testsuite/properties/property[@name='warning']")
+    assert sum(f"{VERSION}: " in p.get("value", "") and "every line ends in CRLF" in p.get("value", "")
+               for p in props) == 2
 
 
 def test_an_error_in_a_patch_file_names_that_file_and_its_own_line(pristine, tmp_path, capsys):

@@ -442,7 +442,7 @@ def test_reports_have_the_documented_shapes(project):
         """, suites='suites: ["tests"]')
     report = run_prove(root, src, site, manifest)
     data = json.loads(testreport.render_json(report))
-    assert set(data) == {"ok", "vllm", "patches", "suites"}
+    assert set(data) == {"ok", "vllm", "patches", "suites", "warnings"} and data["warnings"] == []
     assert data["ok"] is True and data["vllm"] == "1.0"
     (p,) = data["patches"]
     assert set(p) == {"id", "verdict", "reason", "without_fix", "with_fix"}

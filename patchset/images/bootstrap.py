@@ -46,6 +46,17 @@ def replace(boot: str, top: str, write: list[str], delete: list[str]) -> None:
             stem = os.path.basename(rel)[:-3]
             for pyc in glob.glob(os.path.join(os.path.dirname(target), "__pycache__", stem + ".*.pyc")):
                 os.unlink(pyc)
+    # The folders the deletions left empty go, as GNU patch and `patchset apply` remove them (an empty one
+    # would import as a namespace package); deepest first, __pycache__ (emptied just above) before its folder.
+    folders = {os.path.dirname(rel) for rel in delete}
+    for folder in list(folders):
+        while folder:
+            folders.add(folder)
+            folder = os.path.dirname(folder)
+    for folder in sorted(folders - {""}, key=lambda f: -f.count("/")):
+        for here in (os.path.join(top, folder, "__pycache__"), os.path.join(top, folder)):
+            if os.path.isdir(here) and not os.path.islink(here) and not os.listdir(here):
+                os.rmdir(here)
     for rel in write:
         target = os.path.join(top, rel)
         os.makedirs(os.path.dirname(target), exist_ok=True)

@@ -29,6 +29,8 @@ def render_text(report: ApplyReport, given: str) -> str:
         out.append(f"  wrote   {_shown(given, path)}")
     for path in report.deleted:
         out.append(f"  deleted {_shown(given, path)}")
+    for path in report.removed_dirs:
+        out.append(f"  removed {_shown(given, path)}/ (the deletions emptied it)")
     if report.skipped:
         kind = next(p.tree for p in report.result.patches if p.skipped)
         out.append(f"  not in this {kind} (left out): {', '.join(report.skipped)}")

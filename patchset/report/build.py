@@ -15,6 +15,7 @@ def build_doc(report: BuildReport) -> dict:
         "written": report.written, "deleted": report.deleted, "labels": report.labels,
         "layers": [{"created_by": layer.created_by, "size": layer.size} for layer in report.layers],
         "added_bytes": report.added_bytes, "left_out": report.left_out, "not_carried": report.not_carried,
+        "warnings": report.warnings,
     } | ({"sbom": report.sbom} if report.sbom else {})
 
 

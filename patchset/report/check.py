@@ -159,7 +159,7 @@ def render_junit(report: CheckReport) -> str:
             elif p.status == PatchStatus.NOT_IN_TREE:
                 c.skipped = f"{p.status}: {p.message}"
             cases.append(c)
-    return junit(cases, "patchset check")
+    return junit(cases, "patchset check", warnings=[f"{t.vllm}: {w}" for t in report.targets for w in t.warnings])
 
 
 def github_annotations(report: CheckReport) -> list[str]:

@@ -49,8 +49,12 @@ class Case:
     detail: str = ""
 
 
-def junit(cases: Iterable[Case], name: str = "patchset") -> str:
+def junit(cases: Iterable[Case], name: str = "patchset", warnings: Sequence[str] = ()) -> str:
     """JUnit XML that parses whatever the texts hold (a hunk line with a form feed, a test that printed ``\\x1b``).
+
+    ``warnings`` (what ``--format json`` lists under ``warnings``) are properties named ``warning`` of the
+    first test suite, one each (JUnit has no place for them on ``testsuites``); a suite named ``name`` holds
+    them when there is no case.
 
     Written with ElementTree rather than junitparser on purpose: junitparser writes the same XML with no
     less code, much slower (its per-case statistics update; ``bench/junit_writer.py``, figures in
@@ -62,10 +66,16 @@ def junit(cases: Iterable[Case], name: str = "patchset") -> str:
     suites: dict[str, list[Case]] = {}
     for c in cases:
         suites.setdefault(c.suite, []).append(c)
+    if warnings and not suites:
+        suites[name] = []
     for sname, items in suites.items():
-        s = ET.SubElement(root, "testsuite", name=sname, tests=str(len(items)),
+        s = ET.SubElement(root, "testsuite", name=x(sname), tests=str(len(items)),
                           failures=str(sum(1 for c in items if c.failure)),
                           skipped=str(sum(1 for c in items if c.skipped)))
+        if warnings and len(root) == 1:
+            props = ET.SubElement(s, "properties")
+            for w in warnings:
+                ET.SubElement(props, "property", name="warning", value=x(w))
         for c in items:
             tc = ET.SubElement(s, "testcase", classname=sname, name=c.name)
             if c.failure:

@@ -15,7 +15,7 @@ def planned_doc(p: Planned) -> dict:
 
 def import_doc(result: ImportResult) -> dict:
     return {"ok": result.ok, "manifest": str(result.manifest), "dry_run": result.dry_run, "written": result.written,
-            "notes": result.notes, "disabled": result.disabled, "would_refuse": result.refused,
+            "warnings": result.notes, "disabled": result.disabled, "would_refuse": result.refused,
             "patches": [planned_doc(p) for p in result.patches], "reads": reads(result),
             "moved": [{"from": a, "to": b} for a, b in result.moved], "kept": result.kept,
             "edges": [edge_doc(e) for e in result.edges], "check": check_report.check_doc(result.check)}

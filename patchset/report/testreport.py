@@ -170,7 +170,7 @@ def suite_doc(s: SuiteResult) -> dict:
 
 def proof_doc(report: ProofReport) -> dict:
     return {"ok": report.ok, "vllm": report.vllm, "patches": [patch_verdict_doc(p) for p in report.patches],
-            "suites": [suite_doc(s) for s in report.suites]}
+            "suites": [suite_doc(s) for s in report.suites], "warnings": list(report.warnings)}
 
 
 def render_json(report: ProofReport) -> str:
@@ -270,7 +270,7 @@ def _test_cases(report: ProofReport, s: SuiteResult) -> list[Case]:
 def render_junit(report: ProofReport) -> str:
     cases = [_patch_case(report, p) for p in report.patches] + [_suite_case(report, s) for s in report.suites]
     cases += [c for s in report.suites for c in _test_cases(report, s)]
-    return junit(cases, name=f"patchset test vllm {report.vllm}")
+    return junit(cases, name=f"patchset test vllm {report.vllm}", warnings=report.warnings)
 
 
 # the --format choices on stdout; JUnit goes to the file --junit names (render_junit)
@@ -289,4 +289,8 @@ def github_annotations(report: ProofReport) -> list[str]:
             line = github_annotation("error", f"vLLM {report.vllm}: {t.status} in {s.path}: {t.nodeid}: {t.message}")
             if line:
                 out.append(line)
+    for w in report.warnings:
+        line = github_annotation("warning", f"vLLM {report.vllm}: {w}")
+        if line:
+            out.append(line)
     return out

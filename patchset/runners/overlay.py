@@ -49,7 +49,17 @@ def make_overlay(installed: Path, dest: Path, files: Mapping[str, bytes | None])
         if content is not None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
+    _drop_emptied(top, [Path(package_path(p)) for p, c in files.items() if c is None])
     return dest
+
+
+def _drop_emptied(top: Path, deleted: list[Path]) -> None:
+    """The folders the deletions left empty go, as GNU patch and ``patchset apply`` remove them: an empty
+    folder would still import, as a namespace package, where the patched tree has no such module."""
+    for rel in sorted({f for p in deleted for f in p.parents} - {Path(".")}, key=lambda p: -len(p.parts)):
+        for folder in (top / rel / "__pycache__", top / rel):  # the bytecode of the deleted modules went above
+            if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
+                folder.rmdir()
 
 
 def _mirror(source: Path, folder: Path, *, real: set[str]) -> None:

@@ -44,6 +44,7 @@ class ApplyReport:
     result: ReleaseResult | None
     written: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    removed_dirs: list[str] = field(default_factory=list)  # folders the deletions emptied, gone as with GNU patch
     skipped: list[str] = field(default_factory=list)  # files of the series this kind of tree cannot hold: left out
     compiled: list[str] = field(default_factory=list)  # those of them that are compiled code (csrc/, *.cu, ...)
     record: str = ""
@@ -102,6 +103,7 @@ def _apply_locked(manifest: Manifest, version: str, tree: TargetTree, compile_by
     report.compiled = compiled(report.skipped)
     report.written = sorted(e.path for e in plan.entries if e.new_sha256 is not None)
     report.deleted = sorted(e.path for e in plan.entries if e.new_sha256 is None)
+    report.removed_dirs = sorted(str(tree.root / d) for d, _ in plan.gone_dirs)
     applied = sum(1 for p in result.patches if p.status == PatchStatus.APPLIES)
     report.message = f"applied {applied} patch{'' if applied == 1 else 'es'}"
     if report.skipped:

@@ -100,6 +100,7 @@ class BuildReport:
     sbom: dict | None = None  # build --sbom: {"path": in the image, "file": on the host, "sha256": of both}
     left_out: dict[str, list[str]] = field(default_factory=dict)  # patch id -> its files an image cannot hold
     not_carried: dict[str, list[str]] = field(default_factory=dict)  # patch id -> its compiled code (python_only)
+    warnings: list[str] = field(default_factory=list)  # the manifest's and the series' (said as it ran, too)
 
     @property
     def ok(self) -> bool:
@@ -152,6 +153,8 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     for warning in manifest.warnings:  # e.g. a .patch no patch names: validate refuses it
         say(f"warning: {warning}\n")
     install, result, changed, modes = _series_on_base(client, image, base, manifest, version)
+    for warning in result.warnings:  # e.g. a patch file read with its CRs stripped, as GNU patch reads it
+        say(f"warning: {warning}\n")
     not_carried = _compiled_left_out(result, base, python_only, say)
     record = provenance.make_record(manifest, result, layout="repo",
                                     modes={p: 0o100000 | m for p, m in modes.items() if m is not None})
@@ -171,7 +174,7 @@ def build_image(manifest: Manifest, version: str, *, base: str | None = None, ta
     report = BuildReport(version, base, base_digest, tag, local_id(built), install.site, result, written, deleted,
                          labels, _added_layers(image, built), len(context), removed,
                          left_out={p.id: list(p.skipped) for p in result.patches if p.skipped},
-                         not_carried=not_carried)
+                         not_carried=not_carried, warnings=[*manifest.warnings, *result.warnings])
     if sbom is not None:
         add_sbom(client, manifest, image, install, report, sbom, say=say, nocache=nocache)
     return report
