@@ -12,9 +12,10 @@ from patchset.core.moved import PyIndex
 from patchset.core.patchfile import Hunk
 from patchset.core.series import Loads, ReleaseResult, evaluate_release, load_patches, paths_to_read
 from patchset.errors import PatchsetError
-from patchset.sources import Source, open_source, python_files
+from patchset.sources import Source, open_source
 from patchset.sources.local import DirSource
 from patchset.verbs.deps import DepsReport, merge
+from patchset.verbs.trees import release_index
 
 __all__ = ["CheckReport", "check", "evaluate_release", "releases_to_check"]
 
@@ -100,7 +101,7 @@ def follow_moved(manifest: Manifest, version: str, tree: Source, result: Release
             content = tree.read(h.file)
             if moved.stayed(own.kinds, own.keys, content) >= moved.STAYED:
                 continue  # its place is still in its file: the candidate check gives is the lead
-            index = index or PyIndex(python_files(tree, package))
+            index = index or release_index(tree, package)
             where = moved.follow(index, h.file, moved.core(own.kinds, own.keys)[0], None, content is None, content)
             if where is not None and where.place.file != h.file:
                 found[h.number] = replace(h, moved=str(where.place), moved_evidence=where.evidence)

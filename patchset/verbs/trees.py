@@ -6,7 +6,7 @@ from packaging.version import Version
 
 from patchset.core.manifest import Manifest, Patch
 from patchset.core.moved import PyIndex
-from patchset.sources import Source, open_source, python_files
+from patchset.sources import Source, lineindex, open_source
 
 
 class Trees:
@@ -23,7 +23,7 @@ class Trees:
         search only."""
         if version not in self.indexes:
             package = self.manifest.pypi.lower().replace("-", "_")
-            self.indexes[version] = PyIndex(python_files(self.get(version), package))
+            self.indexes[version] = release_index(self.get(version), package)
         return self.indexes[version]
 
     def get(self, version: str) -> Source:
@@ -31,6 +31,13 @@ class Trees:
             self.opened[version] = open_source(self.source, version, project=self.manifest.pypi,
                                                tag=self.manifest.tag)
         return self.opened[version]
+
+
+def release_index(source: Source, package: str) -> PyIndex:
+    """``package``'s Python files in ``source``, searched through the release's line index (kept in the cache,
+    made on the first search): only the files a search names are read."""
+    index, _ = lineindex.for_source(source, package)
+    return PyIndex(index=index, read=source.read)
 
 
 def newest_covered_target(manifest: Manifest, p: Patch) -> str | None:
