@@ -78,3 +78,29 @@ def test_failing_series_json_is_unchanged(name: str, fork: Path) -> None:
         pytest.fail(f"{name}: --format json changed at line {at + 1}: {lines[at] if at < len(lines) else ''!r}, "
                     f"was {wanted[at] if at < len(wanted) else ''!r} (PATCHSET_UPDATE_GOLDEN=1 to accept)")
     assert "moved" in want or "fork-port" in name  # the leads are part of what is compared
+
+
+@pytest.mark.network
+def test_a_cold_check_of_the_failing_series_keeps_no_whole_tree_and_says_the_same(fork: Path, tmp_path: Path) -> None:
+    """An empty cache: each sdist is streamed once, and the line index of each release where a hunk failed
+    (0.30.0, 0.31.0) is made from that pass, not from an unpacked tree; the second run reads what the first
+    kept (the index is not made again) and still unpacks nothing."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PATCHSET_CACHE": str(cache)}
+    argv = [sys.executable, "-m", "patchset", "check", "-q", "--manifest", str(fork / "patches.yaml"), "--format",
+            "json"]
+    want = gzip.decompress((GOLDEN / "fork-check.json.gz").read_bytes()).decode()
+    cold = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
+    assert f"exit {cold.returncode}\n" + normalized(cold.stdout, fork) == want
+    indexes = sorted((cache / "lines").iterdir())
+    made = {p.name.split("-")[0] for p in indexes}
+    assert made == {SdistSource("vllm", v, Cache(cache)).sha256 for v in ("0.30.0", "0.31.0")}
+    stats = [(p.stat().st_ino, p.stat().st_mtime_ns) for p in indexes]
+    assert not (cache / "trees").exists() and not (cache / "blobs").exists()
+    assert all(p.stat().st_size < 10 << 20 for p in indexes)
+    warm = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
+    assert f"exit {warm.returncode}\n" + normalized(warm.stdout, fork) == want
+    assert [(p.stat().st_ino, p.stat().st_mtime_ns) for p in sorted((cache / "lines").iterdir())] == stats
+    assert not (cache / "trees").exists() and not (cache / "blobs").exists()
+    size = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
+    assert size < 60 << 20, size

@@ -37,7 +37,7 @@ def release_index(source: Source, package: str) -> PyIndex:
     """``package``'s Python files in ``source``, searched through the release's line index (kept in the cache,
     made on the first search): only the files a search names are read."""
     index, _ = lineindex.for_source(source, package)
-    return PyIndex(index=index, read=source.read)
+    return PyIndex(index=index, read=getattr(source, "read_python", source.read))
 
 
 def newest_covered_target(manifest: Manifest, p: Patch) -> str | None:
