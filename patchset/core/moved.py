@@ -370,12 +370,24 @@ def _came_to(index: PyIndex, path: str, stays: bytes | None, old_tree: Callable[
     as a trail, and a line its own file still holds in another form stayed there (a new model built from a
     template keeps the lines upstream then edited in the original)."""
     kept = frozenset(split_lines(stays)) if stays is not None else frozenset()
-    near = sorted({_text(ln).strip() for ln in kept if meaningful(ln)})
     had: dict[str, frozenset[bytes]] = {}
+    near: dict[int, list[str]] = {}  # ``path``'s meaningful lines, stripped, by length (made when first asked)
+    said: dict[bytes, bool] = {}
 
     def edited(line: bytes) -> bool:
-        """``path`` still holds the line, re-indented or edited (a near twin): it stayed, changed in place."""
-        return bool(difflib.get_close_matches(_text(line).strip(), near, n=1, cutoff=EDITED))
+        """``path`` still holds the line, re-indented or edited (a near twin): it stayed, changed in place.
+
+        difflib's ``get_close_matches`` over the lines whose length allows the ratio (its own first bound,
+        ``real_quick_ratio``: 2 * min(a, b) / (a + b)): the others cannot reach it, and are not tried."""
+        if line not in said:
+            if not near:
+                for x in {_text(ln).strip() for ln in kept if meaningful(ln)}:
+                    near.setdefault(len(x), []).append(x)
+            word = _text(line).strip()
+            n = len(word)
+            pool = [x for size, xs in near.items() if 2.0 * min(n, size) / (n + size) >= EDITED for x in xs]
+            said[line] = bool(difflib.get_close_matches(word, pool, n=1, cutoff=EDITED))
+        return said[line]
 
     def came(file: str, shared: list[bytes]) -> bool:
         if file == path and stays is not None:

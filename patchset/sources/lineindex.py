@@ -181,6 +181,11 @@ def entry_name(key: str, package: str) -> str:
     return f"{key}-{package}-{code_digest()}.idx"
 
 
+def kept(cache: Cache, key: str, package: str) -> bool:
+    """Whether the cache has an entry for ``key``'s ``package`` (not read: it may still be damaged)."""
+    return cache.path(KIND, entry_name(key, package)).is_file()
+
+
 def load(cache: Cache, key: str, package: str) -> LineIndex | None:
     """The kept index of ``key``'s ``package``; None when there is none or it is damaged."""
     try:

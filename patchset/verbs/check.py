@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from patchset import parallel
+from patchset.cache import Cache
 from patchset.core import moved
 from patchset.core.engine import HunkResult
 from patchset.core.manifest import Manifest
@@ -128,11 +129,13 @@ def _lost(manifest: Manifest, version: str, tree: Source, result: ReleaseResult)
 def _index_side_by_side(manifest: Manifest, trees: list[Source]) -> None:
     """Make the line indexes of the releases that will be searched side by side, one release a process
     (a second apiece or more): each is kept in the cache, where follow_moved reads it."""
-    if len(trees) < 2:
-        return
     package = manifest.pypi.lower().replace("-", "_")
-    parallel.ordered_map(lambda tree: bool(lineindex.for_source(tree, package)[1]), trees,
-                         parallel.heavy_workers(len(trees)))
+    cache = Cache()
+    new = [t for t in trees if (key := lineindex.tree_key(t)) is not None
+           and not lineindex.kept(getattr(t, "cache", cache), key, package)]
+    if len(new) > 1:
+        parallel.ordered_map(lambda tree: bool(lineindex.for_source(tree, package)[1]), new,
+                             parallel.heavy_workers(len(new)))
 
 
 def _hunks(manifest: Manifest, pid: str, version: str) -> dict[int, Hunk]:
