@@ -385,8 +385,8 @@ def _came_to(index: PyIndex, path: str, stays: bytes | None, old_tree: Callable[
                     near.setdefault(len(x), []).append(x)
             word = _text(line).strip()
             n = len(word)
-            pool = [x for size, xs in near.items() if 2.0 * min(n, size) / (n + size) >= EDITED for x in xs]
-            said[line] = bool(difflib.get_close_matches(word, pool, n=1, cutoff=EDITED))
+            sizes = sorted((abs(size - n), size) for size in near if 2.0 * min(n, size) / (n + size) >= EDITED)
+            said[line] = _close(word, [x for _, size in sizes for x in near[size]], EDITED)
         return said[line]
 
     def came(file: str, shared: list[bytes]) -> bool:
@@ -401,6 +401,18 @@ def _came_to(index: PyIndex, path: str, stays: bytes | None, old_tree: Callable[
                  and index.rare(ln)}
         return len(trail) >= TRAIL and len([ln for ln in trail if not edited(ln)]) >= TRAIL
     return came
+
+
+def _close(word: str, possibilities: list[str], cutoff: float) -> bool:
+    """Whether ``difflib.get_close_matches(word, possibilities, n=1, cutoff=cutoff)`` names one: its three
+    tests, in its order, stopping at the first possibility that passes them."""
+    s = difflib.SequenceMatcher()
+    s.set_seq2(word)
+    for x in possibilities:
+        s.set_seq1(x)
+        if s.real_quick_ratio() >= cutoff and s.quick_ratio() >= cutoff and s.ratio() >= cutoff:
+            return True
+    return False
 
 
 def lead(index: PyIndex, path: str, old_file: bytes | None) -> str:
