@@ -61,6 +61,9 @@ class SdistSource(DirSource):
         #: cache): what the release's line index is made from, and the files a moved-code search reads.
         self._held: dict[str, bytes] = {}
         self._held_package: str | None = None
+        #: The package whose Python files every streamed pass holds (``next`` and ``port`` read modules
+        #: beyond the series' files: the pass that reads the series' files serves them too).
+        self.collect: str | None = None
 
     @property
     def root(self) -> Path:  # type: ignore[override]  # DirSource's attribute, filled on first use here
@@ -84,6 +87,8 @@ class SdistSource(DirSource):
                 return (self.store / "files" / path).read_bytes()
             except (FileNotFoundError, NotADirectoryError):
                 pass
+            if path in self._held:  # a module this process's pass read (for the line index), not kept
+                return self._held[path]
             if not (self.store / "about.json").is_file():  # never streamed: one pass keeps this file
                 self.prefetch([path])
                 return self.read(path)
@@ -110,7 +115,7 @@ class SdistSource(DirSource):
             self._about = self._listing = None  # another job may have filled it while we waited
             if not self._needs_pass(wanted):
                 return None
-            return self._pass(wanted, python)
+            return self._pass(wanted, python or self.collect)
 
     def _pass(self, wanted: list[str], python: str | None) -> dict[str, bytes] | None:
         """One streamed pass (the caller holds the entry's lock): ``wanted`` kept, ``python``'s files held."""

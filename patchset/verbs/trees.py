@@ -30,6 +30,9 @@ class Trees:
         if version not in self.opened:
             self.opened[version] = open_source(self.source, version, project=self.manifest.pypi,
                                                tag=self.manifest.tag)
+            if hasattr(self.opened[version], "collect"):  # a streamed sdist: its one pass holds the package's
+                # modules, which following code and the import checks read, so no whole tree is unpacked
+                self.opened[version].collect = self.manifest.pypi.lower().replace("-", "_")  # type: ignore[attr-defined]
         return self.opened[version]
 
 
