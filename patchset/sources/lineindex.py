@@ -32,7 +32,6 @@ import gc
 import hashlib
 import itertools
 import json
-import operator
 import re
 import sys
 import zlib
@@ -57,7 +56,7 @@ def meaningful(line: bytes) -> bool:
 
 def line_hash(line: bytes) -> int:
     """The 64-bit key of a line (without its newline)."""
-    return int.from_bytes(hashlib.blake2b(line, digest_size=8).digest(), "little")
+    return int.from_bytes(hashlib.blake2b(line, digest_size=8).digest(), "big")
 
 
 def build(files: Iterable[tuple[str, bytes]], key: str, package: str) -> bytes:
@@ -95,19 +94,25 @@ def _build(files: list[tuple[str, bytes]], key: str, package: str, shift: int) -
                     got.append(base | n)
         for name in set(_DEFINES.findall(data)):
             defines.setdefault(name, []).append(fid)
-    keyed = sorted(((line_hash(ln), at) for ln, at in places.items()), key=operator.itemgetter(0))
-    hashes = array("Q", [h for h, _ in keyed])
+    b2 = hashlib.blake2b
+    digests = [b2(ln, digest_size=8).digest() for ln in places]  # big-endian: bytes order is number order
+    order = sorted(range(len(digests)), key=digests.__getitem__)
+    hashes = array("Q")
+    hashes.frombytes(b"".join([digests[i] for i in order]))
+    if sys.byteorder == "little":
+        hashes.byteswap()
+    at = list(places.values())
+    runs = [at[i] for i in order]
     # Two lines, one key (about 2**-45 a release): their places as one run, the key said to be shared, and
     # PyIndex reads those places to tell the lines apart.
     shared = sorted({h for h, g in zip(hashes, hashes[1:], strict=False) if h == g})
     if shared:
-        runs: dict[int, list[int]] = {}
-        for h, at in keyed:
-            runs.setdefault(h, []).extend(at)
-        keyed = sorted(runs.items())
-        hashes = array("Q", [h for h, _ in keyed])
-    starts = array("I", itertools.accumulate((len(at) for _, at in keyed), initial=0))
-    posts = array("I" if shift == 16 else "Q", itertools.chain.from_iterable(at for _, at in keyed))
+        merged: dict[int, list[int]] = {}
+        for h, run in zip(hashes, runs, strict=True):
+            merged.setdefault(h, []).extend(run)
+        hashes, runs = array("Q", merged), list(merged.values())
+    starts = array("I", itertools.accumulate(map(len, runs), initial=0))
+    posts = array("I" if shift == 16 else "Q", itertools.chain.from_iterable(runs))
     text = b"".join(name + b"\t" + b",".join(b"%d" % f for f in fs) + b"\n" for name, fs in sorted(defines.items()))
     meta = {"key": key, "package": package, "paths": paths, "shift": shift,
             "sizes": [len(hashes), len(starts), len(posts)], "shared": shared}
