@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from patchset.core.patchfile import split_lines
+from patchset.sources import Source, lineindex
 from patchset.sources.lineindex import LineIndex, line_hash, meaningful
 
 RENAME_SIMILARITY = 0.5  # git diff -M's default
@@ -266,6 +267,15 @@ class PyIndex:
         else:
             files = dict(self._files())
         return sorted(path for path, data in files.items() if name.encode() in data and found.search(data))
+
+
+def release_index(source: Source, package: str) -> PyIndex:
+    """``package``'s Python files in ``source`` (a release's tree), searched through the release's line index
+    (kept in the cache, made on the first search; sources/lineindex.py): only the files a search names are
+    read, through the source."""
+    index, _ = lineindex.for_source(source, package)
+    read = getattr(source, "read_python", None) or source.read
+    return PyIndex(index=index, read=read)
 
 
 def _text(line: bytes) -> str:

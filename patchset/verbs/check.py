@@ -16,7 +16,6 @@ from patchset.errors import PatchsetError
 from patchset.sources import Source, lineindex, open_source
 from patchset.sources.local import DirSource
 from patchset.verbs.deps import DepsReport, merge
-from patchset.verbs.trees import release_index
 
 __all__ = ["CheckReport", "check", "evaluate_release", "releases_to_check"]
 
@@ -94,7 +93,7 @@ def follow_moved(manifest: Manifest, version: str, tree: Source, result: Release
     lost = _lost(manifest, version, tree, result) if lost is None else lost
     if not lost:
         return
-    index = release_index(tree, manifest.pypi.lower().replace("-", "_"))
+    index = moved.release_index(tree, manifest.pypi.lower().replace("-", "_"))
     found: dict[int, HunkResult] = {}
     for h, own, content in lost:
         where = moved.follow(index, h.file, moved.core(own.kinds, own.keys)[0], None, content is None, content)

@@ -49,7 +49,7 @@ from patchset.files import atomic_write
 from patchset.sources import Source
 from patchset.verbs import copynotes
 from patchset.verbs.next import EARLIER, window_change
-from patchset.verbs.trees import Trees, newest_covered_target, release_index
+from patchset.verbs.trees import Trees, newest_covered_target
 from patchset.versions import Release
 
 
@@ -165,7 +165,7 @@ class Walk:
     def index(self) -> PyIndex:
         """V's Python files, read and indexed once per run, and only when code must be followed."""
         if self._index is None:
-            self._index = release_index(self.sources[self.to], self.package)
+            self._index = moved.release_index(self.sources[self.to], self.package)
             for path, content in self.ours.items():
                 if path.endswith(".py") and content != self.pristine.get(path):
                     self._index.update(path, content)

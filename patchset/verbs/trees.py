@@ -5,8 +5,8 @@ from __future__ import annotations
 from packaging.version import Version
 
 from patchset.core.manifest import Manifest, Patch
-from patchset.core.moved import PyIndex
-from patchset.sources import Source, lineindex, open_source
+from patchset.core.moved import PyIndex, release_index
+from patchset.sources import Source, open_source
 
 
 class Trees:
@@ -34,13 +34,6 @@ class Trees:
                 # modules, which following code and the import checks read, so no whole tree is unpacked
                 self.opened[version].collect = self.manifest.pypi.lower().replace("-", "_")  # type: ignore[attr-defined]
         return self.opened[version]
-
-
-def release_index(source: Source, package: str) -> PyIndex:
-    """``package``'s Python files in ``source``, searched through the release's line index (kept in the cache,
-    made on the first search): only the files a search names are read."""
-    index, _ = lineindex.for_source(source, package)
-    return PyIndex(index=index, read=getattr(source, "read_python", source.read))
 
 
 def newest_covered_target(manifest: Manifest, p: Patch) -> str | None:
