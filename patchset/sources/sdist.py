@@ -145,6 +145,10 @@ class SdistSource(DirSource):
         if files is not None:
             self._held, self._held_package = files, package
 
+    def drop_held(self) -> None:
+        """Forget the modules a pass held (nothing will be followed in this release)."""
+        self._held, self._held_package = {}, None
+
     def python_files(self, package: str) -> dict[str, bytes]:
         """Every Python module of ``package``, in path order: from the whole tree where there is one, else
         from this process's streamed pass, else from a pass made now (nothing more is kept in the cache)."""

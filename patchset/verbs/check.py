@@ -68,6 +68,9 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
 
     results = parallel.ordered_map(evaluate, trees, _processes(manifest, trees, loads))
     lost = [_lost(manifest, version, tree, result) for (version, tree), result in zip(trees, results, strict=True)]
+    for (_, tree), hunks in zip(trees, lost, strict=True):
+        if not hunks and hasattr(tree, "drop_held"):
+            tree.drop_held()  # nothing to follow there: its modules need not stay in memory
     _index_side_by_side(manifest, [tree for (_, tree), hunks in zip(trees, lost, strict=True) if hunks])
     for (version, tree), result, hunks in zip(trees, results, lost, strict=True):
         follow_moved(manifest, version, tree, result, hunks)
