@@ -145,3 +145,17 @@ def test_jobs_starting_together_make_the_index_once(tree: Path, tmp_path: Path) 
     assert said == ["False\n", "False\n", "False\n", "True\n"]
     assert len(entries(cache)) == 1
     assert not [p for p in (cache / lineindex.KIND).iterdir() if p.name.startswith(".")]  # no part left
+
+
+def test_places_of_a_key_two_lines_share_are_read_to_tell_them_apart(tmp_path: Path) -> None:
+    """Two lines with one 64-bit key (never seen in a release, but possible): the index says the key is shared,
+    and PyIndex reads each place's line before naming it."""
+    one, two = b"    return self.scheduler.schedule()", b"    return self.scheduler.finish()"
+    files = {"vllm/a.py": b"import os\n" + one + b"\n", "vllm/b.py": two + b"\n" + one + b"\n"}
+    index = lineindex.LineIndex(lineindex.build(files.items(), "k", "vllm"), "k", "vllm")
+    # what a collision would have made: the places of both lines under one key, the key said to be shared
+    mine = index.places(one)
+    index.places = lambda line: sorted({*mine, *[(1, 0)]})  # type: ignore[method-assign]
+    index.shared = frozenset({lineindex.line_hash(one)})
+    fast = PyIndex(index=index, read=files.get)
+    assert fast.places(one + b"\n") == PyIndex(files).places(one + b"\n") == [("vllm/a.py", 1), ("vllm/b.py", 1)]
