@@ -7,7 +7,10 @@ member in one pass, without keeping the archive) and the members asked for are w
 under a megabyte of cache, not the 150 MB of the unpacked tree. The whole tree is unpacked (into
 ``trees/sdist-<sha256>``, as before) only when something needs it on disk: :attr:`SdistSource.root`
 (the test runner's upstream tests, a fork-shaped fixture), or a read of a file the streamed pass did
-not keep. Once the whole tree is there, every read comes from it.
+not keep. Once the whole tree is there, every read comes from it. A pass asked to (``check`` on a cold
+cache, ``next``, ``port``) also holds the package's Python modules in memory for the process: a release's
+line index is made from them (sources/lineindex.py) and the modules a moved-code search reads come from
+them (and are then kept as members), so following moved code needs no whole tree either.
 
 Cache layout, one entry per sdist (``patchset cache`` reads it)::
 
