@@ -231,8 +231,8 @@ def tree_key(source: object) -> str | None:
 
 def for_source(source: object, package: str, cache: Cache | None = None) -> tuple[LineIndex, bool]:
     """The line index of ``package``'s Python files in ``source`` (made now, and kept, if the cache has none);
-    True when this call made it. A source that streamed its archive keeps what that pass read of the package
-    (``python_held``): the index is made from it, not from the whole tree."""
+    True when this call made it. A streamed sdist makes it from what its pass held of the package (or from a
+    pass made now), not from a whole tree (``python_files``)."""
     from patchset.sources import python_files
 
     cache = cache or getattr(source, "cache", None) or Cache()
@@ -246,12 +246,7 @@ def for_source(source: object, package: str, cache: Cache | None = None) -> tupl
             digest.update(data)
         key = digest.hexdigest()
 
-    def read_all() -> Iterable[tuple[str, bytes]]:
-        if files is not None:
-            return files.items()
-        held = getattr(source, "python_files", None)
-        if callable(held):  # a streamed archive: its own pass, no whole tree
-            return held(package).items()
-        return python_files(source, package).items()  # type: ignore[arg-type]
+    def read_all() -> Iterable[tuple[str, bytes]]:  # a streamed sdist's own pass: no whole tree
+        return (files if files is not None else python_files(source, package)).items()  # type: ignore[arg-type]
 
     return load_or_build(cache, key, package, read_all)

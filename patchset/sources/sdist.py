@@ -156,9 +156,9 @@ class SdistSource(DirSource):
         """Every Python module of ``package``, in path order: from the whole tree where there is one, else
         from this process's streamed pass, else from a pass made now (nothing more is kept in the cache)."""
         if self._root is not None:
-            from patchset.sources import python_files
+            from patchset.sources import listed_python_files
 
-            return python_files(self, package)
+            return listed_python_files(self, package)
         if self._held_package != package:
             with self.cache.lock(MEMBERS, self.sha256):
                 self._about = self._listing = None
