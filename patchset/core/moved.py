@@ -234,9 +234,11 @@ class PyIndex:
                 key = (path, q - i)
                 scores[key] = scores.get(key, 0) + 1
         order = {path: i for i, path in enumerate(prefer)}
-        # best first: most lines, then a preferred file, then the last path by name (``max``'s order, kept)
-        ranked = sorted(scores.items(), key=lambda kv: (kv[1], -order.get(kv[0][0], len(order)), kv[0][0]),
-                        reverse=True)
+        # best first: most lines, then a preferred file, then the last path by name (``max``'s order, kept);
+        # only the windows holding half the lines can be named: the others are not sorted (a stable sort
+        # keeps the order of those that are)
+        ranked = sorted((kv for kv in scores.items() if kv[1] * 2 >= len(wanted)),
+                        key=lambda kv: (kv[1], -order.get(kv[0][0], len(order)), kv[0][0]), reverse=True)
         for (path, p), n in ranked:
             if n * 2 < len(wanted):
                 return None
