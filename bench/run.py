@@ -209,6 +209,10 @@ def main() -> int:
     print()
     for line in start_up(args.repeat):
         print(line)
+    import failing  # a series that fails two releases on: check, next, port (issue 36)
+
+    print()
+    print("\n".join(failing.rows(args.repeat, max(1, args.repeat // 3) if args.cold else 0)))
     if args.cold:
         import cold
 

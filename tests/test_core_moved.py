@@ -165,3 +165,23 @@ def test_another_file_is_named_only_for_lines_that_came_to_it():
     assert moved.follow(idx, "pkg/own.py", trail3, None, False).place.file == "pkg/other.py"  # without new_file
     found = moved.follow(idx, "pkg/own.py", trail3, None, False, own)
     assert found is None or found.place.file == "pkg/own.py"
+
+
+def test_the_near_twin_test_says_what_get_close_matches_says() -> None:
+    """``_close`` (an early stop) and difflib's ``get_close_matches`` agree, on the lines of real Python files
+    (this package's own) and their edits."""
+    import difflib
+    import random
+    from pathlib import Path
+
+    from patchset.core.moved import EDITED, _close
+
+    root = Path(moved.__file__).resolve().parent.parent
+    lines = sorted({ln.strip() for f in sorted(root.rglob("*.py")) for ln in f.read_text().splitlines()
+                    if len(ln.strip()) > 3})
+    rng = random.Random(3)
+    for _ in range(300):
+        pool = rng.sample(lines, 200)
+        word = rng.choice(pool)
+        word = rng.choice([word, word[:-2], word + " x", word.replace("self", "cls"), rng.choice(lines)])
+        assert _close(word, pool, EDITED) == bool(difflib.get_close_matches(word, pool, n=1, cutoff=EDITED)), word

@@ -184,3 +184,29 @@ def test_a_damaged_about_json_is_streamed_again(tmp_path, content):
     assert read_about(tmp_path / "about.json") is None
     (tmp_path / "about.json").write_text('{"filename": "vllm-0.29.0.tar.gz", "tops": ["vllm-0.29.0"], "listed": 4}')
     assert read_about(tmp_path / "about.json")["tops"] == ["vllm-0.29.0"]
+
+
+def test_a_release_line_index_and_the_modules_a_search_reads_come_from_a_pass_not_a_whole_tree(tmp_path):
+    """A check's pass holds the package's modules: the release's line index is made from them, a module a
+    search names is read from them and then kept as a member; a later job with the index kept and no pass of
+    its own reads that member, and one that needs another module streams once more, unpacking nothing."""
+    from patchset.core.moved import release_index
+    from patchset.sources import lineindex
+
+    cache = Cache(tmp_path / "cache")
+    blob = _tar_gz(tmp_path / "vllm-0.29.0.tar.gz", [*SMALL[:5], ("file", "vllm-0.29.0/vllm/c.py", b"ccc = 3\n"),
+                                                        *SMALL[5:]])
+    src = _release(cache, blob)
+    held = src.prefetch(["vllm/a.py"], python="vllm")
+    assert held == {"vllm/a.py": b"a = 1\n", "vllm/b.py": b"b = 2\n", "vllm/c.py": b"ccc = 3\n"}
+    index = release_index(src, "vllm")
+    assert index.places(b"ccc = 3\n") == [("vllm/c.py", 0)]
+    assert index.lines("vllm/b.py") == [b"b = 2\n"]  # read from what the pass held, and kept
+    store = tmp_path / "cache" / MEMBERS / src.sha256 / "files"
+    assert sorted(p.name for p in (store / "vllm").iterdir()) == ["a.py", "b.py"]
+    later = SdistSource("vllm", "0.29.0", cache)  # another job: the index is kept, nothing held
+    _, made = lineindex.for_source(later, "vllm", cache)
+    assert not made
+    again = release_index(later, "vllm")
+    assert again.lines("vllm/b.py") == [b"b = 2\n"] and again.lines("vllm/c.py") == [b"ccc = 3\n"]
+    assert not (tmp_path / "cache" / "trees").exists() and not (tmp_path / "cache" / "blobs").exists()

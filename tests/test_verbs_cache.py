@@ -153,3 +153,21 @@ def test_an_entry_being_filled_is_left_alone(cache):
     with cache.lock("trees", tree.path.name):  # a job filling (or refilling) this tree
         result = prune(cache, keep=2)
     assert [e.path for e in result.busy] == [tree.path] and tree.path.is_dir()
+
+
+def test_prune_removes_a_release_line_index_with_the_release(cache):
+    """A release's line index (made when a hunk failed there) is the release's: it goes with its sdist."""
+    from patchset.sources import lineindex
+    from patchset.sources.sdist import SdistSource
+
+    for v in RELEASES:
+        _, made = lineindex.for_source(SdistSource("vllm", v, cache), "vllm", cache)
+        assert made
+    release_uses()
+    info = cache_info(cache)
+    assert {r for r, k, _, _ in info.by_kind() if k == "lines"} == {f"vllm {v}" for v in RELEASES}
+    result = prune(cache, keep=2)
+    assert {(e.kind, e.release) for e in result.removed if e.kind == "lines"} == {("lines", "vllm 0.28.0")}
+    left = sorted(p.name.split("-")[0] for p in (cache.root / "lines").iterdir())
+    kept = {SdistSource("vllm", v, cache).sha256 for v in ("0.29.0", "0.30.0")}
+    assert set(left) == kept and len(left) == 2

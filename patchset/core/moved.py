@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from patchset.core.patchfile import split_lines
+from patchset.sources import Source, lineindex
+from patchset.sources.lineindex import LineIndex, line_hash, meaningful
 
 RENAME_SIMILARITY = 0.5  # git diff -M's default
 SAMPLE = 80  # lines of a gone file looked up to tell where it went
@@ -49,24 +51,24 @@ class Place:
         return f"{self.file}:{self.line}" if self.line else self.file  # 0: the file, no place in it
 
 
-def meaningful(line: bytes) -> bool:
-    """A line that says something about where it is: not blank, not a lone bracket or keyword."""
-    s = line.strip()
-    return len(s) > 3 and s not in (b"else:", b"try:", b"pass", b"return", b"finally:", b"return None")
-
-
 class PyIndex:
     """A release's Python files, searched by whole lines.
 
-    No per-line dictionary: filling one for a release's 400,000 lines costs seconds, while a search
-    happens only for the few hunks or files that moved. The files are joined into one buffer and a
-    line is found by ``bytes.find`` (C speed), its places remembered.
+    From a release's line index (sources/lineindex.py, kept in the cache): every meaningful line's places
+    are looked up, and only the files a search names are read (``read``). Without one (a mapping of files
+    given whole), the files are joined into one buffer and a line is found by ``bytes.find`` (C speed), its
+    places remembered: filling a per-line dictionary for a release's 400,000 lines costs seconds. Both
+    answer the same places, in the same order (the files' order, then line order).
     """
 
     MAX_PLACES = 400  # a line standing in more places than this says nothing about where a block went
 
-    def __init__(self, files: Mapping[str, bytes]) -> None:
-        self.data = dict(files)
+    def __init__(self, files: Mapping[str, bytes] | None = None, *, index: LineIndex | None = None,
+                 read: Callable[[str], bytes | None] | None = None) -> None:
+        self.data = dict(files or {})
+        self._index, self._read = index, read
+        self._known = frozenset(index.paths) if index is not None else frozenset()
+        self._over: dict[str, bytes | None] = {}  # files changed since the index was made, in the order changed
         self._blob: bytes | None = None
         self._starts: list[int] = []
         self._paths: list[str] = []
@@ -75,20 +77,42 @@ class PyIndex:
 
     def update(self, path: str, data: bytes | None) -> None:
         """A file changed (an earlier patch ported into it): search its new lines from now on."""
-        self.data.pop(path, None)
-        if data is not None:
-            self.data[path] = data
+        if self._index is not None:
+            self._over.pop(path, None)
+            self._over[path] = data
+        else:
+            self.data.pop(path, None)
+            if data is not None:
+                self.data[path] = data
         self._blob, self._lines, self._places = None, {}, {}
+
+    def content(self, path: str) -> bytes | None:
+        """The file ``path`` as this index searches it (None: not one of its files)."""
+        if self._index is None:
+            return self.data.get(path)
+        if path in self._over:
+            return self._over[path]
+        if path not in self._known or self._read is None:
+            return None
+        return self._read(path)
 
     def lines(self, path: str) -> list[bytes]:
         if path not in self._lines:
-            self._lines[path] = split_lines(self.data.get(path, b""))
+            self._lines[path] = split_lines(self.content(path) or b"")
         return self._lines[path]
+
+    def _files(self) -> Mapping[str, bytes]:
+        """Every file, read whole (an index asked what it does not hold: never on a search ``follow`` makes)."""
+        if self._index is None:
+            return self.data
+        files = {p: self.content(p) for p in self._index.paths if p not in self._over}
+        files.update(self._over)
+        return {p: d for p, d in files.items() if d is not None}
 
     def _buffer(self) -> bytes:
         if self._blob is None:
             parts, starts, paths, at = [b"\n"], [], [], 1
-            for path, data in self.data.items():
+            for path, data in self._files().items():
                 if not data.endswith(b"\n"):
                     data += b"\n"
                 starts.append(at)
@@ -102,6 +126,43 @@ class PyIndex:
         """(file, 0-based line) of every whole-line occurrence of ``line`` (with its newline)."""
         if line in self._places:
             return self._places[line]
+        key = line.removesuffix(b"\n")
+        if self._index is not None and b"\n" not in key and meaningful(key):
+            out = self._indexed(key)
+        else:
+            out = self._scan(line)
+        self._places[line] = out
+        return out
+
+    def _indexed(self, key: bytes) -> list[tuple[str, int]]:
+        """:meth:`places` from the line index, the changed files searched as :meth:`update` put them."""
+        assert self._index is not None
+        paths, over, h = self._index.paths, self._over, line_hash(key)
+        out = []
+        for fid, n in self._index.places(key):
+            path = paths[fid]
+            if path in over:
+                continue
+            if h in self._index.shared and self._line(path, n) != key:
+                continue  # another line with the same key
+            out.append((path, n))
+            if len(out) > self.MAX_PLACES:
+                return out
+        for path, data in over.items():
+            if data is None:
+                continue
+            for n, ln in enumerate(data.split(b"\n")):
+                if ln == key:
+                    out.append((path, n))
+                    if len(out) > self.MAX_PLACES:
+                        return out
+        return out
+
+    def _line(self, path: str, n: int) -> bytes:
+        parts = (self.content(path) or b"").split(b"\n")
+        return parts[n] if n < len(parts) else b""
+
+    def _scan(self, line: bytes) -> list[tuple[str, int]]:
         blob = self._buffer()
         needle = b"\n" + (line if line.endswith(b"\n") else line + b"\n")
         out: list[tuple[str, int]] = []
@@ -112,7 +173,6 @@ class PyIndex:
             first = self._starts[k]
             out.append((self._paths[k], blob.count(b"\n", first, start)))
             pos = blob.find(needle, start)
-        self._places[line] = out
         return out
 
     def rare(self, line: bytes) -> bool:
@@ -174,9 +234,11 @@ class PyIndex:
                 key = (path, q - i)
                 scores[key] = scores.get(key, 0) + 1
         order = {path: i for i, path in enumerate(prefer)}
-        # best first: most lines, then a preferred file, then the last path by name (``max``'s order, kept)
-        ranked = sorted(scores.items(), key=lambda kv: (kv[1], -order.get(kv[0][0], len(order)), kv[0][0]),
-                        reverse=True)
+        # best first: most lines, then a preferred file, then the last path by name (``max``'s order, kept);
+        # only the windows holding half the lines can be named: the others are not sorted (a stable sort
+        # keeps the order of those that are)
+        ranked = sorted((kv for kv in scores.items() if kv[1] * 2 >= len(wanted)),
+                        key=lambda kv: (kv[1], -order.get(kv[0][0], len(order)), kv[0][0]), reverse=True)
         for (path, p), n in ranked:
             if n * 2 < len(wanted):
                 return None
@@ -197,9 +259,25 @@ class PyIndex:
     def where_defined(self, name: str) -> list[str]:
         """The modules (paths) that define ``name`` at top level with ``def`` or ``class``.
 
-        A regular expression over each file, not an AST: parsing a whole release takes seconds."""
+        A regular expression over each file, not an AST: parsing a whole release takes seconds. With a line
+        index, over the files it names (and the changed ones) only."""
         found = re.compile(rb"^(?:async def|def|class) " + re.escape(name.encode()) + rb"\b", re.M)
-        return sorted(path for path, data in self.data.items() if name.encode() in data and found.search(data))
+        if self._index is not None and re.fullmatch(r"\w+", name, re.ASCII):
+            named = [self._index.paths[f] for f in self._index.defines(name)]
+            files = {p: self.content(p) or b"" for p in named if p not in self._over}
+            files.update({p: d for p, d in self._over.items() if d is not None})
+        else:
+            files = dict(self._files())
+        return sorted(path for path, data in files.items() if name.encode() in data and found.search(data))
+
+
+def release_index(source: Source, package: str) -> PyIndex:
+    """``package``'s Python files in ``source`` (a release's tree), searched through the release's line index
+    (kept in the cache, made on the first search; sources/lineindex.py): only the files a search names are
+    read, through the source."""
+    index, _ = lineindex.for_source(source, package)
+    read = getattr(source, "read_python", None) or source.read
+    return PyIndex(index=index, read=read)
 
 
 def _text(line: bytes) -> str:
@@ -304,12 +382,24 @@ def _came_to(index: PyIndex, path: str, stays: bytes | None, old_tree: Callable[
     as a trail, and a line its own file still holds in another form stayed there (a new model built from a
     template keeps the lines upstream then edited in the original)."""
     kept = frozenset(split_lines(stays)) if stays is not None else frozenset()
-    near = sorted({_text(ln).strip() for ln in kept if meaningful(ln)})
     had: dict[str, frozenset[bytes]] = {}
+    near: dict[int, list[str]] = {}  # ``path``'s meaningful lines, stripped, by length (made when first asked)
+    said: dict[bytes, bool] = {}
 
     def edited(line: bytes) -> bool:
-        """``path`` still holds the line, re-indented or edited (a near twin): it stayed, changed in place."""
-        return bool(difflib.get_close_matches(_text(line).strip(), near, n=1, cutoff=EDITED))
+        """``path`` still holds the line, re-indented or edited (a near twin): it stayed, changed in place.
+
+        difflib's ``get_close_matches`` over the lines whose length allows the ratio (its own first bound,
+        ``real_quick_ratio``: 2 * min(a, b) / (a + b)): the others cannot reach it, and are not tried."""
+        if line not in said:
+            if not near:
+                for x in {_text(ln).strip() for ln in kept if meaningful(ln)}:
+                    near.setdefault(len(x), []).append(x)
+            word = _text(line).strip()
+            n = len(word)
+            sizes = sorted((abs(size - n), size) for size in near if 2.0 * min(n, size) / (n + size) >= EDITED)
+            said[line] = _close(word, [x for _, size in sizes for x in near[size]], EDITED)
+        return said[line]
 
     def came(file: str, shared: list[bytes]) -> bool:
         if file == path and stays is not None:
@@ -323,6 +413,18 @@ def _came_to(index: PyIndex, path: str, stays: bytes | None, old_tree: Callable[
                  and index.rare(ln)}
         return len(trail) >= TRAIL and len([ln for ln in trail if not edited(ln)]) >= TRAIL
     return came
+
+
+def _close(word: str, possibilities: list[str], cutoff: float) -> bool:
+    """Whether ``difflib.get_close_matches(word, possibilities, n=1, cutoff=cutoff)`` names one: its three
+    tests, in its order, stopping at the first possibility that passes them."""
+    s = difflib.SequenceMatcher()
+    s.set_seq2(word)
+    for x in possibilities:
+        s.set_seq1(x)
+        if s.real_quick_ratio() >= cutoff and s.quick_ratio() >= cutoff and s.ratio() >= cutoff:
+            return True
+    return False
 
 
 def lead(index: PyIndex, path: str, old_file: bytes | None) -> str:

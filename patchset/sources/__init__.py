@@ -30,7 +30,16 @@ class Source(Protocol):
 
 
 def python_files(source: Source, package: str = "vllm") -> dict[str, bytes]:
-    """Every Python module of ``package`` in the tree, read once (prefetched together where remote)."""
+    """Every Python module of ``package`` in the tree, read once (prefetched together where remote), in path
+    order. A source with its own way to read them all (a streamed sdist: one pass, no whole tree) is asked."""
+    own = getattr(source, "python_files", None)
+    if own is not None:
+        return own(package)
+    return listed_python_files(source, package)
+
+
+def listed_python_files(source: Source, package: str = "vllm") -> dict[str, bytes]:
+    """:func:`python_files` from the source's listing, each module read through it."""
     listing = getattr(source, "listing", None)
     if listing is None:
         return {}

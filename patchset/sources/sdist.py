@@ -7,7 +7,10 @@ member in one pass, without keeping the archive) and the members asked for are w
 under a megabyte of cache, not the 150 MB of the unpacked tree. The whole tree is unpacked (into
 ``trees/sdist-<sha256>``, as before) only when something needs it on disk: :attr:`SdistSource.root`
 (the test runner's upstream tests, a fork-shaped fixture), or a read of a file the streamed pass did
-not keep. Once the whole tree is there, every read comes from it.
+not keep. Once the whole tree is there, every read comes from it. A pass asked to (``check`` on a cold
+cache, ``next``, ``port``) also holds the package's Python modules in memory for the process: a release's
+line index is made from them (sources/lineindex.py) and the modules a moved-code search reads come from
+them (and are then kept as members), so following moved code needs no whole tree either.
 
 Cache layout, one entry per sdist (``patchset cache`` reads it)::
 
@@ -57,6 +60,13 @@ class SdistSource(DirSource):
         self._root: Path | None = whole if whole.is_dir() else None
         self._about: dict | None = None
         self._listing: frozenset[str] | None = None
+        #: A package's Python files as this process's streamed pass read them (kept in memory, not in the
+        #: cache): what the release's line index is made from, and the files a moved-code search reads.
+        self._held: dict[str, bytes] = {}
+        self._held_package: str | None = None
+        #: The package whose Python files every streamed pass holds (``next`` and ``port`` read modules
+        #: beyond the series' files: the pass that reads the series' files serves them too).
+        self.collect: str | None = None
 
     @property
     def root(self) -> Path:  # type: ignore[override]  # DirSource's attribute, filled on first use here
@@ -80,6 +90,8 @@ class SdistSource(DirSource):
                 return (self.store / "files" / path).read_bytes()
             except (FileNotFoundError, NotADirectoryError):
                 pass
+            if path in self._held:  # a module this process's pass read (for the line index), not kept
+                return self._held[path]
             if not (self.store / "about.json").is_file():  # never streamed: one pass keeps this file
                 self.prefetch([path])
                 return self.read(path)
@@ -91,27 +103,85 @@ class SdistSource(DirSource):
         """Whether :meth:`prefetch` of ``paths`` would stream the sdist (the cache cannot answer them all)."""
         return self._root is None and self._needs_pass(sorted(set(paths)))
 
-    def prefetch(self, paths: Iterable[str]) -> None:
-        """Keep ``paths`` from one streamed pass over the sdist, unless the cache answers them all."""
+    def prefetch(self, paths: Iterable[str], python: str | None = None) -> dict[str, bytes] | None:
+        """Keep ``paths`` from one streamed pass over the sdist, unless the cache answers them all.
+
+        ``python``: a package whose Python files that pass, if it happens, also holds in memory (not in the
+        cache) for this process: the release's line index is made from them if a hunk fails (check). They
+        are returned as well, for a parent process to :meth:`hold` (None: no pass, nothing held)."""
         if self._root is not None:
-            return
+            return None
         wanted = sorted(set(paths))
         if not self._needs_pass(wanted):
-            return
+            return None
         with self.cache.lock(MEMBERS, self.sha256):
             self._about = self._listing = None  # another job may have filled it while we waited
             if not self._needs_pass(wanted):
-                return
-            # What an earlier pass kept stays; this pass reads them again, from the same verified bytes.
-            kept, listing, tops = download.read_through(self.cache,
-                self.sha256, self.found.url, lambda chunks: stream_members(chunks, set(wanted), self.found.filename),
-                size=self.found.size, progress=self.progress)
-            for path, data in kept.items():
+                return None
+            return self._pass(wanted, python or self.collect)
+
+    def _pass(self, wanted: list[str], python: str | None) -> dict[str, bytes] | None:
+        """One streamed pass (the caller holds the entry's lock): ``wanted`` kept, ``python``'s files held."""
+        collect = f"{python}/" if python else None
+        # What an earlier pass kept stays; this pass reads them again, from the same verified bytes.
+        kept, listing, tops = download.read_through(self.cache,
+            self.sha256, self.found.url,
+            lambda chunks: stream_members(chunks, set(wanted), self.found.filename, collect=collect),
+            size=self.found.size, progress=self.progress)
+        held, asked = {}, set(wanted)
+        for path, data in kept.items():
+            if path in asked:
                 self.cache.put_bytes(data, MEMBERS, self.sha256, "files", *path.split("/"))
-            self.cache.put_bytes("".join(p + "\n" for p in listing).encode(), MEMBERS, self.sha256, "listing")
-            about = {"filename": self.found.filename, "tops": sorted(tops), "listed": len(listing)}
-            self.cache.put_bytes(json.dumps(about).encode(), MEMBERS, self.sha256, "about.json")
-            self._about, self._listing = about, frozenset(listing)
+            if collect and path.startswith(collect) and path.endswith(".py"):
+                held[path] = data
+        self.cache.put_bytes("".join(p + "\n" for p in listing).encode(), MEMBERS, self.sha256, "listing")
+        about = {"filename": self.found.filename, "tops": sorted(tops), "listed": len(listing)}
+        self.cache.put_bytes(json.dumps(about).encode(), MEMBERS, self.sha256, "about.json")
+        self._about, self._listing = about, frozenset(listing)
+        if python is None:
+            return None
+        self.hold(python, held)
+        return held
+
+    def hold(self, package: str, files: dict[str, bytes] | None) -> None:
+        """Hold ``package``'s Python files, as a streamed pass (maybe another process's) read them all."""
+        if files is not None:
+            self._held, self._held_package = files, package
+
+    def drop_held(self) -> None:
+        """Forget the modules a pass held (nothing will be followed in this release)."""
+        self._held, self._held_package = {}, None
+
+    def python_files(self, package: str) -> dict[str, bytes]:
+        """Every Python module of ``package``, in path order: from the whole tree where there is one, else
+        from this process's streamed pass, else from a pass made now (nothing more is kept in the cache)."""
+        if self._root is not None:
+            from patchset.sources import listed_python_files
+
+            return listed_python_files(self, package)
+        if self._held_package != package:
+            with self.cache.lock(MEMBERS, self.sha256):
+                self._about = self._listing = None
+                self._pass([], package)
+        return dict(sorted(self._held.items()))
+
+    def read_python(self, path: str) -> bytes | None:
+        """A module a moved-code search names: kept, or held from a pass (and then kept, for the next run
+        that asks), or a pass made now for the package's files, not the whole tree."""
+        if self._root is not None:
+            return self.read(path)
+        try:
+            return (self.store / "files" / path).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        package = path.split("/", 1)[0]
+        if path not in self._held and self._held_package != package and path in self._read_listing():
+            self.python_files(package)
+        data = self._held.get(path)
+        if data is None:
+            return self.read(path)
+        self.cache.put_bytes(data, MEMBERS, self.sha256, "files", *path.split("/"))
+        return data
 
     def _needs_pass(self, paths: list[str]) -> bool:
         """Whether the cache entry cannot answer ``paths`` (or, asked for none, has no listing yet)."""
@@ -181,9 +251,11 @@ class _Chunks:
         return out
 
 
-def stream_members(chunks: Iterator[bytes], wanted: set[str],
-                   name: str) -> tuple[dict[str, bytes], list[str], set[str]]:
+def stream_members(chunks: Iterator[bytes], wanted: set[str], name: str,
+                   collect: str | None = None) -> tuple[dict[str, bytes], list[str], set[str]]:
     """One pass over a .tar.gz given as chunks: (the wanted files' bytes, every file's path, the top-level names).
+
+    ``collect``: a folder (``vllm/``) whose ``.py`` files are returned as well, as if wanted.
 
     Paths are relative to the archive's top folder, as :func:`safe_members` renames them; a member
     that :func:`safe_members` would refuse refuses the whole archive here too, before anything is kept.
@@ -206,7 +278,7 @@ def stream_members(chunks: Iterator[bytes], wanted: set[str],
                 if not m.isfile():
                     continue
                 listing.append(rel)
-                if rel in wanted:
+                if rel in wanted or collect and rel.startswith(collect) and rel.endswith(".py"):
                     f = tar.extractfile(m)
                     assert f is not None  # a regular file always has one
                     kept[rel] = f.read()

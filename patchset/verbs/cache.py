@@ -37,6 +37,7 @@ KINDS = {
     "trees": "unpacked sdists",
     "commits": "git commits that targets pin, one tree each",
     "sdist-members": "files read out of sdists",
+    "lines": "line indexes of releases' Python files (moved-code leads)",
     "wheel-members": "files read out of wheels",
     "venvs": "CPU test venvs",
     "index": "the index's answers (file names, digests)",
@@ -201,6 +202,8 @@ def _lock_parts(cache: Cache, e: Entry) -> tuple[str, ...]:
         return rel[:2]
     if e.kind == "baselines":
         return ("baselines", e.path.name.removesuffix(".json"))
+    if e.kind == "lines":
+        return ("lines", e.path.name)
     return ()
 
 

@@ -6,14 +6,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from patchset import parallel
+from patchset.cache import Cache
 from patchset.core import moved
+from patchset.core.engine import HunkResult
 from patchset.core.manifest import Manifest
-from patchset.core.moved import PyIndex
 from patchset.core.patchfile import Hunk
 from patchset.core.pristine import open_release
 from patchset.core.series import Loads, ReleaseResult, evaluate_release, load_patches, paths_to_read
 from patchset.errors import PatchsetError
-from patchset.sources import Source, python_files
+from patchset.sources import Source, lineindex
 from patchset.sources.local import DirSource
 from patchset.verbs.deps import DepsReport, merge
 
@@ -67,8 +68,13 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
         return result
 
     results = parallel.ordered_map(evaluate, trees, _processes(manifest, trees, loads))
-    for (version, tree), result in zip(trees, results, strict=True):
-        follow_moved(manifest, version, tree, result)
+    lost = [_lost(manifest, version, tree, result) for (version, tree), result in zip(trees, results, strict=True)]
+    for (_, tree), hunks in zip(trees, lost, strict=True):
+        if not hunks and hasattr(tree, "drop_held"):
+            tree.drop_held()  # nothing to follow there: its modules need not stay in memory
+    _index_side_by_side(manifest, [tree for (_, tree), hunks in zip(trees, lost, strict=True) if hunks])
+    for (version, tree), result, hunks in zip(trees, results, lost, strict=True):
+        follow_moved(manifest, version, tree, result, hunks)
     for (_, tree), result in zip(trees, results, strict=True):
         # what a dir: tree could not prove about itself, and e.g. a .patch no patch names (validate refuses it)
         result.warnings[:0] = [*getattr(tree, "warnings", []), *manifest.warnings]
@@ -81,19 +87,37 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
     return report
 
 
-def follow_moved(manifest: Manifest, version: str, tree: Source, result: ReleaseResult) -> None:
+def follow_moved(manifest: Manifest, version: str, tree: Source, result: ReleaseResult,
+                 lost: list[tuple[HunkResult, Hunk, bytes | None]] | None = None) -> None:
     """Say where a failed hunk's old lines stand now (``HunkResult.moved``) when its file is gone from the
     release or its own file no longer holds its place (core/moved.py). Searched only then: a series whose
-    hunks land reads nothing more. A place is named only on the hunk's own lines (exact, or the nearest
-    window holding at least half of them): check has no older release to tell a rename or a split from."""
-    index: PyIndex | None = None
-    package = manifest.pypi.lower().replace("-", "_")
+    hunks land reads nothing more, not even the release's line index. A place is named only on the hunk's
+    own lines (exact, or the nearest window holding at least half of them): check has no older release to
+    tell a rename or a split from. ``lost``: what :func:`_lost` said of this release, when already asked."""
+    lost = _lost(manifest, version, tree, result) if lost is None else lost
+    if not lost:
+        return
+    index = moved.release_index(tree, manifest.pypi.lower().replace("-", "_"))
+    found: dict[int, HunkResult] = {}
+    for h, own, content in lost:
+        where = moved.follow(index, h.file, moved.core(own.kinds, own.keys)[0], None, content is None, content)
+        if where is not None and where.place.file != h.file:
+            found[id(h)] = replace(h, moved=str(where.place), moved_evidence=where.evidence)
+    if found:
+        for r in result.patches:
+            r.hunks = tuple(found.get(id(h), h) for h in r.hunks)
+
+
+def _lost(manifest: Manifest, version: str, tree: Source, result: ReleaseResult) \
+        -> list[tuple[HunkResult, Hunk, bytes | None]]:
+    """The failed hunks of Python files whose place their own file no longer holds (or that is gone), in
+    series order, with the hunk as its patch has it and the file's content in the release."""
+    out = []
     for r in result.patches:
         broken = [h for h in r.hunks if h.fails and h.file.endswith(".py") and tree.covers(h.file)]
         if not broken:
             continue
         hunks = _hunks(manifest, r.id, version)
-        found = {}
         for h in broken:
             own = hunks.get(h.number)
             if own is None:
@@ -101,12 +125,20 @@ def follow_moved(manifest: Manifest, version: str, tree: Source, result: Release
             content = tree.read(h.file)
             if moved.stayed(own.kinds, own.keys, content) >= moved.STAYED:
                 continue  # its place is still in its file: the candidate check gives is the lead
-            index = index or PyIndex(python_files(tree, package))
-            where = moved.follow(index, h.file, moved.core(own.kinds, own.keys)[0], None, content is None, content)
-            if where is not None and where.place.file != h.file:
-                found[h.number] = replace(h, moved=str(where.place), moved_evidence=where.evidence)
-        if found:
-            r.hunks = tuple(found.get(h.number, h) if h.fails else h for h in r.hunks)
+            out.append((h, own, content))
+    return out
+
+
+def _index_side_by_side(manifest: Manifest, trees: list[Source]) -> None:
+    """Make the line indexes of the releases that will be searched side by side, one release a process
+    (a second apiece or more): each is kept in the cache, where follow_moved reads it."""
+    package = manifest.pypi.lower().replace("-", "_")
+    cache = Cache()
+    new = [t for t in trees if (key := lineindex.tree_key(t)) is not None
+           and not lineindex.kept(getattr(t, "cache", cache), key, package)]
+    if len(new) > 1:
+        parallel.ordered_map(lambda tree: bool(lineindex.for_source(tree, package)[1]), new,
+                             parallel.heavy_workers(len(new)))
 
 
 def _hunks(manifest: Manifest, pid: str, version: str) -> dict[int, Hunk]:
@@ -120,15 +152,20 @@ def _hunks(manifest: Manifest, pid: str, version: str) -> dict[int, Hunk]:
 def _stream_cold(manifest: Manifest, trees: list[tuple[str, Source]], loads: Loads) -> None:
     """Fetch, side by side, what each release's evaluation will read from a source that must stream
     its archive for it (a cold sdist: most of a second of decompression each). Evaluation then reads
-    the cache, in whatever processes it uses."""
+    the cache, in whatever processes it uses. The same pass holds the package's Python files in memory:
+    a release where a hunk fails makes its line index from them (follow_moved), not from a whole tree."""
+    package = manifest.pypi.lower().replace("-", "_")
     cold = []
     for version, tree in trees:
         pending = getattr(tree, "pending", None)
         if pending is not None:
             paths = paths_to_read(manifest, load_patches(manifest, version, loads=loads)[0])
             if pending(paths):
-                cold.append((tree.prefetch, paths))  # type: ignore[attr-defined]  # a source with pending has it
-    parallel.ordered_map(lambda fetch: fetch[0](fetch[1]), cold, parallel.heavy_workers(len(cold)))
+                cold.append((tree, paths))
+    held = parallel.ordered_map(lambda c: c[0].prefetch(c[1], python=package),  # type: ignore[attr-defined]
+                                cold, parallel.heavy_workers(len(cold)))
+    for (tree, _), files in zip(cold, held, strict=True):
+        tree.hold(package, files)  # type: ignore[attr-defined]  # a source with pending has it
 
 
 def _processes(manifest: Manifest, trees: list[tuple[str, Source]], loads: Loads) -> int:

@@ -46,7 +46,7 @@ from patchset.core.series import python_syntax_errors, upstream_evidence
 from patchset.core.words import Word
 from patchset.errors import PatchsetError
 from patchset.files import atomic_write
-from patchset.sources import Source, python_files
+from patchset.sources import Source
 from patchset.verbs import copynotes
 from patchset.verbs.next import EARLIER, UpstreamChange, upstream_changes, window_change
 from patchset.verbs.trees import Trees, newest_covered_target
@@ -167,7 +167,7 @@ class Walk:
     def index(self) -> PyIndex:
         """V's Python files, read and indexed once per run, and only when code must be followed."""
         if self._index is None:
-            self._index = PyIndex(python_files(self.sources[self.to], self.package))
+            self._index = moved.release_index(self.sources[self.to], self.package)
             for path, content in self.ours.items():
                 if path.endswith(".py") and content != self.pristine.get(path):
                     self._index.update(path, content)

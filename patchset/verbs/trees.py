@@ -5,9 +5,9 @@ from __future__ import annotations
 from packaging.version import Version
 
 from patchset.core.manifest import Manifest, Patch
-from patchset.core.moved import PyIndex
+from patchset.core.moved import PyIndex, release_index
 from patchset.core.pristine import open_release
-from patchset.sources import Source, python_files
+from patchset.sources import Source
 
 
 class Trees:
@@ -24,12 +24,15 @@ class Trees:
         search only."""
         if version not in self.indexes:
             package = self.manifest.pypi.lower().replace("-", "_")
-            self.indexes[version] = PyIndex(python_files(self.get(version), package))
+            self.indexes[version] = release_index(self.get(version), package)
         return self.indexes[version]
 
     def get(self, version: str) -> Source:
         if version not in self.opened:
             self.opened[version] = open_release(self.manifest, version, self.source)
+            if hasattr(self.opened[version], "collect"):  # a streamed sdist: its one pass holds the package's
+                # modules, which following code and the import checks read, so no whole tree is unpacked
+                self.opened[version].collect = self.manifest.pypi.lower().replace("-", "_")  # type: ignore[attr-defined]
         return self.opened[version]
 
 
