@@ -22,6 +22,30 @@ def test_results_come_back_in_order(processes: int) -> None:
     assert parallel.ordered_map(square, items, processes) == [x * x for x in items]
 
 
+def test_each_share_but_the_first_runs_in_its_own_forked_child() -> None:
+    """A map that never forks gives the same results; only where the work ran tells them apart."""
+
+    def where(x: int) -> tuple[int, int, int]:
+        return x, os.getpid(), os.getppid()
+
+    out = parallel.ordered_map(where, list(range(10)), 3)
+    assert [x for x, _, _ in out] == list(range(10))
+    pids = [pid for _, pid, _ in out]
+    # runs of neighbours: 4, 3 and 3 items; the parent keeps the first
+    assert pids[:4] == [PARENT] * 4 and len(set(pids[4:7])) == 1 and len(set(pids[7:])) == 1
+    children = {pids[4], pids[7]}
+    assert len(children) == 2 and PARENT not in children
+    assert {ppid for _, pid, ppid in out if pid != PARENT} == {PARENT}  # forked by this process
+    for pid in children:  # and waited for: no zombie left behind
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def test_one_process_or_one_item_runs_in_the_parent() -> None:
+    assert set(parallel.ordered_map(lambda _: os.getpid(), list(range(5)), 1)) == {PARENT}
+    assert parallel.ordered_map(lambda _: os.getpid(), [0], 4) == [PARENT]
+
+
 def test_a_child_that_raises_has_its_items_run_again_in_the_parent() -> None:
     ran_in = []
 
