@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from differential import unified_diff
+from differential import misordered_cases, unified_diff
 from helpers import lines, patch_of, udiff
 
 from patchset.core.engine import apply_patch
@@ -411,6 +411,37 @@ def test_where_gnu_patch_and_git_apply_would_place_a_hunk_differently_it_is_refu
     _, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
     _, _, git = git_apply(tmp_path, {F: tree}, diff)
     assert gnu[F].endswith(b"g\nX\nh\n") and git[F].startswith(b"a\nb\nc\nd\ne\nf\ng\nX\n")
+
+
+@needs_patch
+def test_hunks_out_of_order_or_overlapping_are_refused_by_name_where_the_tools_part(tmp_path):
+    """A later hunk whose place lies before, or overlaps, the previous hunk's: GNU patch -F0 and git apply
+    do not agree on any of these (each takes some), so the engine refuses each, saying why. An engine that
+    looks for a hunk only after the previous one would take the third and misname the first two."""
+    cases = {c.kind: c for c in misordered_cases()}
+    verdicts = {}
+    for kind, case in cases.items():
+        diff = case.patch.decode()
+        gnu_rc, gnu_log, gnu = gnu_patch(tmp_path, {"m.py": case.tree}, diff, "-F0", "-N")
+        git_rc, _, git = git_apply(tmp_path, {"m.py": case.tree}, diff)
+        out = apply_patch({"m.py": case.tree}, patch_of(diff))
+        assert out.status == "failed" and out.files == {}
+        first, second = out.hunks
+        assert (first.status, first.line, first.applied) == ("exact", 17, True)
+        verdicts[kind] = (gnu_rc, git_rc, second.status, second.line, second.message, second.candidates)
+        if kind == "out-of-order":
+            assert "misordered hunks" in gnu_log
+        if kind == "before-and-after":  # each tool edits another copy of the block
+            assert "Hunk #2 succeeded at 60 (offset 35 lines)" in gnu_log
+            assert [ln for ln in gnu["m.py"].splitlines() if ln.endswith(b"!")] == [b"line 20!", b"dup d!"]
+            assert [ln for ln in git["m.py"].splitlines() if ln.endswith(b"!")] == [b"dup d!", b"line 20!"]
+    overlap = "before the end of the previous hunk: the hunks are out of order or overlap"
+    assert verdicts == {
+        "out-of-order": (1, 0, "failed", 2, f"the context matches only at line 2, {overlap}", ()),
+        "overlapping": (0, 1, "failed", 21, f"the context matches only at line 21, {overlap}", ()),
+        "before-and-after": (0, 0, "failed", 25, "ambiguous: the context matches at 2 places (lines 2, 60), "
+                             "none at the stated line", (2, 60)),
+    }
 
 
 def test_the_fast_scans_find_what_comparing_every_window_finds():

@@ -10,7 +10,10 @@ import os
 import shutil
 
 import pytest
-from differential import Case, classify, generate, real_files, run
+from differential import Case, classify, generate, misordered_cases, planted, real_files, run
+
+from patchset.core import engine
+from patchset.core.patchfile import parse_patch
 
 N = int(os.environ.get("PATCHSET_FUZZ_N", "1000"))
 SEED = int(os.environ.get("PATCHSET_FUZZ_SEED", "1"))
@@ -52,3 +55,40 @@ def test_the_harness_calls_a_looser_verdict_bad(tmp_path):
     case = Case(0, "end-of-file", "m.py", "m.py", tree, patch, 3)
     cls, _ = classify(case, tmp_path)
     assert cls == "agree: refused (anchoring refused)"
+    # The same case through an engine that places a hunk wherever its old lines stand (no end anchoring,
+    # no check for a joined line, no asking where each tool would put it): it writes the glued line.
+    loose = planted(engine, ("self.end = (not self.zero and trail < lead) or self.unterminated or self.whole",
+                             "self.end = self.whole"),
+                    ("if (head or tail or self.unterminated) and (", "if False and ("),
+                    ("disagree = self.tools_disagree(pick, None if self.start or self.end else found)",
+                     'disagree = ""'))
+    assert loose.apply_patch({"m.py": tree}, parse_patch(patch, name="m.patch")).files["m.py"].endswith(
+        b"l4 = 44l5 = 5\n")
+    cls, detail = classify(case, tmp_path, loose.apply_patch)
+    assert cls == "BAD: hunk placed where GNU patch fails it" and "GNU patch None" in detail
+
+
+#: An engine that looks for a hunk only after the end of the previous one (issue 41's planted bug 3).
+AFTER_THE_PREVIOUS_ONLY = ("self.buf.find(self.old, 0, self.start, self.end)",
+                           "self.buf.find(self.old, self.floor, self.start, self.end)")
+
+
+#: Each hand-written case's class through the engine, and through an engine that searches only after the
+#: previous hunk.
+MISORDERED = {
+    "out-of-order": ("overlap refused (git apply applies)",
+                     "BAD: refused for line endings this case does not have, where a tool applies"),
+    "overlapping": ("overlap refused (GNU patch applies)",
+                    "BAD: hunk refused, no named reason, where GNU patch places it"),
+    "before-and-after": ("ambiguity refused (both tools apply)", "BAD: other bytes than a tool"),
+}
+
+
+@needs_tools
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.kind) for c in misordered_cases()])
+def test_hunks_out_of_order_or_overlapping_and_an_engine_that_searches_only_after_the_previous_one(case, tmp_path):
+    """The generator never writes misordered hunks (its diffs come from difflib): these hand-written ones
+    are refused by name, and the harness calls an engine that looks only after the previous hunk bad."""
+    ours, looser = MISORDERED[case.kind]
+    assert classify(case, tmp_path) == (ours, "")
+    assert classify(case, tmp_path, planted(engine, AFTER_THE_PREVIOUS_ONLY).apply_patch)[0] == looser
