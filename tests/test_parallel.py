@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
 from patchset import parallel
-
-PARENT = os.getpid()
 
 
 def square(x: int) -> int:
@@ -25,6 +26,8 @@ def test_results_come_back_in_order(processes: int) -> None:
 def test_each_share_but_the_first_runs_in_its_own_forked_child() -> None:
     """A map that never forks gives the same results; only where the work ran tells them apart."""
 
+    parent = os.getpid()  # at run time: a runner may fork the process that imported this module
+
     def where(x: int) -> tuple[int, int, int]:
         return x, os.getpid(), os.getppid()
 
@@ -32,37 +35,59 @@ def test_each_share_but_the_first_runs_in_its_own_forked_child() -> None:
     assert [x for x, _, _ in out] == list(range(10))
     pids = [pid for _, pid, _ in out]
     # runs of neighbours: 4, 3 and 3 items; the parent keeps the first
-    assert pids[:4] == [PARENT] * 4 and len(set(pids[4:7])) == 1 and len(set(pids[7:])) == 1
+    assert pids[:4] == [parent] * 4 and len(set(pids[4:7])) == 1 and len(set(pids[7:])) == 1
     children = {pids[4], pids[7]}
-    assert len(children) == 2 and PARENT not in children
-    assert {ppid for _, pid, ppid in out if pid != PARENT} == {PARENT}  # forked by this process
+    assert len(children) == 2 and parent not in children
+    assert {ppid for _, pid, ppid in out if pid != parent} == {parent}  # forked by this process
     for pid in children:  # and waited for: no zombie left behind
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
 
 
-def test_one_process_or_one_item_runs_in_the_parent() -> None:
-    assert set(parallel.ordered_map(lambda _: os.getpid(), list(range(5)), 1)) == {PARENT}
-    assert parallel.ordered_map(lambda _: os.getpid(), [0], 4) == [PARENT]
+def test_one_process_or_one_item_runs_in_the_parent(monkeypatch) -> None:
+    parent = os.getpid()
+    assert set(parallel.ordered_map(lambda _: os.getpid(), list(range(5)), 1)) == {parent}
+    assert parallel.ordered_map(lambda _: os.getpid(), [0], 4) == [parent]
+    monkeypatch.delattr(os, "fork")  # a platform without fork
+    assert set(parallel.ordered_map(lambda _: os.getpid(), list(range(5)), 3)) == {parent}
+
+
+def test_only_the_caller_returns_from_ordered_map() -> None:
+    """Run in a process of its own, as the CLI runs it: the process that called ordered_map prints the
+    results and exits 0; a child that returned into the caller's code (or a parent that left as a child
+    does) would print something else, or nothing, from another pid."""
+    script = textwrap.dedent("""
+        import os
+        from patchset import parallel
+        caller = os.getpid()
+        out = parallel.ordered_map(lambda x: (x, os.getpid() == caller), list(range(6)), 3)
+        print(os.getpid() == caller, out)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0, "True [(0, True), (1, True), (2, False), (3, False), (4, False), (5, False)]\n", "")
 
 
 def test_a_child_that_raises_has_its_items_run_again_in_the_parent() -> None:
     ran_in = []
+    parent = os.getpid()
 
     def fn(x: int) -> tuple[int, int]:
-        if os.getpid() != PARENT:
+        if os.getpid() != parent:
             raise RuntimeError("only in a child")
         ran_in.append(x)
         return x, os.getpid()
 
     out = parallel.ordered_map(fn, list(range(6)), 3)
     assert [x for x, _ in out] == list(range(6))
-    assert all(pid == PARENT for _, pid in out) and sorted(ran_in) == list(range(6))
+    assert all(pid == parent for _, pid in out) and sorted(ran_in) == list(range(6))
 
 
 def test_a_child_killed_mid_way_has_its_items_run_again_in_the_parent() -> None:
+    parent = os.getpid()
+
     def fn(x: int) -> int:
-        if os.getpid() != PARENT:
+        if os.getpid() != parent:
             os.kill(os.getpid(), signal.SIGKILL)
         return -x
 
@@ -88,5 +113,36 @@ def test_jobs_are_asked_for_or_sized_by_the_work(monkeypatch) -> None:
     assert parallel.workers(3, parallel.MIN_WORK - 1) == 1
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})  # two cores
     assert [parallel.workers(n, 10**6) for n in (1, 2, 3, 5, 6, 10)] == [1, 2, 2, 2, 3, 3]
+    assert parallel.workers(2, parallel.MIN_WORK) == 2  # from MIN_WORK on it is forked
+    for asked in ("0", "many", " "):  # not a number of processes: sized by the work
+        monkeypatch.setenv("PATCHSET_JOBS", asked)
+        assert parallel.workers(10, 10**6) == 3
+    monkeypatch.delenv("PATCHSET_JOBS")
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     assert parallel.workers(10, 10**6) == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.delattr(os, "fork")
+    assert parallel.workers(10, 10**6) == 1
+
+
+def test_heavy_items_get_one_process_per_core_or_as_asked(monkeypatch) -> None:
+    monkeypatch.delenv("PATCHSET_JOBS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    assert [parallel.heavy_workers(n) for n in (0, 1, 2, 3, 7)] == [1, 1, 2, 3, 3]
+    monkeypatch.setenv("PATCHSET_JOBS", "2")
+    assert [parallel.heavy_workers(n) for n in (1, 5)] == [1, 2]
+    monkeypatch.setenv("PATCHSET_JOBS", "0")
+    assert parallel.heavy_workers(5) == 3
+    monkeypatch.delenv("PATCHSET_JOBS")
+    monkeypatch.delattr(os, "fork")
+    assert parallel.heavy_workers(5) == 1
+
+
+def test_usable_cores_are_this_processs_affinity_or_else_the_count(monkeypatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3})
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert parallel.usable_cores() == 2
+    monkeypatch.delattr(os, "sched_getaffinity")
+    assert parallel.usable_cores() == 8
+    monkeypatch.setattr(os, "cpu_count", lambda: None)  # unknown
+    assert parallel.usable_cores() == 1
