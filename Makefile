@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 VLLM   ?= 0.29.0
 PYTEST_ARGS ?=
 
-.PHONY: setup dev check validate test lint engine image bench fuzz fuzz-diff clean
+.PHONY: setup dev check validate test lint engine image bench fuzz fuzz-diff mutate clean
 
 # `make check` needs patchset and its own dependencies only; the dev extras (pytest, ruff, mypy,
 # pre-commit, hypothesis, ...) come with the targets that use them (test, lint, fuzz, bench).
@@ -57,6 +57,16 @@ fuzz: dev
 fuzz-diff: dev
 	PATCHSET_FUZZ_N=$(or $(N),30000) PATCHSET_FUZZ_SEED=$(or $(SEED),1) \
 		$(BIN)/python -m pytest tests/test_differential.py -q -s -k intended
+
+# make mutate [MODULES="parallel journal"]: mutation testing (mutmut) of the modules verdicts rest on, one
+# module at a time with its own tests, at the lowest CPU priority; prints the survivors
+# (tests/mutation/run.py, docs/records/mutation.md). Not in CI: too slow.
+$(VENV)/.mutate: $(VENV)/.dev
+	$(BIN)/pip install --quiet -e '.[dev,mutate]'
+	touch $@
+
+mutate: $(VENV)/.mutate
+	nice -n 19 $(BIN)/python tests/mutation/run.py $(foreach m,$(MODULES),--module $(m))
 
 lint: dev
 	$(BIN)/ruff check .

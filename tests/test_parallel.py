@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -17,37 +18,57 @@ def square(x: int) -> int:
     return x * x
 
 
+def mapped(tmp_path, fn, items, processes):
+    """``ordered_map`` in this process; a child that comes back into this code (rather than leaving with
+    os._exit) leaves a mark and goes, so the test sees it and does not run on in two processes."""
+    caller = os.getpid()
+    try:
+        return parallel.ordered_map(fn, items, processes)
+    finally:
+        if os.getpid() != caller:
+            (tmp_path / f"returned-{os.getpid()}").touch()
+            os._exit(0)
+
+
+def returned(tmp_path) -> list[str]:
+    return sorted(p.name for p in tmp_path.glob("returned-*"))
+
+
 @pytest.mark.parametrize("processes", [1, 2, 3, 7])
 def test_results_come_back_in_order(processes: int) -> None:
     items = list(range(10))
     assert parallel.ordered_map(square, items, processes) == [x * x for x in items]
 
 
-def test_each_share_but_the_first_runs_in_its_own_forked_child() -> None:
+@pytest.mark.parametrize(("items", "processes", "shares"), [(2, 2, [1, 1]), (5, 2, [3, 2]), (10, 3, [4, 3, 3])])
+def test_each_share_but_the_first_runs_in_its_own_forked_child(tmp_path, items, processes, shares) -> None:
     """A map that never forks gives the same results; only where the work ran tells them apart."""
-
     parent = os.getpid()  # at run time: a runner may fork the process that imported this module
 
     def where(x: int) -> tuple[int, int, int]:
         return x, os.getpid(), os.getppid()
 
-    out = parallel.ordered_map(where, list(range(10)), 3)
-    assert [x for x, _, _ in out] == list(range(10))
+    out = mapped(tmp_path, where, list(range(items)), processes)
+    assert [x for x, _, _ in out] == list(range(items)) and returned(tmp_path) == []
     pids = [pid for _, pid, _ in out]
-    # runs of neighbours: 4, 3 and 3 items; the parent keeps the first
-    assert pids[:4] == [parent] * 4 and len(set(pids[4:7])) == 1 and len(set(pids[7:])) == 1
-    children = {pids[4], pids[7]}
-    assert len(children) == 2 and parent not in children
+    # runs of neighbours, the parent keeping the first
+    runs = [len(list(group)) for _, group in itertools.groupby(pids)]
+    assert runs == shares and pids[0] == parent and len(set(pids)) == processes
     assert {ppid for _, pid, ppid in out if pid != parent} == {parent}  # forked by this process
-    for pid in children:  # and waited for: no zombie left behind
+    for pid in set(pids) - {parent}:  # and waited for: no zombie left behind
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
 
 
 def test_one_process_or_one_item_runs_in_the_parent(monkeypatch) -> None:
     parent = os.getpid()
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())  # counts, and really forks
     assert set(parallel.ordered_map(lambda _: os.getpid(), list(range(5)), 1)) == {parent}
     assert parallel.ordered_map(lambda _: os.getpid(), [0], 4) == [parent]
+    assert parallel.ordered_map(lambda _: os.getpid(), [], 4) == []
+    assert forks == []  # not even a child with nothing to do
     monkeypatch.delattr(os, "fork")  # a platform without fork
     assert set(parallel.ordered_map(lambda _: os.getpid(), list(range(5)), 3)) == {parent}
 
@@ -68,7 +89,7 @@ def test_only_the_caller_returns_from_ordered_map() -> None:
         0, "True [(0, True), (1, True), (2, False), (3, False), (4, False), (5, False)]\n", "")
 
 
-def test_a_child_that_raises_has_its_items_run_again_in_the_parent() -> None:
+def test_a_child_that_raises_has_its_items_run_again_in_the_parent(tmp_path) -> None:
     ran_in = []
     parent = os.getpid()
 
@@ -78,8 +99,8 @@ def test_a_child_that_raises_has_its_items_run_again_in_the_parent() -> None:
         ran_in.append(x)
         return x, os.getpid()
 
-    out = parallel.ordered_map(fn, list(range(6)), 3)
-    assert [x for x, _ in out] == list(range(6))
+    out = mapped(tmp_path, fn, list(range(6)), 3)
+    assert [x for x, _ in out] == list(range(6)) and returned(tmp_path) == []  # each child left by os._exit
     assert all(pid == parent for _, pid in out) and sorted(ran_in) == list(range(6))
 
 
@@ -131,6 +152,8 @@ def test_heavy_items_get_one_process_per_core_or_as_asked(monkeypatch) -> None:
     assert [parallel.heavy_workers(n) for n in (0, 1, 2, 3, 7)] == [1, 1, 2, 3, 3]
     monkeypatch.setenv("PATCHSET_JOBS", "2")
     assert [parallel.heavy_workers(n) for n in (1, 5)] == [1, 2]
+    monkeypatch.setenv("PATCHSET_JOBS", "1")
+    assert parallel.heavy_workers(5) == 1
     monkeypatch.setenv("PATCHSET_JOBS", "0")
     assert parallel.heavy_workers(5) == 3
     monkeypatch.delenv("PATCHSET_JOBS")

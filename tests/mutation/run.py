@@ -1,0 +1,138 @@
+"""Mutation testing (mutmut) of the modules verdicts rest on, one module at a time, each with its own tests.
+
+    python tests/mutation/run.py [--module core/engine] ... [--workdir DIR] [--children N] [--results FILE]
+
+For each module, a copy of the repository's tracked files goes to ``WORKDIR/NAME`` (the checkout is
+never mutated); there mutmut makes every mutant of that module alone and runs, for each, the tests of
+``MODULES`` that cover the mutated function (mutmut learns which from a first run), stopping at the
+first failure. Prints per module: mutants, killed, survived, and those no test of the subset reaches;
+then each survivor as its diff. ``docs/records/mutation.md`` keeps the last run's figures and says of
+every survivor why it lives (an equivalent mutant) or which test now kills it. Not run by CI (far
+too slow); ``make mutate`` runs it at the lowest CPU priority.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: module (under patchset/, without .py) -> the tests that judge it: fast, deterministic, and enough to
+#: kill what they can. The slow, seeded runs (the 1,000 differential cases, fifty random kills) stay out.
+MODULES: dict[str, list[str]] = {
+    "parallel": ["tests/test_parallel.py"],
+    "journal": ["tests/test_journal.py", "tests/test_verbs_apply_crash.py",
+                "--deselect",
+                "tests/test_verbs_apply_crash.py::test_fifty_random_kills_leave_a_pristine_or_patched_tree"],
+    "core/bytecode": ["tests/test_core_bytecode.py"],
+    "core/series": ["tests/test_core_series.py"],
+    "core/patchfile": ["tests/test_core_patchfile.py"],
+    "core/engine": ["tests/test_core_engine.py", "tests/test_differential.py",
+                    "--deselect", "tests/test_differential.py::"
+                    "test_every_disagreement_with_gnu_patch_and_git_apply_is_an_intended_refusal"],
+}
+#: mutmut's words for a mutant's fate -> ours. A test process killed by a signal (mutmut: "segfault")
+#: did not pass: the crash tests' own kill hook or a child that returned into pytest ended it.
+KILLED = {"killed", "segfault", "timeout", "caught by type check"}
+
+
+def copy_tree(dest: Path) -> None:
+    """The repository's tracked files (and the generated version file) into ``dest``."""
+    shutil.rmtree(dest, ignore_errors=True)
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for rel in [*files.decode().split("\0"), "patchset/_version.py"]:
+        src = ROOT / rel
+        if rel and src.is_file() and not src.is_symlink():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+
+
+def configure(dest: Path, module: str) -> None:
+    tests = MODULES[module]
+    (dest / "setup.cfg").write_text("[mutmut]\nsource_paths=patchset\n"
+                                    f"only_mutate=patchset/{module}.py\n"
+                                    "pytest_add_cli_args_test_selection=\n" + "".join(f"    {t}\n" for t in tests)
+                                    + "pytest_add_cli_args=\n    -p\n    no:cacheprovider\n")
+
+
+def mutmut(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("mutmut")
+    # The mutants' own test subprocesses (python -m patchset, python -c) must import the mutated copy.
+    env = {**os.environ, "PYTHONPATH": str(cwd / "mutants")}
+    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, env=env)
+
+
+def run_module(module: str, workdir: Path, children: int) -> dict:
+    dest = workdir / module.replace("/", "_")
+    copy_tree(dest)
+    configure(dest, module)
+    (dest / "mutants").mkdir()  # before PYTHONPATH names it: a folder missing at start is never looked in
+    t0 = time.monotonic()
+    done = mutmut("run", "--max-children", str(children), cwd=dest)
+    seconds = time.monotonic() - t0
+    if done.returncode != 0:
+        tail = (done.stdout + done.stderr)[-3000:]
+        return {"module": module, "error": f"mutmut run exited {done.returncode}:\n{tail}", "seconds": seconds}
+    listed = mutmut("results", "--all", "true", cwd=dest).stdout
+    fates = dict(re.findall(r"^\s*(\S+): (.+)$", listed, re.M))
+    counts: dict[str, int] = {}
+    for fate in fates.values():
+        counts[fate] = counts.get(fate, 0) + 1
+    survivors = []
+    for name, fate in sorted(fates.items(), key=lambda kv: _natural(kv[0])):
+        if fate not in KILLED:
+            diff = mutmut("show", name, cwd=dest).stdout
+            survivors.append({"name": name, "fate": fate,
+                              "diff": "\n".join(ln for ln in diff.splitlines() if ln.startswith(("-", "+", "@@"))
+                                                and not ln.startswith(("---", "+++")))})
+    return {"module": module, "tests": MODULES[module], "mutants": len(fates), "counts": counts,
+            "killed": sum(n for f, n in counts.items() if f in KILLED), "survivors": survivors,
+            "seconds": round(seconds)}
+
+
+def _natural(name: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--module", action="append", choices=sorted(MODULES),
+                    help="a module to mutate (repeatable); default: all, smallest first")
+    ap.add_argument("--workdir", default=None, help="where the copies go (default: a folder under /tmp)")
+    ap.add_argument("--children", type=int, default=1, help="mutants tested side by side (default 1)")
+    ap.add_argument("--results", help="also write the results here as JSON")
+    args = ap.parse_args(argv)
+    if shutil.which("mutmut", path=str(Path(sys.executable).parent)) is None:
+        print("mutmut is not installed in this environment: pip install -e '.[mutate]'", file=sys.stderr)
+        return 2
+    modules = args.module or sorted(MODULES, key=lambda m: (ROOT / f"patchset/{m}.py").stat().st_size)
+    workdir = Path(args.workdir or f"/tmp/patchset-mutate-{os.getuid()}")
+    results = []
+    for module in modules:
+        print(f"== patchset/{module}.py: {' '.join(MODULES[module])}", flush=True)
+        r = run_module(module, workdir, args.children)
+        results.append(r)
+        if "error" in r:
+            print(r["error"], flush=True)
+            continue
+        fates = ", ".join(f"{n} {f}" for f, n in sorted(r["counts"].items()))
+        print(f"   {r['mutants']} mutants: {r['killed']} killed, {len(r['survivors'])} not ({fates}); "
+              f"{r['seconds']} s", flush=True)
+        for s in r["survivors"]:
+            print(f"   {s['name']} ({s['fate']})\n" + "".join(f"      {ln}\n" for ln in s["diff"].splitlines()),
+                  end="", flush=True)
+        if args.results:
+            Path(args.results).write_text(json.dumps(results, indent=1) + "\n")
+    return 1 if any("error" in r for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
