@@ -338,8 +338,13 @@ def rollback(journal: Journal) -> None:
     for source in {journal.target(e) for e in journal.entries if e.path.endswith(".py")}:
         if not bytecode_matches(source):
             remove_stale_bytecode(source)
+    for e in journal.entries:  # a new file's staged copy would keep the folder it was made for
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            journal.staged(e).unlink()
     for d in sorted(journal.new_dirs, key=len, reverse=True):
         with contextlib.suppress(OSError):  # not empty: something else lives there now
+            (journal.root / d / "__pycache__").rmdir()  # made by this apply's compile, emptied above
+        with contextlib.suppress(OSError):
             (journal.root / d).rmdir()
     cleanup(journal)
 

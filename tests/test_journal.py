@@ -161,3 +161,105 @@ def test_a_journal_naming_a_folder_that_is_gone_is_refused_not_a_crash(tmp_path)
     with pytest.raises(JournalError, match="cannot finish or undo") as e:
         journal.recover(root, pkg)
     assert e.value.file and e.value.file.endswith("journal.json")
+
+
+# --- found by mutation testing (make mutate, docs/records/mutation.md) -----------------------------------------
+
+
+def three_files(tmp_path):
+    """A tree of three modules (one executable) and a journal replacing all three, staged completely."""
+    root, pkg = tree(tmp_path)
+    (pkg / "c.py").write_text("c = 1\n")
+    (pkg / "c.py").chmod(0o755)
+    files = [(f"vllm/{m}.py", f"vllm/{m}.py", f"{m} = 2\n".encode(), None) for m in "abc"]
+    files.append(("vllm/new/deeper/d.py", "vllm/new/deeper/d.py", b"d = 2\n", None))
+    plan, new, old = journal.plan(root, pkg, "vllm/.rec", files)
+    plan.record_sha256 = str(journal.sha256(b"{}"))
+    plan.dir.mkdir()
+    journal.begin(plan, new, old, b"{}")
+    return root, pkg, plan
+
+
+def contents(pkg) -> dict[str, tuple[str, int]]:
+    return {p.relative_to(pkg).as_posix(): (p.read_text(), p.stat().st_mode & 0o777) for p in sorted(pkg.rglob("*"))
+            if p.is_file()}
+
+
+PRISTINE = {"a.py": ("a = 1\n", 0o644), "b.py": ("b = 1\n", 0o644), "c.py": ("c = 1\n", 0o755)}
+
+
+@pytest.mark.parametrize("done", [1, 2, 3])
+def test_a_rollback_after_part_of_the_commit_restores_every_file_with_its_mode(tmp_path, done):
+    """What an error in the middle of commit leaves (replace_files then rolls back): the first ``done`` files
+    replaced, the rest still pristine. Every file comes back, the executable one still executable, and the
+    folders the apply made go, deepest first."""
+    root, pkg, plan = three_files(tmp_path)
+    for e in plan.entries[:done]:
+        (root / e.local).parent.mkdir(parents=True, exist_ok=True)
+        plan.staged(e).replace(root / e.local)
+    journal.rollback(plan)
+    assert contents(pkg) == PRISTINE
+    assert sorted(p.name for p in pkg.iterdir()) == ["a.py", "b.py", "c.py"]
+
+
+def test_a_rollback_whose_pristine_copy_is_gone_says_so_and_what_to_do(tmp_path):
+    root, pkg, plan = three_files(tmp_path)
+    for e in plan.entries:
+        plan.staged(e).replace(root / e.local)
+    plan.backup(plan.entries[1]).unlink()
+    with pytest.raises(JournalError) as e:
+        journal.rollback(plan)
+    assert (e.value.message, e.value.file, e.value.hint) == (
+        "vllm/b.py: the pristine copy kept by the interrupted apply is missing or damaged",
+        str(plan.backup(plan.entries[1])), "restore the tree from its release")
+
+
+def pyc_of(source, *, checked: bool | None = None, magic: bytes | None = None, mtime_off: int = 0) -> bytes:
+    """The 16-byte header Python writes for ``source``: checked-hash, unchecked-hash (checked=False) or
+    timestamp (None), with another magic number or an mtime off by some seconds if asked."""
+    import py_compile
+
+    mode = {None: py_compile.PycInvalidationMode.TIMESTAMP, True: py_compile.PycInvalidationMode.CHECKED_HASH,
+            False: py_compile.PycInvalidationMode.UNCHECKED_HASH}[checked]
+    cfile = importlib.util.cache_from_source(str(source))
+    py_compile.compile(str(source), cfile=cfile, doraise=True, invalidation_mode=mode)
+    with open(cfile, "rb") as f:
+        data = bytearray(f.read())
+    if magic is not None:
+        data[:4] = magic
+    if mtime_off:
+        data[8:12] = (int.from_bytes(data[8:12], "little") + mtime_off).to_bytes(4, "little")
+    with open(cfile, "wb") as f:
+        f.write(data)
+    return bytes(data[:16])
+
+
+@pytest.mark.parametrize(("how", "valid"), [
+    ({"checked": True}, True), ({"checked": False}, True), ({}, True),
+    ({"checked": True, "magic": b"\x00\x00\r\n"}, False), ({"mtime_off": 1}, False),
+])
+def test_bytecode_matches_as_the_interpreter_validates_it(tmp_path, how, valid):
+    source = tmp_path / "m.py"
+    source.write_text("x = 1\n")
+    header = pyc_of(source, **how)
+    assert journal.bytecode_matches(source) is valid
+    data, st = source.read_bytes(), source.stat()
+    assert journal._pyc_valid(header, data, st) is valid
+    assert journal._pyc_valid(header[:15], data, st) is False  # a torn header
+    source.write_text("x = 2\n")  # the same size: a hash pyc no longer matches, a timestamp one may not either
+    if how.get("checked") is not None:
+        assert journal.bytecode_matches(source) is False
+
+
+def test_bytecode_matches_only_without_a_legacy_pyc_and_with_its_source(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("x = 1\n")
+    assert journal.bytecode_matches(source) is True  # nothing cached
+    pyc_of(source, checked=True)
+    assert journal.bytecode_matches(source) is True
+    legacy = tmp_path / "m.pyc"
+    legacy.write_bytes(b"")
+    assert journal.bytecode_matches(source) is False  # beside the source, it shadows it once the source goes
+    legacy.unlink()
+    source.unlink()
+    assert journal.bytecode_matches(source) is False

@@ -171,6 +171,7 @@ class Expect:
         recover_tree(root)
         state = sources(root)
         assert state in (self.pristine, self.patched), _diff(state, self.pristine, self.patched)
+        assert (root / NEW).parent.is_dir() == (state == self.patched)  # a rollback takes the new folder too
         assert not temp_files(root), temp_files(root)
         assert not stale_bytecode(root), stale_bytecode(root)
         report = apply_series(load_manifest(self.manifest), "0.29.0", root)
