@@ -1,14 +1,17 @@
 """Mutation testing (mutmut) of the modules verdicts rest on, one module at a time, each with its own tests.
 
-    python tests/mutation/run.py [--module core/engine] ... [--workdir DIR] [--children N] [--results FILE]
+    python tests/mutation/run.py [--module core/engine] ... [--minutes N] [--workdir DIR] [--children N]
+                                 [--results FILE]
 
 For each module, a copy of the repository's tracked files goes to ``WORKDIR/NAME`` (the checkout is
 never mutated); there mutmut makes every mutant of that module alone and runs, for each, the tests of
 ``MODULES`` that cover the mutated function (mutmut learns which from a first run), stopping at the
-first failure. Prints per module: mutants, killed, survived, and those no test of the subset reaches;
-then each survivor as its diff. ``docs/records/mutation.md`` keeps the last run's figures and says of
-every survivor why it lives (an equivalent mutant) or which test now kills it. Not run by CI (far
-too slow); ``make mutate`` runs it at the lowest CPU priority.
+first failure. With ``--minutes``, a module's run is stopped after that long and the mutants not
+reached are counted as such. Prints per module: mutants, killed, survived, those no test of the
+subset reaches and those not run; then each survivor as its diff (mutmut's log is in the copy).
+``docs/records/mutation.md`` keeps the last run's figures and says of every survivor why it lives
+(an equivalent mutant) or which test now kills it. Not run by CI (far too slow); ``make mutate``
+runs it at the lowest CPU priority.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -42,6 +46,7 @@ MODULES: dict[str, list[str]] = {
 #: mutmut's words for a mutant's fate -> ours. A test process killed by a signal (mutmut: "segfault")
 #: did not pass: the crash tests' own kill hook or a child that returned into pytest ended it.
 KILLED = {"killed", "segfault", "timeout", "caught by type check"}
+UNRUN = {"not checked", "check was interrupted by user"}
 
 
 def copy_tree(dest: Path) -> None:
@@ -63,24 +68,46 @@ def configure(dest: Path, module: str) -> None:
                                     + "pytest_add_cli_args=\n    -p\n    no:cacheprovider\n")
 
 
-def mutmut(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def mutmut_command(*args: str, cwd: Path) -> tuple[list[str], dict[str, str]]:
     exe = Path(sys.executable).with_name("mutmut")
     # The mutants' own test subprocesses (python -m patchset, python -c) must import the mutated copy.
-    env = {**os.environ, "PYTHONPATH": str(cwd / "mutants")}
-    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, env=env)
+    return [str(exe), *args], {**os.environ, "PYTHONPATH": str(cwd / "mutants")}
 
 
-def run_module(module: str, workdir: Path, children: int) -> dict:
+def mutmut(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    cmd, env = mutmut_command(*args, cwd=cwd)
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+
+
+def run_mutants(dest: Path, children: int, minutes: float) -> tuple[int, bool]:
+    """``mutmut run`` in ``dest``, stopped (as by Ctrl-C: what ran is kept) after ``minutes`` when not 0.
+    Its exit status, and whether it was stopped."""
+    cmd, env = mutmut_command("run", "--max-children", str(children), cwd=dest)
+    with open(dest / "mutmut-run.log", "w") as log:
+        proc = subprocess.Popen(cmd, cwd=dest, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            return proc.wait(timeout=minutes * 60 or None), False
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            return 0, True
+
+
+def run_module(module: str, workdir: Path, children: int, minutes: float = 0) -> dict:
     dest = workdir / module.replace("/", "_")
     copy_tree(dest)
     configure(dest, module)
     (dest / "mutants").mkdir()  # before PYTHONPATH names it: a folder missing at start is never looked in
     t0 = time.monotonic()
-    done = mutmut("run", "--max-children", str(children), cwd=dest)
+    code, stopped = run_mutants(dest, children, minutes)
     seconds = time.monotonic() - t0
-    if done.returncode != 0:
-        tail = (done.stdout + done.stderr)[-3000:]
-        return {"module": module, "error": f"mutmut run exited {done.returncode}:\n{tail}", "seconds": seconds}
+    if code != 0:
+        tail = (dest / "mutmut-run.log").read_text(errors="replace")[-3000:]
+        return {"module": module, "error": f"mutmut run exited {code}:\n{tail}", "seconds": seconds}
     listed = mutmut("results", "--all", "true", cwd=dest).stdout
     fates = dict(re.findall(r"^\s*(\S+): (.+)$", listed, re.M))
     counts: dict[str, int] = {}
@@ -88,13 +115,14 @@ def run_module(module: str, workdir: Path, children: int) -> dict:
         counts[fate] = counts.get(fate, 0) + 1
     survivors = []
     for name, fate in sorted(fates.items(), key=lambda kv: _natural(kv[0])):
-        if fate not in KILLED:
+        if fate not in KILLED | UNRUN:
             diff = mutmut("show", name, cwd=dest).stdout
             survivors.append({"name": name, "fate": fate,
                               "diff": "\n".join(ln for ln in diff.splitlines() if ln.startswith(("-", "+", "@@"))
                                                 and not ln.startswith(("---", "+++")))})
     return {"module": module, "tests": MODULES[module], "mutants": len(fates), "counts": counts,
             "killed": sum(n for f, n in counts.items() if f in KILLED), "survivors": survivors,
+            "not_run": sum(n for f, n in counts.items() if f in UNRUN), "stopped": stopped,
             "seconds": round(seconds)}
 
 
@@ -108,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="a module to mutate (repeatable); default: all, smallest first")
     ap.add_argument("--workdir", default=None, help="where the copies go (default: a folder under /tmp)")
     ap.add_argument("--children", type=int, default=1, help="mutants tested side by side (default 1)")
+    ap.add_argument("--minutes", type=float, default=0, help="stop each module's run after this long (0: never)")
     ap.add_argument("--results", help="also write the results here as JSON")
     args = ap.parse_args(argv)
     if shutil.which("mutmut", path=str(Path(sys.executable).parent)) is None:
@@ -118,14 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for module in modules:
         print(f"== patchset/{module}.py: {' '.join(MODULES[module])}", flush=True)
-        r = run_module(module, workdir, args.children)
+        r = run_module(module, workdir, args.children, args.minutes)
         results.append(r)
         if "error" in r:
             print(r["error"], flush=True)
             continue
         fates = ", ".join(f"{n} {f}" for f, n in sorted(r["counts"].items()))
-        print(f"   {r['mutants']} mutants: {r['killed']} killed, {len(r['survivors'])} not ({fates}); "
-              f"{r['seconds']} s", flush=True)
+        print(f"   {r['mutants']} mutants: {r['killed']} killed, {len(r['survivors'])} survived or not reached, "
+              f"{r['not_run']} not run ({fates}); {r['seconds']} s" + (" (stopped)" if r["stopped"] else ""),
+              flush=True)
         for s in r["survivors"]:
             print(f"   {s['name']} ({s['fate']})\n" + "".join(f"      {ln}\n" for ln in s["diff"].splitlines()),
                   end="", flush=True)
