@@ -263,3 +263,15 @@ def test_bytecode_matches_only_without_a_legacy_pyc_and_with_its_source(tmp_path
     legacy.unlink()
     source.unlink()
     assert journal.bytecode_matches(source) is False
+
+
+def test_a_rollback_whose_new_folder_became_a_file_meanwhile_leaves_that_file(tmp_path):
+    root, pkg, plan = three_files(tmp_path)
+    plan.staged(plan.entries[0]).write_bytes(b"torn")  # so recovery rolls back
+    new = pkg / "new"
+    for p in sorted(new.rglob("*"), reverse=True):
+        p.unlink() if p.is_file() else p.rmdir()
+    new.rmdir()
+    new.write_text("someone else's file\n")
+    assert journal.recover(root, pkg) == "rolled back the interrupted apply (4 files restored to pristine)"
+    assert contents(pkg) == {**PRISTINE, "new": ("someone else's file\n", 0o644)}
