@@ -275,3 +275,82 @@ def test_a_rollback_whose_new_folder_became_a_file_meanwhile_leaves_that_file(tm
     new.write_text("someone else's file\n")
     assert journal.recover(root, pkg) == "rolled back the interrupted apply (4 files restored to pristine)"
     assert contents(pkg) == {**PRISTINE, "new": ("someone else's file\n", 0o644)}
+
+
+LONG = "x" * 300
+
+
+@pytest.mark.parametrize("edit, why", [
+    (lambda b: {**b, "schema": 2}, "schema 2"),
+    (lambda b: [b], "schema None"),
+    (lambda b: {**b, "record_sha256": None}, "a sha256 is None, not a string"),
+    (lambda b: {**b, "compile": "yes"}, "compile is 'yes', not true or false"),
+    (lambda b: {**b, "entries": [{**b["entries"][0], "path": 5}]}, "path is 5, not a string"),
+    (lambda b: {**b, "entries": [{**b["entries"][0], "local": 5}]}, "a path is 5, not a string"),
+    (lambda b: {**b, "entries": [{**b["entries"][0], "local": "vllm//a.py"}]},
+     "'vllm//a.py' is not a path inside the tree"),
+    (lambda b: {**b, "entries": [{**b["entries"][0], "new_sha256": 7}]}, "a sha256 is 7, not a string"),
+    (lambda b: {**b, "entries": [{**b["entries"][0], "new_sha256": "X" * 64}]}, f"{'X' * 64!r} is not a sha256"),
+    (lambda b: {**b, "entries": [{"path": LONG}]},
+     "an entry is not one this patchset writes: " + str({"path": LONG})[:200]),
+])
+def test_a_damaged_journal_says_exactly_what_is_wrong(tmp_path, edit, why):
+    root, pkg = tree(tmp_path)
+    _damaged(root, pkg, edit)
+    with pytest.raises(JournalError) as e:
+        journal.recover(root, pkg)
+    assert e.value.message == f"unreadable apply journal: {why}"
+
+
+def test_a_file_mode_is_a_number_of_at_most_six_octal_digits():
+    assert [journal._mode(m) for m in (None, 0, 0o100644, 0o777777)] == [None, 0, 0o100644, 0o777777]
+    for bad in (-1, 0o1000000, True, 1.0, "0o644"):
+        with pytest.raises(ValueError, match="is not a file mode"):
+            journal._mode(bad)
+
+
+def test_someone_elses_change_is_refused_naming_the_journal_and_the_pristine_copy(tmp_path):
+    root, pkg = tree(tmp_path)
+    plan = interrupted(root, pkg)
+    (pkg / "b.py").write_text("b = 'edited by hand'\n")
+    with pytest.raises(JournalError) as e:
+        journal.recover(root, pkg)
+    assert (e.value.file, e.value.hint) == (
+        str(plan.dir), f"restore it by hand (its pristine bytes are in {plan.backup(plan.entries[1])}), then run "
+        "`patchset apply --recover` again")
+
+
+def test_a_damaged_staged_record_is_rolled_back_not_committed(tmp_path):
+    root, pkg = tree(tmp_path)
+    plan = interrupted(root, pkg)
+    (plan.dir / "record.json").write_text("{torn")
+    assert journal.recover(root, pkg) == "rolled back the interrupted apply (2 files restored to pristine)"
+    assert contents(pkg) == {k: v for k, v in PRISTINE.items() if k != "c.py"}
+
+
+def test_a_damaged_staged_file_after_one_already_in_place_is_rolled_back(tmp_path):
+    root, pkg = tree(tmp_path)
+    plan = interrupted(root, pkg)
+    plan.staged(plan.entries[0]).replace(root / plan.entries[0].local)  # a.py done
+    plan.staged(plan.entries[1]).write_text("b = 2 torn")  # b.py's new bytes damaged
+    assert journal.recover(root, pkg) == "rolled back the interrupted apply (2 files restored to pristine)"
+    assert contents(pkg) == {k: v for k, v in PRISTINE.items() if k != "c.py"}
+
+
+def test_a_roll_forward_that_fails_is_rolled_back_then_refused(tmp_path):
+    """The record cannot be put in place (a folder stands there): the files go back, the journal goes, and
+    the error says what stopped it."""
+    root, pkg = tree(tmp_path)
+    interrupted(root, pkg)
+    (pkg / ".rec").mkdir()
+    with pytest.raises(JournalError, match="cannot finish or undo the interrupted apply: Is a directory"):
+        journal.recover(root, pkg)
+    assert contents(pkg) == {k: v for k, v in PRISTINE.items() if k != "c.py"}
+    assert not (pkg / ".patchset-journal").exists()
+
+
+def test_a_rollback_leaves_a_new_folder_that_someone_else_put_a_file_in(tmp_path):
+    root, pkg, plan = three_files(tmp_path)
+    (pkg / "new" / "deeper" / "theirs.txt").write_text("kept\n")
+    journal.rollback(plan)
+    assert contents(pkg) == {**PRISTINE, "new/deeper/theirs.txt": ("kept\n", 0o644)}
