@@ -17,6 +17,7 @@ runs it at the lowest CPU priority.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -79,10 +80,10 @@ def mutmut(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
 
 
-def run_mutants(dest: Path, children: int, minutes: float) -> tuple[int, bool]:
-    """``mutmut run`` in ``dest``, stopped (as by Ctrl-C: what ran is kept) after ``minutes`` when not 0.
-    Its exit status, and whether it was stopped."""
-    cmd, env = mutmut_command("run", "--max-children", str(children), cwd=dest)
+def run_mutants(dest: Path, children: int, minutes: float, only: list[str]) -> tuple[int, bool]:
+    """``mutmut run`` in ``dest`` (of the mutants named in ``only``, if any), stopped (as by Ctrl-C: what
+    ran is kept) after ``minutes`` when not 0. Its exit status, and whether it was stopped."""
+    cmd, env = mutmut_command("run", "--max-children", str(children), *only, cwd=dest)
     with open(dest / "mutmut-run.log", "w") as log:
         proc = subprocess.Popen(cmd, cwd=dest, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
@@ -97,19 +98,21 @@ def run_mutants(dest: Path, children: int, minutes: float) -> tuple[int, bool]:
             return 0, True
 
 
-def run_module(module: str, workdir: Path, children: int, minutes: float = 0) -> dict:
+def run_module(module: str, workdir: Path, children: int, minutes: float = 0, only: list[str] | None = None) -> dict:
     dest = workdir / module.replace("/", "_")
     copy_tree(dest)
     configure(dest, module)
     (dest / "mutants").mkdir()  # before PYTHONPATH names it: a folder missing at start is never looked in
     t0 = time.monotonic()
-    code, stopped = run_mutants(dest, children, minutes)
+    code, stopped = run_mutants(dest, children, minutes, only or [])
     seconds = time.monotonic() - t0
     if code != 0:
         tail = (dest / "mutmut-run.log").read_text(errors="replace")[-3000:]
         return {"module": module, "error": f"mutmut run exited {code}:\n{tail}", "seconds": seconds}
     listed = mutmut("results", "--all", "true", cwd=dest).stdout
     fates = dict(re.findall(r"^\s*(\S+): (.+)$", listed, re.M))
+    if only:
+        fates = {k: v for k, v in fates.items() if any(fnmatch.fnmatchcase(k, pattern) for pattern in only)}
     counts: dict[str, int] = {}
     for fate in fates.values():
         counts[fate] = counts.get(fate, 0) + 1
@@ -138,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--children", type=int, default=1, help="mutants tested side by side (default 1)")
     ap.add_argument("--minutes", type=float, default=0, help="stop each module's run after this long (0: never)")
     ap.add_argument("--results", help="also write the results here as JSON")
+    ap.add_argument("--only", action="append", default=[],
+                    help="run only this mutant (a name as printed, or a glob; repeatable): to check survivors again")
     args = ap.parse_args(argv)
     if shutil.which("mutmut", path=str(Path(sys.executable).parent)) is None:
         print("mutmut is not installed in this environment: pip install -e '.[mutate]'", file=sys.stderr)
@@ -147,7 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for module in modules:
         print(f"== patchset/{module}.py: {' '.join(MODULES[module])}", flush=True)
-        r = run_module(module, workdir, args.children, args.minutes)
+        only = [n for n in args.only if n.startswith("patchset." + module.replace("/", ".") + ".")]
+        if args.only and not only:
+            continue
+        r = run_module(module, workdir, args.children, args.minutes, only)
         results.append(r)
         if "error" in r:
             print(r["error"], flush=True)
