@@ -49,22 +49,29 @@ def test_every_disagreement_with_gnu_patch_and_git_apply_is_an_intended_refusal(
 def test_the_harness_calls_a_looser_verdict_bad(tmp_path):
     # The glue case of issue 7: an end-anchored hunk (it drops the final newline of l4) on a file
     # that goes on to l5. Both tools refuse; an engine placing it mid-file would write "l4 = 44l5 = 5".
-    tree = b"".join(f"l{i} = {i}\n".encode() for i in range(1, 6))
-    patch = (b"diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,4 +1,4 @@\n l1 = 1\n l2 = 2\n l3 = 3\n"
-             b"-l4 = 4\n+l4 = 44\n\\ No newline at end of file\n")
-    case = Case(0, "end-of-file", "m.py", "m.py", tree, patch, 3)
+    case = GLUE
     cls, _ = classify(case, tmp_path)
     assert cls == "agree: refused (anchoring refused)"
-    # The same case through an engine that places a hunk wherever its old lines stand (no end anchoring,
-    # no check for a joined line, no asking where each tool would put it): it writes the glued line.
+
+
+GLUE = Case(0, "end-of-file", "m.py", "m.py", b"".join(f"l{i} = {i}\n".encode() for i in range(1, 6)),
+            b"diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,4 +1,4 @@\n l1 = 1\n l2 = 2\n l3 = 3\n"
+            b"-l4 = 4\n+l4 = 44\n\\ No newline at end of file\n", 3)
+
+
+@needs_tools
+def test_a_planted_engine_that_places_a_hunk_anywhere_is_called_bad(tmp_path):
+    """The glue case through an engine that places a hunk wherever its old lines stand (no end anchoring,
+    no check for a joined line, no asking where each tool would put it): it writes the glued line. (The
+    planted tests read the engine's source: `make mutate`, whose mutants rewrite it, leaves them out.)"""
     loose = planted(engine, ("self.end = (not self.zero and trail < lead) or self.unterminated or self.whole",
                              "self.end = self.whole"),
                     ("if (head or tail or self.unterminated) and (", "if False and ("),
                     ("disagree = self.tools_disagree(pick, None if self.start or self.end else found)",
                      'disagree = ""'))
-    assert loose.apply_patch({"m.py": tree}, parse_patch(patch, name="m.patch")).files["m.py"].endswith(
+    assert loose.apply_patch({"m.py": GLUE.tree}, parse_patch(GLUE.patch, name="m.patch")).files["m.py"].endswith(
         b"l4 = 44l5 = 5\n")
-    cls, detail = classify(case, tmp_path, loose.apply_patch)
+    cls, detail = classify(GLUE, tmp_path, loose.apply_patch)
     assert cls == "BAD: hunk placed where GNU patch fails it" and "GNU patch None" in detail
 
 
@@ -86,9 +93,13 @@ MISORDERED = {
 
 @needs_tools
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.kind) for c in misordered_cases()])
-def test_hunks_out_of_order_or_overlapping_and_an_engine_that_searches_only_after_the_previous_one(case, tmp_path):
+def test_hunks_out_of_order_or_overlapping_are_refused_by_name(case, tmp_path):
     """The generator never writes misordered hunks (its diffs come from difflib): these hand-written ones
-    are refused by name, and the harness calls an engine that looks only after the previous hunk bad."""
-    ours, looser = MISORDERED[case.kind]
-    assert classify(case, tmp_path) == (ours, "")
-    assert classify(case, tmp_path, planted(engine, AFTER_THE_PREVIOUS_ONLY).apply_patch)[0] == looser
+    are refused by name."""
+    assert classify(case, tmp_path) == (MISORDERED[case.kind][0], "")
+
+
+@needs_tools
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.kind) for c in misordered_cases()])
+def test_a_planted_engine_that_searches_only_after_the_previous_hunk_is_called_bad(case, tmp_path):
+    assert classify(case, tmp_path, planted(engine, AFTER_THE_PREVIOUS_ONLY).apply_patch)[0] == MISORDERED[case.kind][1]
