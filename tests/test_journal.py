@@ -507,3 +507,18 @@ def test_begin_takes_a_new_folder_that_appeared_since_the_plan(tmp_path):
     plan.dir.mkdir()
     journal.begin(plan, new, old, b"{}")
     assert journal.recover(root, pkg) == "finished the interrupted apply (1 files)"
+
+
+def test_the_sealed_record_is_written_as_provenance_writes_records(tmp_path):
+    from patchset.core import provenance
+
+    root, pkg = tree(tmp_path)
+    record = b'{"zeta": 1, "alpha": 2}'
+    plan, new, old = journal.plan(root, pkg, "vllm/.rec", [("vllm/a.py", "vllm/a.py", b"a = 2\n", None)])
+    plan.record_sha256 = str(journal.sha256(record))
+    plan.dir.mkdir()
+    journal.begin(plan, new, old, record)
+    assert journal.recover(root, pkg) == "finished the interrupted apply (1 files)"
+    sealed = (pkg / ".rec").read_bytes()
+    assert sealed == provenance.dumps(json.loads(sealed))  # two-space indent, keys sorted, a final newline
+    assert list(json.loads(sealed)) == ["alpha", "bytecode", "zeta"]
