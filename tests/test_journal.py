@@ -438,9 +438,14 @@ def test_a_committed_journal_whose_pristine_copies_are_gone_already_is_cleaned_u
 
 def test_recovery_sweeps_temporary_files_from_the_tree_its_bytecode_and_the_package(tmp_path):
     root, pkg = tree(tmp_path)
-    plan = interrupted(root, pkg)
     (pkg / "sub").mkdir()
-    strays = [pkg / ".patchset-tmp-stray.py", pkg / "__pycache__" / ".patchset-tmp-a.cpython-311.pyc"]
+    (pkg / "sub" / "s.py").write_text("s = 1\n")
+    plan, new, old = journal.plan(root, pkg, "vllm/.rec", [("vllm/sub/s.py", "vllm/sub/s.py", b"s = 2\n", None)])
+    plan.record_sha256 = str(journal.sha256(b"{}"))
+    plan.dir.mkdir()
+    journal.begin(plan, new, old, b"{}")
+    strays = [pkg / ".patchset-tmp-stray.py", pkg / "sub" / ".patchset-tmp-stray.py",
+              pkg / "sub" / "__pycache__" / ".patchset-tmp-s.cpython-311.pyc"]
     for stray in strays:
         stray.parent.mkdir(exist_ok=True)
         stray.write_bytes(b"left by a kill")
