@@ -350,6 +350,68 @@ def test_a_new_executable_file_carries_its_mode():
     assert out.files == {"pkg/run.sh": b"echo hi\n"} and out.modes == {"pkg/run.sh": 0o100755}
 
 
+_NEW = ("diff --git a/pkg/n.py b/pkg/n.py\nnew file mode 100644\n--- /dev/null\n+++ b/pkg/n.py\n"
+        "@@ -0,0 +1,2 @@\n+a\n+b\n")
+_EDIT = ("diff --git a/pkg/m.py b/pkg/m.py\n--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1,2 +1,2 @@\n k\n-x\n+y\n"
+         "@@ -5,2 +5,2 @@\n k\n-z\n+w\n")
+_GONE = ("diff --git a/pkg/g.py b/pkg/g.py\ndeleted file mode 100644\n--- a/pkg/g.py\n+++ /dev/null\n"
+         "@@ -1,2 +0,0 @@\n-bye\n-now\n")
+_REN = ("diff --git a/pkg/a.py b/pkg/b.py\nsimilarity index 80%\nrename from pkg/a.py\nrename to pkg/b.py\n"
+        "--- a/pkg/a.py\n+++ b/pkg/b.py\n@@ -1,2 +1,2 @@\n keep\n-me\n+you\n")
+_REN0 = "diff --git a/pkg/a.py b/pkg/b.py\nsimilarity index 100%\nrename from pkg/a.py\nrename to pkg/b.py\n"
+_MODE = "diff --git a/pkg/r.py b/pkg/r.py\nold mode 100644\nnew mode 100755\n"
+_CREATES = "the patch creates this file but it already exists"
+_MISSING = "the patch changes this file but it is not in the tree"
+_COPY_DIFFERS = "the patch copies pkg/a.py to pkg/b.py, which exists and differs"
+_A, _B = {"pkg/a.py": b"keep\nme\n"}, {"pkg/b.py": b"keep\nyou\n"}
+
+
+@pytest.mark.parametrize(("diff", "tree", "status", "hunks"), [
+    (_NEW, {"pkg/n.py": None}, "applies", [("pkg/n.py", 1, "exact", True, 1, "")]),
+    (_NEW, {"pkg/n.py": b"a\nb\n"}, "already-applied", [("pkg/n.py", 1, "already-applied", False, 1, "")]),
+    (_NEW, {"pkg/n.py": b"c\n"}, "failed", [("pkg/n.py", 1, "failed", False, None, _CREATES)]),
+    ("diff --git a/pkg/e.sh b/pkg/e.sh\nnew file mode 100755\n", {"pkg/e.sh": None}, "applies",
+     [("pkg/e.sh", 0, "exact", True, 1, "creates an empty file (mode 100755)")]),
+    ("diff --git a/pkg/e.py b/pkg/e.py\nnew file mode 100644\n", {"pkg/e.py": None}, "applies",
+     [("pkg/e.py", 0, "exact", True, 1, "creates an empty file (mode 100644)")]),
+    (_EDIT, {"pkg/m.py": None}, "failed", [("pkg/m.py", 1, "failed", False, None, _MISSING),
+                                           ("pkg/m.py", 2, "failed", False, None, _MISSING)]),
+    (_GONE, {"pkg/g.py": None}, "already-applied",
+     [("pkg/g.py", 1, "already-applied", False, 1, "the file is gone already")]),
+    ("diff --git a/pkg/z.py b/pkg/z.py\ndeleted file mode 100644\n", {"pkg/z.py": b""}, "applies",
+     [("pkg/z.py", 0, "exact", True, None, "deletes the (empty) file")]),
+    (_REN, {**_A, **_B}, "failed",
+     [("pkg/b.py", 1, "failed", False, None, "the patch renames pkg/a.py onto a file that exists")]),
+    (_REN, {"pkg/a.py": None, **_B}, "already-applied", [("pkg/b.py", 1, "already-applied", False, 1, "")]),
+    (_REN0, {"pkg/a.py": None, "pkg/b.py": b"q\n"}, "already-applied",
+     [("pkg/b.py", 0, "already-applied", False, 1, "renames pkg/a.py: done already")]),
+    (_REN0, {"pkg/a.py": b"q\n", "pkg/b.py": None}, "applies",
+     [("pkg/b.py", 0, "exact", True, None, "renamed from pkg/a.py")]),
+    (_REN.replace("rename", "copy"), {**_A, "pkg/b.py": b"other\n"}, "failed",
+     [("pkg/b.py", 1, "failed", False, None, _COPY_DIFFERS)]),
+    (_REN0.replace("rename", "copy"), {"pkg/a.py": b"q\n", "pkg/b.py": b"q\n"}, "already-applied",
+     [("pkg/b.py", 0, "already-applied", False, 1, "copies pkg/a.py: done already")]),
+    (_REN0.replace("rename", "copy"), {"pkg/a.py": b"q\n", "pkg/b.py": b"r\n"}, "failed",
+     [("pkg/b.py", 0, "failed", False, None, _COPY_DIFFERS)]),
+    (_REN0.replace("rename", "copy"), {"pkg/a.py": b"q\n", "pkg/b.py": None}, "applies",
+     [("pkg/b.py", 0, "exact", True, None, "copied from pkg/a.py")]),
+    (_MODE, {"pkg/r.py": b"x\n"}, "applies", [("pkg/r.py", 0, "exact", True, None, "mode 100644 -> 100755")]),
+    (_MODE + "--- a/pkg/r.py\n+++ b/pkg/r.py\n@@ -1 +1 @@\n-x\n+y\n", {"pkg/r.py": b"y\n"}, "already-applied",
+     [("pkg/r.py", 1, "already-applied", False, 1, ""), ("pkg/r.py", 0, "exact", True, None, "mode 100644 -> 100755")]),
+])
+def test_file_level_verdicts_say_file_hunk_status_line_and_why(diff, tree, status, hunks):
+    """Creation, deletion, rename, copy and mode changes: every field of every result, as `check` prints
+    them (a hunk-0 result for a change without hunks)."""
+    out = apply_patch(tree, patch_of(diff))
+    assert out.status == status
+    assert [(h.file, h.number, h.status, h.applied, h.line, h.message) for h in out.hunks] == hunks
+    assert out.message == (
+        "every hunk is already in the tree" + ("; its mode changes cannot be checked in memory"
+                                               if any(h[5].startswith("mode ") for h in hunks) else "")
+        if status == "already-applied"
+        else "; ".join(f"hunk {h[1]} ({h[0]}): failed - {h[5]}" for h in hunks) if status == "failed" else "")
+
+
 @needs_patch
 def test_form_feeds_and_other_unicode_breaks_are_part_of_a_line(tmp_path):
     before = "a = 1\n\x0c\nb = 2\x1c\nc = 3\u2028d\ne = 4\r5\nf = 6\n".encode()
