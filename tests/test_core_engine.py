@@ -590,14 +590,31 @@ def test_a_whole_file_hunk_on_a_file_that_is_more_than_that_names_where_each_too
         assert git_rc == 0 and git[F] == patched + body.encode()  # start-anchored: the first copy
         assert message.startswith("ambiguous: ") and "the tools disagree on the place" in message
         assert "GNU patch at line 9" in message and "git apply at line 1" in message
+        assert (message, out.hunks[0].candidates) == (
+            "ambiguous: the context matches at 2 places and the tools disagree on the place (GNU patch at line 9, "
+            "anchored at the end of the file, having less trailing context than leading; git apply at line 1, "
+            f"anchored at the start of the file, its old side beginning at line 1){WHOLE}: refused; regenerate the "
+            "patch on this file", (1, 9))
     elif shape == "more-after":
         assert gnu_rc != 0 and git_rc == 0 and git[F].startswith(patched)
         assert "matches at line 1, where git apply places it (anchored at the start" in message
         assert "GNU patch refuses it: for GNU patch it must land at the end of the file" in message
+        assert (message, out.hunks[0].candidates) == (
+            "the context matches at line 1, where git apply places it (anchored at the start of the file, its old "
+            "side beginning at line 1); GNU patch refuses it: for GNU patch it must land at the end of the file, "
+            f"having less trailing context than leading{WHOLE}. {DISAGREE}", (1,))
     else:
         assert gnu_rc == 0 and git_rc != 0 and gnu[F].endswith(patched)
         assert "matches at line 2, where GNU patch places it (anchored at the end" in message
         assert "git apply refuses it: for git apply it must land at the start of the file" in message
+        assert (message, out.hunks[0].candidates) == (
+            "the context matches at line 2, where GNU patch places it (anchored at the end of the file, having less "
+            "trailing context than leading); git apply refuses it: for git apply it must land at the start of the "
+            f"file, its old side beginning at line 1{WHOLE}. {DISAGREE}", (2,))
+
+
+WHOLE = "; its old side was the whole file, which this file is not"
+DISAGREE = "The tools disagree: refused; regenerate the patch on this file"
 
 
 @needs_patch
@@ -614,8 +631,9 @@ def test_a_hunk_at_line_1_that_gnu_patch_moves_and_git_apply_anchors_is_refused_
     out = apply_patch({F: tree}, patch_of(diff))
     message = out.hunks[0].message
     assert out.status == "failed" and out.hunks[0].status == "failed" and "fuzz" not in message
-    assert "matches at line 2, where GNU patch places it (offset 1); git apply refuses it: for git apply it " \
-           "must land at the start of the file, its old side beginning at line 1" in message
+    assert (message, out.hunks[0].candidates) == (
+        "the context matches at line 2, where GNU patch places it (offset 1); git apply refuses it: for git apply it "
+        f"must land at the start of the file, its old side beginning at line 1. {DISAGREE}", (2,))
     gnu_rc, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
     git_rc, _, _ = git_apply(tmp_path, {F: tree}, diff)
     assert gnu_rc == 0 and git_rc != 0
