@@ -412,6 +412,55 @@ def test_file_level_verdicts_say_file_hunk_status_line_and_why(diff, tree, statu
         else "; ".join(f"hunk {h[1]} ({h[0]}): failed - {h[5]}" for h in hunks) if status == "failed" else "")
 
 
+_U0 = f"diff --git a/{F} b/{F}\n--- a/{F}\n+++ b/{F}\n"
+_EIGHT = "".join(f"l{i}\n" for i in range(1, 9))
+_JOIN = "the file does not end with a newline: the insertion would join two lines"
+_TWICE = ("the lines this context-free hunk inserts already stand at line 3: cannot tell a re-application from a "
+          "coincidence")
+_MIXED = ("the lines this context-free hunk inserts end in CRLF where the file's end in LF, or the reverse: refused "
+          "rather than written with mixed line endings")
+_WHERE = "is outside the file or before the previous hunk"
+
+
+@needs_patch
+@pytest.mark.parametrize(("hunks", "tree", "after", "verdicts"), [
+    ("@@ -0,0 +1 @@\n+top\n@@ -4,0 +6 @@\n+mid\n", _EIGHT, "top\nl1\nl2\nl3\nl4\nmid\nl5\nl6\nl7\nl8\n",
+     [("exact", 1, ""), ("exact", 5, "")]),
+    ("@@ -2,0 +3 @@\n+two\n@@ -8,0 +10 @@\n+end\n", _EIGHT, "l1\nl2\ntwo\nl3\nl4\nl5\nl6\nl7\nl8\nend\n",
+     [("exact", 3, ""), ("exact", 9, "")]),
+    ("@@ -1,0 +2,3 @@\n+a\n+b\n+c\n@@ -4,0 +8 @@\n+l3\n", _EIGHT, "l1\na\nb\nc\nl2\nl3\nl4\nl3\nl5\nl6\nl7\nl8\n",
+     [("exact", 2, ""), ("exact", 5, "")]),
+    ("@@ -2,0 +3 @@\n+two\n@@ -8,0 +10 @@\n+end\n", _EIGHT.rstrip("\n"), None,
+     [("exact", 3, ""), ("failed", 9, _JOIN)]),
+    ("@@ -2,0 +3 @@\n+l3\n@@ -6,0 +8 @@\n+x\n", _EIGHT, None, [("failed", 3, _TWICE), ("exact", 7, "")]),
+    ("@@ -2,0 +3 @@\n+two\r\n@@ -6,0 +8 @@\n+x\r\n", _EIGHT, None, [("failed", 3, _MIXED), ("failed", 7, _MIXED)]),
+    ("@@ -2,0 +3 @@\n+two\n@@ -20,0 +22 @@\n+x\n", _EIGHT, None,
+     [("exact", 3, ""), ("failed", 21, f"the insertion point (line 20) {_WHERE}")]),
+    ("@@ -5,0 +6 @@\n+two\n@@ -3,0 +5 @@\n+x\n", _EIGHT, None,
+     [("exact", 6, ""), ("failed", 4, f"the insertion point (line 3) {_WHERE}")]),
+    ("@@ -0,0 +1 @@\n+top\n", _EIGHT, None, [("failed", 1, "this context-free hunk at line 0 says the file was empty, "
+                                             "and it must land at the start of an empty file; this file has lines "
+                                             "(git apply refuses it too; regenerate the patch with context)")]),
+], ids=["top-and-middle", "end", "shifted", "no-final-newline", "there-already", "crlf", "outside",
+        "before-the-previous", "whole-file"])
+def test_context_free_hunks_land_by_their_header_and_refuse_by_name(tmp_path, hunks, tree, after, verdicts):
+    """-U0 hunks: placed where their header says (at the start for line 0, after the last line at the end),
+    as GNU patch and git apply --unidiff-zero place them; refused, saying why, where the result would join
+    lines, could be a re-application, would mix line endings, or lies outside the file or before the previous
+    hunk."""
+    diff = _U0 + hunks
+    out = apply_patch({F: tree.encode()}, patch_of(diff))
+    assert [(h.status, h.line, h.message) for h in out.hunks] == verdicts
+    if after is None:
+        assert out.status == "failed" and out.files == {}
+        return
+    assert out.files == {F: after.encode()}
+    rc, log, gnu = gnu_patch(tmp_path, {F: tree.encode()}, diff, "-F0")
+    assert rc == 0 and gnu[F] == after.encode(), log
+    rc, log, git = git_apply(tmp_path, {F: tree.encode()}, diff, "--unidiff-zero")
+    assert rc == 0 and git[F] == after.encode(), log
+
+
 @needs_patch
 def test_form_feeds_and_other_unicode_breaks_are_part_of_a_line(tmp_path):
     before = "a = 1\n\x0c\nb = 2\x1c\nc = 3\u2028d\ne = 4\r5\nf = 6\n".encode()
