@@ -705,3 +705,17 @@ def test_a_lone_context_free_hunk_at_line_1_on_a_longer_file_says_what_each_tool
     assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[2][F] == b"patched = 1\nimport x\n"
     assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[2][F] == b"patched = 1\nimport x\n"
     assert git_apply(tmp_path, {F: tree}, diff)[0] != 0
+
+
+@pytest.mark.parametrize(("tree", "status", "verdicts"), [
+    (_EIGHT, "applies", [("exact", 3, ""), ("exact", 6, "")]),
+    (_EIGHT.replace("l3\n", "x3\n").replace("l6\n", "x6\n"), "already-applied",
+     [("already-applied", 3, ""), ("already-applied", 6, "")]),
+    # x6 stands one line below where the header puts it: a -U0 hunk is already applied only at its place
+    (_EIGHT.replace("l3\n", "l3\nx3\n").replace("l6\n", "x6\n"), "failed",
+     [("exact", 3, ""), ("failed", 6, "context not found")]),
+], ids=["applies", "already-applied", "elsewhere"])
+def test_a_context_free_replacement_is_already_applied_only_at_its_place(tree, status, verdicts):
+    diff = _U0 + "@@ -3 +3 @@\n-l3\n+x3\n@@ -6 +6 @@\n-l6\n+x6\n"
+    out = apply_patch({F: tree.encode()}, patch_of(diff))
+    assert out.status == status and [(h.status, h.line, h.message) for h in out.hunks] == verdicts
