@@ -719,3 +719,18 @@ def test_a_context_free_replacement_is_already_applied_only_at_its_place(tree, s
     diff = _U0 + "@@ -3 +3 @@\n-l3\n+x3\n@@ -6 +6 @@\n-l6\n+x6\n"
     out = apply_patch({F: tree.encode()}, patch_of(diff))
     assert out.status == status and [(h.status, h.line, h.message) for h in out.hunks] == verdicts
+
+
+def test_a_failed_hunk_names_its_nearest_candidate_in_the_files_own_lines_and_shows_the_difference():
+    """After an earlier hunk added two lines, the candidate is still named by the file's line as it stood
+    (as `check` prints it); a byte that is not UTF-8 is shown, not dropped."""
+    after = BASE.replace("line 5\n", "line 5\nnew a\nnew b\n").replace("line 30\n", "line 30 fixed\n")
+    tree = BASE.replace("line 29\n", "line 29 \xe9\n").encode("latin-1")
+    first, second = apply_patch({F: tree}, patch_of(udiff(F, BASE, after))).hunks
+    assert (first.status, first.line) == ("exact", 3)
+    assert (second.status, second.line, second.message, second.candidates, second.differ) == (
+        "failed", 27, "context not found; nearest candidate at line 27", (27,),
+        ("--- patch expects", "+++ tree has", "@@ -2,3 +2,3 @@", " line 28", "-line 29", "+line 29 \udce9",
+         " line 30"))
+    shifted = apply_patch({F: b"x\n" * 5 + tree}, patch_of(udiff(F, BASE, after))).hunks[1]
+    assert (shifted.message, shifted.candidates) == ("context not found; nearest candidate at line 32", (32,))
