@@ -734,3 +734,36 @@ def test_a_failed_hunk_names_its_nearest_candidate_in_the_files_own_lines_and_sh
          " line 30"))
     shifted = apply_patch({F: b"x\n" * 5 + tree}, patch_of(udiff(F, BASE, after))).hunks[1]
     assert (shifted.message, shifted.candidates) == ("context not found; nearest candidate at line 32", (32,))
+
+
+_TWO_HUNKS = BASE.replace("line 5\n", "line 5\nnew a\nnew b\n").replace("line 30\n", "line 30 fixed\n")
+_FUZZ_REFUSED = ("matches only with fuzz {} at line {} (GNU patch would place it there); refused: allow fuzz for this "
+                 "patch in the manifest only if you checked that place")
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "diff", "needs", "line"), [
+    (BASE.replace("line 27\n", "line 27 changed\n"), udiff(F, BASE, _TWO_HUNKS), 1, 27),
+    (BASE.replace("line 28\n", "line 28 changed\n"), udiff(F, BASE, _TWO_HUNKS), 2, 27),
+    (BASE.replace("line 33\n", "line 33 changed\n"), udiff(F, BASE, _TWO_HUNKS), 1, 27),
+    (BASE.replace("line 27\n", "x\n").replace("line 33\n", "y\n"), udiff(F, BASE, _TWO_HUNKS), 1, 27),
+    ("x\n" * 5 + BASE.replace("line 27\n", "line 27 changed\n"), udiff(F, BASE, _TWO_HUNKS), 1, 32),
+    (BASE.replace("line 37\n", "line 37 changed\n"), udiff(F, BASE, BASE.replace("line 40\n", "line 40 fixed\n")), 1,
+     37),
+], ids=["first-line", "second-line", "last-line", "both-ends", "moved-down", "end-of-file"])
+def test_fuzz_is_refused_naming_what_it_needs_and_where_and_placed_as_gnu_patch_places_it_when_allowed(
+        tmp_path, tree, diff, needs, line):
+    """A context line altered near a hunk's edge: refused under max_fuzz below what it needs, saying how much
+    and where (in the file's own lines); allowed, placed where GNU patch -F places it, with its bytes."""
+    data = tree.encode()
+    for allowed in (0, 1, 2):
+        out = apply_patch({F: data}, patch_of(diff), max_fuzz=allowed)
+        hunk = out.hunks[-1]
+        if allowed < needs:
+            assert out.status == "failed" and (hunk.status, hunk.applied, hunk.line, hunk.fuzz, hunk.message) == (
+                "fuzz", False, line, needs, _FUZZ_REFUSED.format(needs, line))
+            continue
+        assert out.ok and (hunk.status, hunk.applied, hunk.line, hunk.fuzz, hunk.message) == (
+            "fuzz", True, line, needs, f"placed with fuzz {needs}")
+        rc, log, gnu = gnu_patch(tmp_path, {F: data}, diff, f"-F{allowed}")
+        assert rc == 0 and f"with fuzz {needs}" in log and gnu[F] == out.files[F], log
