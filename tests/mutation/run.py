@@ -101,13 +101,35 @@ def run_mutants(dest: Path, children: int, minutes: float, only: list[str]) -> t
             return 0, True
 
 
-def run_module(module: str, workdir: Path, children: int, minutes: float = 0, only: list[str] | None = None) -> dict:
+#: Every survivor's diff from one process (mutmut's own functions, as ``mutmut show`` uses them): a
+#: ``mutmut show`` per survivor costs a second each.
+DIFFS = """
+import json, sys
+from mutmut.__main__ import find_mutant
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+print(json.dumps({n: get_diff_for_mutant(n, path=find_mutant(n).path) for n in json.loads(sys.stdin.read())}))
+"""
+
+
+def diffs(names: list[str], cwd: Path) -> dict[str, str]:
+    cmd, env = mutmut_command(cwd=cwd)
+    done = subprocess.run([sys.executable, "-c", DIFFS], cwd=cwd, env=env, input=json.dumps(names),
+                          capture_output=True, text=True)
+    if done.returncode == 0:
+        return json.loads(done.stdout)
+    return {n: mutmut("show", n, cwd=cwd).stdout for n in names}  # mutmut's internals moved: one at a time
+
+
+def run_module(module: str, workdir: Path, children: int, minutes: float = 0, only: list[str] | None = None,
+               run: bool = True) -> dict:
     dest = workdir / module.replace("/", "_")
-    copy_tree(dest)
-    configure(dest, module)
-    (dest / "mutants").mkdir()  # before PYTHONPATH names it: a folder missing at start is never looked in
     t0 = time.monotonic()
-    code, stopped = run_mutants(dest, children, minutes, only or [])
+    code, stopped = 0, False
+    if run:
+        copy_tree(dest)
+        configure(dest, module)
+        (dest / "mutants").mkdir()  # before PYTHONPATH names it: a folder missing at start is never looked in
+        code, stopped = run_mutants(dest, children, minutes, only or [])
     seconds = time.monotonic() - t0
     if code != 0:
         tail = (dest / "mutmut-run.log").read_text(errors="replace")[-3000:]
@@ -119,13 +141,13 @@ def run_module(module: str, workdir: Path, children: int, minutes: float = 0, on
     counts: dict[str, int] = {}
     for fate in fates.values():
         counts[fate] = counts.get(fate, 0) + 1
-    survivors = []
-    for name, fate in sorted(fates.items(), key=lambda kv: _natural(kv[0])):
-        if fate not in KILLED | UNRUN:
-            diff = mutmut("show", name, cwd=dest).stdout
-            survivors.append({"name": name, "fate": fate,
-                              "diff": "\n".join(ln for ln in diff.splitlines() if ln.startswith(("-", "+", "@@"))
-                                                and not ln.startswith(("---", "+++")))})
+    living = [name for name, fate in sorted(fates.items(), key=lambda kv: _natural(kv[0]))
+              if fate not in KILLED | UNRUN]
+    shown = diffs(living, dest) if living else {}
+    survivors = [{"name": name, "fate": fates[name],
+                  "diff": "\n".join(ln for ln in shown.get(name, "").splitlines()
+                                    if ln.startswith(("-", "+", "@@")) and not ln.startswith(("---", "+++")))}
+                 for name in living]
     return {"module": module, "tests": MODULES[module], "mutants": len(fates), "counts": counts,
             "killed": sum(n for f, n in counts.items() if f in KILLED), "survivors": survivors,
             "not_run": sum(n for f, n in counts.items() if f in UNRUN), "stopped": stopped,
@@ -144,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--children", type=int, default=1, help="mutants tested side by side (default 1)")
     ap.add_argument("--minutes", type=float, default=0, help="stop each module's run after this long (0: never)")
     ap.add_argument("--results", help="also write the results here as JSON")
+    ap.add_argument("--report", action="store_true",
+                    help="do not run: report what the last run in WORKDIR left (after --minutes, or a Ctrl-C)")
     ap.add_argument("--only", action="append", default=[],
                     help="run only this mutant (a name as printed, or a glob; repeatable): to check survivors again")
     args = ap.parse_args(argv)
@@ -158,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         only = [n for n in args.only if n.startswith("patchset." + module.replace("/", ".") + ".")]
         if args.only and not only:
             continue
-        r = run_module(module, workdir, args.children, args.minutes, only)
+        r = run_module(module, workdir, args.children, args.minutes, only, run=not args.report)
         results.append(r)
         if "error" in r:
             print(r["error"], flush=True)
