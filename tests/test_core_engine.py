@@ -296,7 +296,16 @@ def test_a_drifted_pure_deletion_is_not_taken_for_already_applied():
         block.replace("    remove_me()\n", "")
     out = apply_patch({F: drifted.encode()}, patch_of(diff))
     assert out.status == "failed"  # was "already-applied": weak upstream evidence
-    assert "neither applied nor applicable" in out.hunks[0].message
+    assert (out.hunks[0].line, out.hunks[0].message) == (2, "the context around the removed lines is joined at line "
+                                                         "30 but the lines it removes still stand at line 5: neither "
+                                                         "applied nor applicable")
+    # after an earlier hunk that adds two lines, the joined place is still named by the file's own line
+    more = "top\n" * 10
+    diff = udiff(F, more + before, (more + before).replace("top\n", "top\nadded\nadded\n", 1).replace(
+        "    remove_me()\n", ""))
+    first, second = apply_patch({F: (more + drifted).encode()}, patch_of(diff)).hunks
+    assert (first.status, second.status, second.line) == ("exact", "failed", 12)
+    assert second.message.startswith("the context around the removed lines is joined at line 40 but")
 
 
 @needs_patch
