@@ -776,3 +776,16 @@ def test_fuzz_is_refused_naming_what_it_needs_and_where_and_placed_as_gnu_patch_
             "fuzz", True, line, needs, f"placed with fuzz {needs}")
         rc, log, gnu = gnu_patch(tmp_path, {F: data}, diff, f"-F{allowed}")
         assert rc == 0 and f"with fuzz {needs}" in log and gnu[F] == out.files[F], log
+
+
+@pytest.mark.parametrize(("top", "first", "second"), [
+    (0, ("failed", 3, "context not found; nearest candidate at line 3"), ("exact", 27, 0)),
+    (3, ("failed", 3, "context not found; nearest candidate at line 6"), ("offset", 30, 3)),
+], ids=["in-place", "moved-down"])
+def test_a_hunk_after_one_that_failed_is_placed_as_if_that_one_added_nothing(top, first, second):
+    """The first hunk (two lines added) fails: the lines it would have added are not there, so the next
+    hunk is looked for where the file has it, not two lines further down."""
+    after = BASE.replace("line 5\n", "line 5\nnew a\nnew b\n").replace("line 30\n", "line 30 fixed\n")
+    tree = ("x\n" * top + BASE).replace("line 4\n", "line 4 changed\n").replace("line 6\n", "line 6 changed\n")
+    one, two = apply_patch({F: tree.encode()}, patch_of(udiff(F, BASE, after))).hunks
+    assert ((one.status, one.line, one.message), (two.status, two.line, two.offset)) == (first, second)
