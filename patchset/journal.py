@@ -54,7 +54,9 @@ SCHEMA = 1
 REGULAR = stat.S_IFREG | 0o644
 # Test-only hook: "rename:N" SIGKILLs this process just before its N-th rename or deletion in the
 # tree (staged file, pyc, record, rollback): the crash harness uses it to stop apply at every step.
+# "committed" SIGKILLs it just after the commit point (the record in place, the journal not yet gone).
 KILL_ENV = "PATCHSET_TEST_KILL_AT"
+KILL_COMMITTED = "committed"
 _steps = itertools.count(1)
 
 
@@ -350,6 +352,7 @@ def commit(journal: Journal) -> None:
     _step()
     os.replace(journal.dir / "record.json", journal.root / journal.record)
     _fsync_dir(journal.package)
+    _step(KILL_COMMITTED)
     cleanup(journal)
 
 
@@ -609,8 +612,14 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-def _step() -> None:
-    """The test-only kill hook (see KILL_ENV); costs one environment lookup otherwise."""
+def _step(point: str = "") -> None:
+    """The test-only kill hook (see KILL_ENV) before a rename, or at a named ``point``; costs one environment
+    lookup otherwise."""
     spec = os.environ.get(KILL_ENV)
-    if spec and spec.startswith("rename:") and next(_steps) == int(spec[len("rename:"):]):
+    if not spec:
+        return
+    if point:
+        if spec == point:
+            os.kill(os.getpid(), signal.SIGKILL)
+    elif spec.startswith("rename:") and next(_steps) == int(spec[len("rename:"):]):
         os.kill(os.getpid(), signal.SIGKILL)

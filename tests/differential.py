@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import inspect
 import os
 import random
 import re
@@ -24,8 +25,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import types
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -244,6 +246,62 @@ def _line(prefix: bytes, line: bytes) -> bytes:
     return prefix + line if line.endswith(b"\n") else prefix + line + b"\n\\ No newline at end of file\n"
 
 
+# --- hand-written cases the generator never makes ------------------------------------------------
+
+
+def _hunk(first: int, changed: int, context: int = 3, word: str = "line") -> str:
+    """A -U``context`` hunk of ``lines()``-style text changing line ``changed``, its old side from ``first``."""
+    body = [f" {word} {i}\n" for i in range(changed - context, changed)] + [f"-{word} {changed}\n",
+                                                                            f"+{word} {changed}!\n"]
+    body += [f" {word} {i}\n" for i in range(changed + 1, changed + context + 1)]
+    n = 2 * context + 1
+    return f"@@ -{first},{n} +{first},{n} @@\n" + "".join(body)
+
+
+def misordered_cases() -> list[Case]:
+    """Two hunks of one file where the second's place lies before, or overlaps, the first's: difflib
+    never writes these, and GNU patch and git apply each take some of them.
+
+    * ``out-of-order``: the second hunk's old lines stand only before the first hunk. GNU patch
+      refuses ("misordered hunks"); git apply applies both.
+    * ``overlapping``: the second hunk's leading context is the first hunk's trailing context. GNU
+      patch applies both; git apply refuses.
+    * ``before-and-after``: the second hunk's old lines stand once before the first hunk and once
+      after it; GNU patch takes the later copy, git apply the earlier one.
+    """
+    head = "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n"
+    plain = "".join(f"line {i}\n" for i in range(1, 31)).encode()
+    block = [f"dup {c}\n" for c in "abcdefg"]
+    twice = [f"line {i}\n" for i in range(1, 71)]
+    twice[1:8] = block
+    twice[59:66] = block
+    dup = "@@ -25,7 +25,7 @@\n" + "".join(f" {b}" for b in block[:3]) + "-dup d\n+dup d!\n" + \
+        "".join(f" {b}" for b in block[4:])
+    shapes = [("out-of-order", plain, _hunk(17, 20) + _hunk(2, 5)),
+              ("overlapping", plain, _hunk(17, 20) + _hunk(21, 24)),
+              ("before-and-after", "".join(twice).encode(), _hunk(17, 20) + dup)]
+    return [Case(-1 - i, kind, "hand-written", "m.py", tree, (head + hunks).encode(), 3)
+            for i, (kind, tree, hunks) in enumerate(shapes)]
+
+
+def planted(module: types.ModuleType, *swaps: tuple[str, str]) -> types.ModuleType:
+    """A copy of ``module`` with each ``old`` text of its source replaced by ``new`` (each found exactly
+    once): a planted bug, to show that a check catches it. The module itself is left as it is."""
+    source = inspect.getsource(module)
+    for old, new in swaps:
+        assert source.count(old) == 1, f"not exactly once in {module.__name__}: {old!r}"
+        source = source.replace(old, new)
+    name = f"{module.__name__}_planted"
+    copy = types.ModuleType(name)
+    copy.__file__ = module.__file__
+    sys.modules[name] = copy  # dataclasses look their module up while the classes are made
+    try:
+        exec(compile(source, f"<{name}>", "exec"), copy.__dict__)  # noqa: S102 -- this repository's own source
+    finally:
+        del sys.modules[name]
+    return copy
+
+
 # --- running ------------------------------------------------------------------------------------
 
 GNU_HUNK = re.compile(r"^Hunk #(\d+) (succeeded|FAILED|ignored) at (\d+)(?: \(offset (-?\d+) lines?\))?", re.M)
@@ -278,15 +336,17 @@ def run_git(case: Case, work: Path, patch_file: Path) -> Verdict:
     return Verdict(r.returncode, log, result)
 
 
-def classify(case: Case, work: Path) -> tuple[str, str]:
-    """The case's class, and for a bad one what went wrong."""
+def classify(case: Case, work: Path,
+             apply_patch: Callable[..., engine.PatchOutcome] = engine.apply_patch) -> tuple[str, str]:
+    """The case's class, and for a bad one what went wrong. ``apply_patch``: the engine's, or a
+    :func:`planted` copy's (to show that the harness catches that bug)."""
     try:
         pf = parse_patch(case.patch, name="case.patch")
     except PatchsetError as e:
         ours = None
         why = str(e)
     else:
-        ours = engine.apply_patch({case.path: case.tree}, pf)
+        ours = apply_patch({case.path: case.tree}, pf)
         why = ours.message
     patch_file = work / "case.patch"
     work.mkdir(parents=True, exist_ok=True)
@@ -300,7 +360,7 @@ def classify(case: Case, work: Path) -> tuple[str, str]:
         if "CRLF" in why:
             return f"line endings refused ({'GNU patch' if gnu_ok else 'git apply'} applies)", ""
         return "BAD: patch refused where a tool applies it", why
-    hunk_level = _hunk_disagreement(ours, gnu)
+    hunk_level = _hunk_disagreement(ours, gnu, _endings_may_differ(case))
     if hunk_level:
         return hunk_level
     if ours.ok:
@@ -308,7 +368,7 @@ def classify(case: Case, work: Path) -> tuple[str, str]:
     if ours.status == "already-applied":
         return ("agree: already-applied (GNU says reversed)", "") if gnu.reversed else \
             ("already-applied told apart", "")
-    return _refused(ours, gnu, git, gnu_ok, git_ok)
+    return _refused(ours, gnu, git, gnu_ok, git_ok, _endings_may_differ(case))
 
 
 NAMED = ("ambiguous", "line endings are ignored", "mixed line endings", "must land at the",
@@ -320,8 +380,19 @@ NAMED = ("ambiguous", "line endings are ignored", "mixed line endings", "must la
 GNU_CRASH = "write error : Success"
 
 
-def _hunk_disagreement(ours: engine.PatchOutcome, gnu: Verdict) -> tuple[str, str] | None:
-    """Hunk by hunk against GNU patch, up to the first hunk the two treat differently."""
+def _endings_may_differ(case: Case) -> bool:
+    """Can line endings be why a hunk is refused? Only where the file or the patch has a CR, or a
+    last line without its newline: otherwise "line endings" is a wrong reason, hiding a looser search."""
+    return b"\r" in case.tree or b"\r" in case.patch or b"\n\\ No newline at end of file" in case.patch or \
+        bool(case.tree) and not case.tree.endswith(b"\n")
+
+
+ENDINGS = ("line endings are ignored", "mixed line endings")
+
+
+def _hunk_disagreement(ours: engine.PatchOutcome, gnu: Verdict, endings: bool = True) -> tuple[str, str] | None:
+    """Hunk by hunk against GNU patch, up to the first hunk the two treat differently. ``endings``: whether
+    line endings can be a reason here (:func:`_endings_may_differ`)."""
     if gnu.reversed:
         return None
     for h in ours.hunks:
@@ -335,7 +406,7 @@ def _hunk_disagreement(ours: engine.PatchOutcome, gnu: Verdict) -> tuple[str, st
             return "BAD: hunk placed elsewhere than GNU patch", what
         if not h.applied and theirs is not None:
             named = h.status in (engine.HunkStatus.ALREADY, engine.HunkStatus.FUZZ) or \
-                any(n in h.message for n in NAMED)
+                any(n in h.message for n in NAMED if endings or n not in ENDINGS)
             return None if named else ("BAD: hunk refused, no named reason, where GNU patch places it", what)
     return None
 
@@ -369,7 +440,7 @@ def _applies(case: Case, ours: engine.PatchOutcome, gnu: Verdict, git: Verdict, 
 
 
 def _refused(ours: engine.PatchOutcome, gnu: Verdict, git: Verdict, gnu_ok: bool,
-             git_ok: bool) -> tuple[str, str]:
+             git_ok: bool, endings: bool = True) -> tuple[str, str]:
     statuses = {h.status for h in ours.hunks}
     text = " ".join(h.message for h in ours.hunks) + " " + ours.message
     if "ambiguous" in text:
@@ -390,6 +461,8 @@ def _refused(ours: engine.PatchOutcome, gnu: Verdict, git: Verdict, gnu_ok: bool
         reason = "partial refused"
     else:
         reason = "context not found"
+    if reason == "line endings refused" and not endings and (gnu_ok or git_ok):
+        return "BAD: refused for line endings this case does not have, where a tool applies", text
     if not gnu_ok and not git_ok:
         return f"agree: refused ({reason})", ""
     if reason != "context not found":

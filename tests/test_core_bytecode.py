@@ -295,3 +295,32 @@ def test_an_applied_tree_whose_old_bytecode_came_back_is_not_reported_applied(tm
     assert loaded_code(source) == code_of(OLD.encode())
     with pytest.raises(PatchsetError, match=f"Python would run {pyc}"):
         apply_series(load_manifest(manifest), "0.29.0", root)
+
+
+def test_a_change_of_a_constant_alone_is_other_code():
+    """Many backports change only a constant: a stale pyc of ``n - 2`` is not the code of ``n - 1``, whatever
+    kind of constant it is, and neither is one whose line table also moved (the jump-resolved comparison)."""
+    source = b"def budget(n):\n    return n - 1\n"
+    for old in (b"n - 2", b"n - 1.0", b"n - True", b"n - (1,)", b"n - 'a'", b"n - b'a'", b"n - None"):
+        stale = source.replace(b"n - 1", old)
+        data = hash_pyc(stale, source)
+        same, why = bytecode.same_code(data, source, "x.py", 0)
+        assert (same, why) == (False, "its code differs from the source's (first in <module>.budget)"), old
+        moved = compile(stale, "x.py", "exec", dont_inherit=True).replace(co_firstlineno=9)
+        assert not bytecode.same_code(bytes(bootstrap._code_to_hash_pyc(moved, b"\0" * 8, True)), source, "x.py", 0)[0]
+    # a module-level constant and a string, as in a default or a message
+    assert not bytecode.same_code(hash_pyc(b"LIMIT = 4096\n", b""), b"LIMIT = 8192\n", "x.py", 0)[0]
+    assert not bytecode.same_code(hash_pyc(b"x = 'old'\n", b""), b"x = 'new'\n", "x.py", 0)[0]
+    assert not bytecode.same_code(hash_pyc(b"x = frozenset({1})\ny = 1 in {1}\n", b""),
+                                  b"x = frozenset({1})\ny = 1 in {2}\n", "x.py", 0)[0]
+
+
+def test_a_stale_pyc_whose_only_change_is_a_constant_is_what_python_runs_and_is_found(tmp_path):
+    source = module(tmp_path, b"def budget(n):\n    return n - 1\n")
+    write_pyc(pyc_path(source), hash_pyc(b"def budget(n):\n    return n - 2\n", source.read_bytes()))
+    namespace: dict = {}
+    exec(loaded_code(source), namespace)  # noqa: S102 -- the code the interpreter really loads for it
+    assert namespace["budget"](10) == 8  # the old constant runs
+    (finding,) = bytecode.inspect([str(source)])
+    assert (finding.verdict, finding.kind) == (bytecode.DIFFERS, "checked-hash")
+    assert finding.why.endswith("but its code differs from the source's (first in <module>.budget)")

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from differential import unified_diff
+from differential import misordered_cases, unified_diff
 from helpers import lines, patch_of, udiff
 
 from patchset.core.engine import apply_patch
@@ -296,7 +296,16 @@ def test_a_drifted_pure_deletion_is_not_taken_for_already_applied():
         block.replace("    remove_me()\n", "")
     out = apply_patch({F: drifted.encode()}, patch_of(diff))
     assert out.status == "failed"  # was "already-applied": weak upstream evidence
-    assert "neither applied nor applicable" in out.hunks[0].message
+    assert (out.hunks[0].line, out.hunks[0].message) == (2, "the context around the removed lines is joined at line "
+                                                         "30 but the lines it removes still stand at line 5: neither "
+                                                         "applied nor applicable")
+    # after an earlier hunk that adds two lines, the joined place is still named by the file's own line
+    more = "top\n" * 10
+    diff = udiff(F, more + before, (more + before).replace("top\n", "top\nadded\nadded\n", 1).replace(
+        "    remove_me()\n", ""))
+    first, second = apply_patch({F: (more + drifted).encode()}, patch_of(diff)).hunks
+    assert (first.status, second.status, second.line) == ("exact", "failed", 12)
+    assert second.message.startswith("the context around the removed lines is joined at line 40 but")
 
 
 @needs_patch
@@ -348,6 +357,117 @@ def test_a_new_executable_file_carries_its_mode():
         "@@ -0,0 +1 @@\n+echo hi\n"
     out = apply_patch({"pkg/run.sh": None}, patch_of(diff))
     assert out.files == {"pkg/run.sh": b"echo hi\n"} and out.modes == {"pkg/run.sh": 0o100755}
+
+
+_NEW = ("diff --git a/pkg/n.py b/pkg/n.py\nnew file mode 100644\n--- /dev/null\n+++ b/pkg/n.py\n"
+        "@@ -0,0 +1,2 @@\n+a\n+b\n")
+_EDIT = ("diff --git a/pkg/m.py b/pkg/m.py\n--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1,2 +1,2 @@\n k\n-x\n+y\n"
+         "@@ -5,2 +5,2 @@\n k\n-z\n+w\n")
+_GONE = ("diff --git a/pkg/g.py b/pkg/g.py\ndeleted file mode 100644\n--- a/pkg/g.py\n+++ /dev/null\n"
+         "@@ -1,2 +0,0 @@\n-bye\n-now\n")
+_REN = ("diff --git a/pkg/a.py b/pkg/b.py\nsimilarity index 80%\nrename from pkg/a.py\nrename to pkg/b.py\n"
+        "--- a/pkg/a.py\n+++ b/pkg/b.py\n@@ -1,2 +1,2 @@\n keep\n-me\n+you\n")
+_REN0 = "diff --git a/pkg/a.py b/pkg/b.py\nsimilarity index 100%\nrename from pkg/a.py\nrename to pkg/b.py\n"
+_MODE = "diff --git a/pkg/r.py b/pkg/r.py\nold mode 100644\nnew mode 100755\n"
+_CREATES = "the patch creates this file but it already exists"
+_MISSING = "the patch changes this file but it is not in the tree"
+_COPY_DIFFERS = "the patch copies pkg/a.py to pkg/b.py, which exists and differs"
+_A, _B = {"pkg/a.py": b"keep\nme\n"}, {"pkg/b.py": b"keep\nyou\n"}
+
+
+@pytest.mark.parametrize(("diff", "tree", "status", "hunks"), [
+    (_NEW, {"pkg/n.py": None}, "applies", [("pkg/n.py", 1, "exact", True, 1, "")]),
+    (_NEW, {"pkg/n.py": b"a\nb\n"}, "already-applied", [("pkg/n.py", 1, "already-applied", False, 1, "")]),
+    (_NEW, {"pkg/n.py": b"c\n"}, "failed", [("pkg/n.py", 1, "failed", False, None, _CREATES)]),
+    ("diff --git a/pkg/e.sh b/pkg/e.sh\nnew file mode 100755\n", {"pkg/e.sh": None}, "applies",
+     [("pkg/e.sh", 0, "exact", True, 1, "creates an empty file (mode 100755)")]),
+    ("diff --git a/pkg/e.py b/pkg/e.py\nnew file mode 100644\n", {"pkg/e.py": None}, "applies",
+     [("pkg/e.py", 0, "exact", True, 1, "creates an empty file (mode 100644)")]),
+    (_EDIT, {"pkg/m.py": None}, "failed", [("pkg/m.py", 1, "failed", False, None, _MISSING),
+                                           ("pkg/m.py", 2, "failed", False, None, _MISSING)]),
+    (_GONE, {"pkg/g.py": None}, "already-applied",
+     [("pkg/g.py", 1, "already-applied", False, 1, "the file is gone already")]),
+    ("diff --git a/pkg/z.py b/pkg/z.py\ndeleted file mode 100644\n", {"pkg/z.py": b""}, "applies",
+     [("pkg/z.py", 0, "exact", True, None, "deletes the (empty) file")]),
+    (_REN, {**_A, **_B}, "failed",
+     [("pkg/b.py", 1, "failed", False, None, "the patch renames pkg/a.py onto a file that exists")]),
+    (_REN, {"pkg/a.py": None, **_B}, "already-applied", [("pkg/b.py", 1, "already-applied", False, 1, "")]),
+    (_REN0, {"pkg/a.py": None, "pkg/b.py": b"q\n"}, "already-applied",
+     [("pkg/b.py", 0, "already-applied", False, 1, "renames pkg/a.py: done already")]),
+    (_REN0, {"pkg/a.py": b"q\n", "pkg/b.py": None}, "applies",
+     [("pkg/b.py", 0, "exact", True, None, "renamed from pkg/a.py")]),
+    (_REN.replace("rename", "copy"), {**_A, "pkg/b.py": b"other\n"}, "failed",
+     [("pkg/b.py", 1, "failed", False, None, _COPY_DIFFERS)]),
+    (_REN0.replace("rename", "copy"), {"pkg/a.py": b"q\n", "pkg/b.py": b"q\n"}, "already-applied",
+     [("pkg/b.py", 0, "already-applied", False, 1, "copies pkg/a.py: done already")]),
+    (_REN0.replace("rename", "copy"), {"pkg/a.py": b"q\n", "pkg/b.py": b"r\n"}, "failed",
+     [("pkg/b.py", 0, "failed", False, None, _COPY_DIFFERS)]),
+    (_REN0.replace("rename", "copy"), {"pkg/a.py": b"q\n", "pkg/b.py": None}, "applies",
+     [("pkg/b.py", 0, "exact", True, None, "copied from pkg/a.py")]),
+    (_MODE, {"pkg/r.py": b"x\n"}, "applies", [("pkg/r.py", 0, "exact", True, None, "mode 100644 -> 100755")]),
+    (_MODE + "--- a/pkg/r.py\n+++ b/pkg/r.py\n@@ -1 +1 @@\n-x\n+y\n", {"pkg/r.py": b"y\n"}, "already-applied",
+     [("pkg/r.py", 1, "already-applied", False, 1, ""), ("pkg/r.py", 0, "exact", True, None, "mode 100644 -> 100755")]),
+])
+def test_file_level_verdicts_say_file_hunk_status_line_and_why(diff, tree, status, hunks):
+    """Creation, deletion, rename, copy and mode changes: every field of every result, as `check` prints
+    them (a hunk-0 result for a change without hunks)."""
+    out = apply_patch(tree, patch_of(diff))
+    assert out.status == status
+    assert [(h.file, h.number, h.status, h.applied, h.line, h.message) for h in out.hunks] == hunks
+    assert out.message == (
+        "every hunk is already in the tree" + ("; its mode changes cannot be checked in memory"
+                                               if any(h[5].startswith("mode ") for h in hunks) else "")
+        if status == "already-applied"
+        else "; ".join(f"hunk {h[1]} ({h[0]}): failed - {h[5]}" for h in hunks) if status == "failed" else "")
+
+
+_U0 = f"diff --git a/{F} b/{F}\n--- a/{F}\n+++ b/{F}\n"
+_EIGHT = "".join(f"l{i}\n" for i in range(1, 9))
+_JOIN = "the file does not end with a newline: the insertion would join two lines"
+_TWICE = ("the lines this context-free hunk inserts already stand at line 3: cannot tell a re-application from a "
+          "coincidence")
+_MIXED = ("the lines this context-free hunk inserts end in CRLF where the file's end in LF, or the reverse: refused "
+          "rather than written with mixed line endings")
+_WHERE = "is outside the file or before the previous hunk"
+
+
+@needs_patch
+@pytest.mark.parametrize(("hunks", "tree", "after", "verdicts"), [
+    ("@@ -0,0 +1 @@\n+top\n@@ -4,0 +6 @@\n+mid\n", _EIGHT, "top\nl1\nl2\nl3\nl4\nmid\nl5\nl6\nl7\nl8\n",
+     [("exact", 1, ""), ("exact", 5, "")]),
+    ("@@ -2,0 +3 @@\n+two\n@@ -8,0 +10 @@\n+end\n", _EIGHT, "l1\nl2\ntwo\nl3\nl4\nl5\nl6\nl7\nl8\nend\n",
+     [("exact", 3, ""), ("exact", 9, "")]),
+    ("@@ -1,0 +2,3 @@\n+a\n+b\n+c\n@@ -4,0 +8 @@\n+l3\n", _EIGHT, "l1\na\nb\nc\nl2\nl3\nl4\nl3\nl5\nl6\nl7\nl8\n",
+     [("exact", 2, ""), ("exact", 5, "")]),
+    ("@@ -2,0 +3 @@\n+two\n@@ -8,0 +10 @@\n+end\n", _EIGHT.rstrip("\n"), None,
+     [("exact", 3, ""), ("failed", 9, _JOIN)]),
+    ("@@ -2,0 +3 @@\n+l3\n@@ -6,0 +8 @@\n+x\n", _EIGHT, None, [("failed", 3, _TWICE), ("exact", 7, "")]),
+    ("@@ -2,0 +3 @@\n+two\r\n@@ -6,0 +8 @@\n+x\r\n", _EIGHT, None, [("failed", 3, _MIXED), ("failed", 7, _MIXED)]),
+    ("@@ -2,0 +3 @@\n+two\n@@ -20,0 +22 @@\n+x\n", _EIGHT, None,
+     [("exact", 3, ""), ("failed", 21, f"the insertion point (line 20) {_WHERE}")]),
+    ("@@ -5,0 +6 @@\n+two\n@@ -3,0 +5 @@\n+x\n", _EIGHT, None,
+     [("exact", 6, ""), ("failed", 4, f"the insertion point (line 3) {_WHERE}")]),
+    ("@@ -0,0 +1 @@\n+top\n", _EIGHT, None, [("failed", 1, "this context-free hunk at line 0 says the file was empty, "
+                                             "and it must land at the start of an empty file; this file has lines "
+                                             "(git apply refuses it too; regenerate the patch with context)")]),
+], ids=["top-and-middle", "end", "shifted", "no-final-newline", "there-already", "crlf", "outside",
+        "before-the-previous", "whole-file"])
+def test_context_free_hunks_land_by_their_header_and_refuse_by_name(tmp_path, hunks, tree, after, verdicts):
+    """-U0 hunks: placed where their header says (at the start for line 0, after the last line at the end),
+    as GNU patch and git apply --unidiff-zero place them; refused, saying why, where the result would join
+    lines, could be a re-application, would mix line endings, or lies outside the file or before the previous
+    hunk."""
+    diff = _U0 + hunks
+    out = apply_patch({F: tree.encode()}, patch_of(diff))
+    assert [(h.status, h.line, h.message) for h in out.hunks] == verdicts
+    if after is None:
+        assert out.status == "failed" and out.files == {}
+        return
+    assert out.files == {F: after.encode()}
+    rc, log, gnu = gnu_patch(tmp_path, {F: tree.encode()}, diff, "-F0")
+    assert rc == 0 and gnu[F] == after.encode(), log
+    rc, log, git = git_apply(tmp_path, {F: tree.encode()}, diff, "--unidiff-zero")
+    assert rc == 0 and git[F] == after.encode(), log
 
 
 @needs_patch
@@ -411,6 +531,37 @@ def test_where_gnu_patch_and_git_apply_would_place_a_hunk_differently_it_is_refu
     _, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
     _, _, git = git_apply(tmp_path, {F: tree}, diff)
     assert gnu[F].endswith(b"g\nX\nh\n") and git[F].startswith(b"a\nb\nc\nd\ne\nf\ng\nX\n")
+
+
+@needs_patch
+def test_hunks_out_of_order_or_overlapping_are_refused_by_name_where_the_tools_part(tmp_path):
+    """A later hunk whose place lies before, or overlaps, the previous hunk's: GNU patch -F0 and git apply
+    do not agree on any of these (each takes some), so the engine refuses each, saying why. An engine that
+    looks for a hunk only after the previous one would take the third and misname the first two."""
+    cases = {c.kind: c for c in misordered_cases()}
+    verdicts = {}
+    for kind, case in cases.items():
+        diff = case.patch.decode()
+        gnu_rc, gnu_log, gnu = gnu_patch(tmp_path, {"m.py": case.tree}, diff, "-F0", "-N")
+        git_rc, _, git = git_apply(tmp_path, {"m.py": case.tree}, diff)
+        out = apply_patch({"m.py": case.tree}, patch_of(diff))
+        assert out.status == "failed" and out.files == {}
+        first, second = out.hunks
+        assert (first.status, first.line, first.applied) == ("exact", 17, True)
+        verdicts[kind] = (gnu_rc, git_rc, second.status, second.line, second.message, second.candidates)
+        if kind == "out-of-order":
+            assert "misordered hunks" in gnu_log
+        if kind == "before-and-after":  # each tool edits another copy of the block
+            assert "Hunk #2 succeeded at 60 (offset 35 lines)" in gnu_log
+            assert [ln for ln in gnu["m.py"].splitlines() if ln.endswith(b"!")] == [b"line 20!", b"dup d!"]
+            assert [ln for ln in git["m.py"].splitlines() if ln.endswith(b"!")] == [b"dup d!", b"line 20!"]
+    overlap = "before the end of the previous hunk: the hunks are out of order or overlap"
+    assert verdicts == {
+        "out-of-order": (1, 0, "failed", 2, f"the context matches only at line 2, {overlap}", ()),
+        "overlapping": (0, 1, "failed", 21, f"the context matches only at line 21, {overlap}", ()),
+        "before-and-after": (0, 0, "failed", 25, "ambiguous: the context matches at 2 places (lines 2, 60), "
+                             "none at the stated line", (2, 60)),
+    }
 
 
 def test_the_fast_scans_find_what_comparing_every_window_finds():
@@ -497,14 +648,31 @@ def test_a_whole_file_hunk_on_a_file_that_is_more_than_that_names_where_each_too
         assert git_rc == 0 and git[F] == patched + body.encode()  # start-anchored: the first copy
         assert message.startswith("ambiguous: ") and "the tools disagree on the place" in message
         assert "GNU patch at line 9" in message and "git apply at line 1" in message
+        assert (message, out.hunks[0].candidates) == (
+            "ambiguous: the context matches at 2 places and the tools disagree on the place (GNU patch at line 9, "
+            "anchored at the end of the file, having less trailing context than leading; git apply at line 1, "
+            f"anchored at the start of the file, its old side beginning at line 1){WHOLE}: refused; regenerate the "
+            "patch on this file", (1, 9))
     elif shape == "more-after":
         assert gnu_rc != 0 and git_rc == 0 and git[F].startswith(patched)
         assert "matches at line 1, where git apply places it (anchored at the start" in message
         assert "GNU patch refuses it: for GNU patch it must land at the end of the file" in message
+        assert (message, out.hunks[0].candidates) == (
+            "the context matches at line 1, where git apply places it (anchored at the start of the file, its old "
+            "side beginning at line 1); GNU patch refuses it: for GNU patch it must land at the end of the file, "
+            f"having less trailing context than leading{WHOLE}. {DISAGREE}", (1,))
     else:
         assert gnu_rc == 0 and git_rc != 0 and gnu[F].endswith(patched)
         assert "matches at line 2, where GNU patch places it (anchored at the end" in message
         assert "git apply refuses it: for git apply it must land at the start of the file" in message
+        assert (message, out.hunks[0].candidates) == (
+            "the context matches at line 2, where GNU patch places it (anchored at the end of the file, having less "
+            "trailing context than leading); git apply refuses it: for git apply it must land at the start of the "
+            f"file, its old side beginning at line 1{WHOLE}. {DISAGREE}", (2,))
+
+
+WHOLE = "; its old side was the whole file, which this file is not"
+DISAGREE = "The tools disagree: refused; regenerate the patch on this file"
 
 
 @needs_patch
@@ -521,8 +689,9 @@ def test_a_hunk_at_line_1_that_gnu_patch_moves_and_git_apply_anchors_is_refused_
     out = apply_patch({F: tree}, patch_of(diff))
     message = out.hunks[0].message
     assert out.status == "failed" and out.hunks[0].status == "failed" and "fuzz" not in message
-    assert "matches at line 2, where GNU patch places it (offset 1); git apply refuses it: for git apply it " \
-           "must land at the start of the file, its old side beginning at line 1" in message
+    assert (message, out.hunks[0].candidates) == (
+        "the context matches at line 2, where GNU patch places it (offset 1); git apply refuses it: for git apply it "
+        f"must land at the start of the file, its old side beginning at line 1. {DISAGREE}", (2,))
     gnu_rc, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
     git_rc, _, _ = git_apply(tmp_path, {F: tree}, diff)
     assert gnu_rc == 0 and git_rc != 0
@@ -573,3 +742,78 @@ def test_a_hunk_both_readings_fit_is_refused_as_ambiguous(tmp_path):
     assert apply_patch(tree, patch_of(diff)).status == "already-applied"
     rc, log, _ = gnu_patch(tmp_path, tree, diff, "-F0", "-N")
     assert "Reversed (or previously applied) patch detected" in log
+
+
+@pytest.mark.parametrize(("tree", "status", "verdicts"), [
+    (_EIGHT, "applies", [("exact", 3, ""), ("exact", 6, "")]),
+    (_EIGHT.replace("l3\n", "x3\n").replace("l6\n", "x6\n"), "already-applied",
+     [("already-applied", 3, ""), ("already-applied", 6, "")]),
+    # x6 stands one line below where the header puts it: a -U0 hunk is already applied only at its place
+    (_EIGHT.replace("l3\n", "l3\nx3\n").replace("l6\n", "x6\n"), "failed",
+     [("exact", 3, ""), ("failed", 6, "context not found")]),
+], ids=["applies", "already-applied", "elsewhere"])
+def test_a_context_free_replacement_is_already_applied_only_at_its_place(tree, status, verdicts):
+    diff = _U0 + "@@ -3 +3 @@\n-l3\n+x3\n@@ -6 +6 @@\n-l6\n+x6\n"
+    out = apply_patch({F: tree.encode()}, patch_of(diff))
+    assert out.status == status and [(h.status, h.line, h.message) for h in out.hunks] == verdicts
+
+
+def test_a_failed_hunk_names_its_nearest_candidate_in_the_files_own_lines_and_shows_the_difference():
+    """After an earlier hunk added two lines, the candidate is still named by the file's line as it stood
+    (as `check` prints it); a byte that is not UTF-8 is shown, not dropped."""
+    after = BASE.replace("line 5\n", "line 5\nnew a\nnew b\n").replace("line 30\n", "line 30 fixed\n")
+    tree = BASE.replace("line 29\n", "line 29 \xe9\n").encode("latin-1")
+    first, second = apply_patch({F: tree}, patch_of(udiff(F, BASE, after))).hunks
+    assert (first.status, first.line) == ("exact", 3)
+    assert (second.status, second.line, second.message, second.candidates, second.differ) == (
+        "failed", 27, "context not found; nearest candidate at line 27", (27,),
+        ("--- patch expects", "+++ tree has", "@@ -2,3 +2,3 @@", " line 28", "-line 29", "+line 29 \udce9",
+         " line 30"))
+    shifted = apply_patch({F: b"x\n" * 5 + tree}, patch_of(udiff(F, BASE, after))).hunks[1]
+    assert (shifted.message, shifted.candidates) == ("context not found; nearest candidate at line 32", (32,))
+
+
+_TWO_HUNKS = BASE.replace("line 5\n", "line 5\nnew a\nnew b\n").replace("line 30\n", "line 30 fixed\n")
+_FUZZ_REFUSED = ("matches only with fuzz {} at line {} (GNU patch would place it there); refused: allow fuzz for this "
+                 "patch in the manifest only if you checked that place")
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "diff", "needs", "line"), [
+    (BASE.replace("line 27\n", "line 27 changed\n"), udiff(F, BASE, _TWO_HUNKS), 1, 27),
+    (BASE.replace("line 28\n", "line 28 changed\n"), udiff(F, BASE, _TWO_HUNKS), 2, 27),
+    (BASE.replace("line 33\n", "line 33 changed\n"), udiff(F, BASE, _TWO_HUNKS), 1, 27),
+    (BASE.replace("line 27\n", "x\n").replace("line 33\n", "y\n"), udiff(F, BASE, _TWO_HUNKS), 1, 27),
+    ("x\n" * 5 + BASE.replace("line 27\n", "line 27 changed\n"), udiff(F, BASE, _TWO_HUNKS), 1, 32),
+    (BASE.replace("line 37\n", "line 37 changed\n"), udiff(F, BASE, BASE.replace("line 40\n", "line 40 fixed\n")), 1,
+     37),
+], ids=["first-line", "second-line", "last-line", "both-ends", "moved-down", "end-of-file"])
+def test_fuzz_is_refused_naming_what_it_needs_and_where_and_placed_as_gnu_patch_places_it_when_allowed(
+        tmp_path, tree, diff, needs, line):
+    """A context line altered near a hunk's edge: refused under max_fuzz below what it needs, saying how much
+    and where (in the file's own lines); allowed, placed where GNU patch -F places it, with its bytes."""
+    data = tree.encode()
+    for allowed in (0, 1, 2):
+        out = apply_patch({F: data}, patch_of(diff), max_fuzz=allowed)
+        hunk = out.hunks[-1]
+        if allowed < needs:
+            assert out.status == "failed" and (hunk.status, hunk.applied, hunk.line, hunk.fuzz, hunk.message) == (
+                "fuzz", False, line, needs, _FUZZ_REFUSED.format(needs, line))
+            continue
+        assert out.ok and (hunk.status, hunk.applied, hunk.line, hunk.fuzz, hunk.message) == (
+            "fuzz", True, line, needs, f"placed with fuzz {needs}")
+        rc, log, gnu = gnu_patch(tmp_path, {F: data}, diff, f"-F{allowed}")
+        assert rc == 0 and f"with fuzz {needs}" in log and gnu[F] == out.files[F], log
+
+
+@pytest.mark.parametrize(("top", "first", "second"), [
+    (0, ("failed", 3, "context not found; nearest candidate at line 3"), ("exact", 27, 0)),
+    (3, ("failed", 3, "context not found; nearest candidate at line 6"), ("offset", 30, 3)),
+], ids=["in-place", "moved-down"])
+def test_a_hunk_after_one_that_failed_is_placed_as_if_that_one_added_nothing(top, first, second):
+    """The first hunk (two lines added) fails: the lines it would have added are not there, so the next
+    hunk is looked for where the file has it, not two lines further down."""
+    after = BASE.replace("line 5\n", "line 5\nnew a\nnew b\n").replace("line 30\n", "line 30 fixed\n")
+    tree = ("x\n" * top + BASE).replace("line 4\n", "line 4 changed\n").replace("line 6\n", "line 6 changed\n")
+    one, two = apply_patch({F: tree.encode()}, patch_of(udiff(F, BASE, after))).hunks
+    assert ((one.status, one.line, one.message), (two.status, two.line, two.offset)) == (first, second)

@@ -5,8 +5,11 @@ exists, every relative link leads to a file, and the README stays a user's READM
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -116,6 +119,21 @@ def test_relative_links_lead_to_files(page):
         if "://" in target:
             continue
         assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: a link to {target} leads nowhere"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_test_fails_rather_than_skips_where_the_docker_engine_is_missing_unless_asked():
+    """`make test` (the README's command, and CI's) runs the suite under PATCHSET_REQUIRE_DOCKER=1."""
+    env = {k: v for k, v in os.environ.items() if k != "PATCHSET_REQUIRE_DOCKER" and not k.startswith("MAKE")}
+
+    def suite(*args: str, **extra: str) -> list[str]:
+        done = subprocess.run(["make", "-n", "test", *args], cwd=ROOT, env={**env, **extra}, capture_output=True,
+                              text=True, check=True)
+        return [ln.split()[0] for ln in done.stdout.splitlines() if " -m pytest" in ln]
+
+    assert suite() == ["PATCHSET_REQUIRE_DOCKER=1"]
+    assert suite("PATCHSET_REQUIRE_DOCKER=0") == ["PATCHSET_REQUIRE_DOCKER=0"]
+    assert suite(PATCHSET_REQUIRE_DOCKER="0") == ["PATCHSET_REQUIRE_DOCKER=0"]
 
 
 def test_the_readme_is_a_users_readme():

@@ -2,8 +2,9 @@
 
 A forked child runs the real ``apply_series`` (5 patches over 10 files: edits, a new file in a new
 folder, the deletion of a folder's only module, a test file) on a fresh copy of a byte-compiled tree and
-is killed with SIGKILL,
-either after a seeded random delay or by the test-only hook ``PATCHSET_TEST_KILL_AT=rename:N``.
+is killed with SIGKILL, either after a seeded random delay or by the test-only hook
+``PATCHSET_TEST_KILL_AT=rename:N`` (or ``=committed``: just after the commit point, where no rename comes
+before the journal goes).
 After each kill, at most one recovery run must leave the tree pristine or fully patched, no
 temporary file, and bytecode that validates against its source; a plain rerun of apply must then
 succeed (never exit 2 asking for a manual restore).
@@ -31,7 +32,7 @@ import pytest
 from helpers import udiff, write_manifest, write_patch
 
 from patchset.core.manifest_load import load_manifest
-from patchset.journal import KILL_ENV
+from patchset.journal import KILL_COMMITTED, KILL_ENV
 from patchset.verbs.apply import apply_series, recover_tree
 
 RECORD = "vllm/.patchset-provenance.json"
@@ -127,15 +128,16 @@ def stale_bytecode(root: Path) -> list[str]:
     return bad
 
 
-def run_child(root: Path, manifest: Path, *, kill_at: int | None = None, delay: float | None = None,
+def run_child(root: Path, manifest: Path, *, kill_at: int | str | None = None, delay: float | None = None,
               recover: bool = False) -> int:
-    """Fork; the child applies (or recovers) and is killed by the hook or after ``delay``. Its wait status."""
+    """Fork; the child applies (or recovers) and is killed by the hook (before the ``kill_at``-th rename, or
+    at the point it names) or after ``delay``. Its wait status."""
     pid = os.fork()
     if pid == 0:  # the child: never return into pytest
         code = 3
         try:
             if kill_at is not None:
-                os.environ[KILL_ENV] = f"rename:{kill_at}"
+                os.environ[KILL_ENV] = f"rename:{kill_at}" if isinstance(kill_at, int) else kill_at
             if recover:
                 recover_tree(root)
             else:
@@ -175,6 +177,7 @@ class Expect:
         recover_tree(root)
         state = sources(root)
         assert state in (self.pristine, self.patched), _diff(state, self.pristine, self.patched)
+        assert (root / NEW).parent.is_dir() == (state == self.patched)  # a rollback takes the new folder too
         assert not temp_files(root), temp_files(root)
         assert not stale_bytecode(root), stale_bytecode(root)
         report = apply_series(load_manifest(self.manifest), "0.29.0", root)
@@ -227,6 +230,25 @@ def test_a_kill_at_every_rename_is_recovered(expect):
     # journal again and the staged record (sealed with the bytecode's sha256), the record; and the emptied folder
     assert len(outcomes) == 24, outcomes
     assert outcomes[0] == "pristine" and outcomes[-1] == "patched"
+
+
+def test_a_kill_just_after_the_commit_point_is_recovered_as_committed(expect):
+    """The record is in place, the journal not yet gone: the apply happened, and recovery only cleans up
+    (rolling it back would leave a record over pristine files; rolling it forward again is not needed)."""
+    root = expect.fresh("committed")
+    status = run_child(root, expect.manifest, kill_at=KILL_COMMITTED)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert (root / "vllm/.patchset-journal/journal.json").is_file() and (root / RECORD).is_file()
+    assert {k: v for k, v in sources(root).items() if ".patchset-journal" not in k} == expect.patched
+    assert recover_tree(root) == "the interrupted apply had committed; removed its journal"
+    assert sources(root) == expect.patched and not temp_files(root) and not stale_bytecode(root)
+    assert expect.after_kill(root) == "patched"
+    # the same point reached by a recovery that rolls forward: the next run finds it committed
+    root = expect.fresh("committed-in-recovery")
+    assert os.WIFSIGNALED(run_child(root, expect.manifest, kill_at=12))
+    assert os.WIFSIGNALED(run_child(root, expect.manifest, kill_at=KILL_COMMITTED, recover=True))
+    assert recover_tree(root) == "the interrupted apply had committed; removed its journal"
+    assert expect.after_kill(root) == "patched"
 
 
 def test_a_kill_during_recovery_is_recovered_by_the_next_run(expect):
