@@ -565,3 +565,13 @@ def test_an_index_that_does_not_answer_leaves_v_named_and_says_why(history, tmp_
     assert r.ok and {u.release for u in r.upstream.values()} == {"0.30.0"}
     assert [w.split(" (")[0] for w in r.warnings] == ["the releases before vLLM 0.30.0 could not be listed"]
     assert "> **Warning:** the releases before vLLM 0.30.0 could not be listed (cannot list vllm" in upgrade_body(r)
+
+
+def test_a_dry_runs_conflict_says_how_to_get_its_workspace_not_to_mend_its_own_release(project):
+    """A dry run writes no workspace: its conflict is one that merges badly into V, not one that fails on the
+    release it came from, so the body says to run upgrade for real rather than `check --vllm U`."""
+    manifest, src = project
+    r = upgrade(load_manifest(manifest), "0.29.0", source=src, dry_run=True)
+    section = upgrade_body(r).split("### conflict: clash\n")[1].split("\n### ")[0]
+    assert "Run `patchset upgrade --to 0.29.0` (without --dry-run) to write its workspace" in section
+    assert "Mend it there first" not in section

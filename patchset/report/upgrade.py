@@ -216,6 +216,10 @@ def _conflict(report: UpgradeReport, p: PortedPatch) -> list[str]:
     v = report.vllm
     folder = _rel(report, p.workspace)
     out = [f"### conflict: {p.id}", ""]
+    if not p.workspace and report.dry_run:  # a dry run writes no workspace: the conflict is only named
+        return out + [p.message or f"it does not merge cleanly into vLLM {v}", "",
+                      f"Run `patchset upgrade --to {v}` (without --dry-run) to write its workspace: vLLM {v}'s "
+                      "files with the conflicts marked, and what to run once they are resolved.", ""]
     if not p.workspace:
         return out + [p.message or "it does not apply to the release it came from", "",
                       f"Mend it there first: `patchset check --vllm {p.from_release}`.", ""]
