@@ -931,3 +931,68 @@ def test_a_line_without_its_newline_that_would_land_mid_file_is_refused(tmp_path
     gnu_rc, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
     assert gnu_rc != 0 and gnu[F] == tree
     assert git_apply(tmp_path, {F: tree}, diff)[0] != 0
+
+
+@needs_patch
+def test_a_context_free_hunk_without_final_newline_names_both_tools_places_and_its_own(tmp_path):
+    """``-U0``, ``-b`` / ``+B`` without a final newline: it can only land at the end (line 4), where the file's
+    other ``b`` stands; GNU patch -F0 and ``git apply --unidiff-zero`` both take line 2, and git glues the next
+    line on. Refused, naming both tools' place and the anchored one."""
+    tree, diff = b"a\nb\nc\nb\n", HEAD + "@@ -2 +2 @@\n-b\n+B\n\\ No newline at end of file\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.applied, h.line, h.message) for h in out.hunks] == [
+        (1, "failed", False, 2, "ambiguous: the context matches at 2 places and the tools disagree "
+                                "(GNU patch at line 2, git apply at line 2; the anchored place is line 4)")]
+    assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[2][F] == b"a\nB\nc\nb\n"
+    assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[2][F] == b"a\nBc\nb\n"
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "diff", "after", "verdicts"), [
+    # the last line replaced by one without its newline: a one-line result at the end joins nothing
+    (b"a\nb\nc\n", "@@ -3 +3 @@\n-c\n+C\n\\ No newline at end of file\n", b"a\nb\nC", [(1, "exact", 3, 0)]),
+    # hunk 1 at line 1 lands one line down: neither tool anchors a context-free hunk at line 1
+    (b"x\na\nb\nc\nd\n", "@@ -1 +1 @@\n-a\n+A\n@@ -4 +4 @@\n-d\n+D\n", b"x\nA\nb\nc\nD\n",
+     [(1, "offset", 2, 1), (2, "offset", 5, 1)]),
+    # ``a`` at lines 1 and 3: both tools look first at line 1 of the new side, not line 2
+    (b"a\nx\na\nc\nd\n", "@@ -1 +1 @@\n-a\n+A\n@@ -5 +5 @@\n-d\n+D\n", b"A\nx\na\nc\nD\n",
+     [(1, "exact", 1, 0), (2, "exact", 5, 0)]),
+    # ``a`` at lines 2 and 3, stated at 3: git looks first at line 3 of the new side, not line 2
+    (b"x\na\na\ny\n", "@@ -3 +3 @@\n-a\n+A\n", b"x\na\nA\ny\n", [(1, "exact", 3, 0)]),
+])
+def test_context_free_hunks_land_where_both_tools_look_first(tmp_path, tree, diff, after, verdicts):
+    out = apply_patch({F: tree}, patch_of(HEAD + diff))
+    assert out.status == "applies" and out.files == {F: after}
+    assert [(h.number, h.status, h.line, h.offset) for h in out.hunks] == verdicts
+    assert gnu_patch(tmp_path, {F: tree}, HEAD + diff, "-F0")[2][F] == after
+    git_rc, log, git = git_apply(tmp_path, {F: tree}, HEAD + diff, "--unidiff-zero")
+    assert git_rc == 0 and git[F] == after, log
+
+
+@needs_patch
+def test_an_append_without_trailing_context_lands_at_the_end_though_its_lines_stand_at_the_stated_place(tmp_path):
+    """``@@ -2,3 +2,4 @@`` adds ``e`` after ``b c d`` with no trailing context; ``b c d`` stand at line 2 and
+    at the end. Both tools anchor it at the end (offset 4), and so does the engine."""
+    tree, diff = b"a\nb\nc\nd\nx\nb\nc\nd\n", HEAD + "@@ -2,3 +2,4 @@\n b\n c\n d\n+e\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "applies" and out.files == {F: tree + b"e\n"}
+    assert [(h.number, h.status, h.line, h.offset) for h in out.hunks] == [(1, "offset", 6, 4)]
+    assert both_write(tmp_path, {F: tree}, diff, F) == out.files[F]
+
+
+@needs_patch
+def test_a_hunk_whose_lines_stand_only_in_what_the_previous_hunk_wrote_is_refused(tmp_path):
+    """``-U0``: hunk 1 turns line 5 into ``E``, hunk 2 removes an ``E`` at line 8 that stands only where hunk 1
+    wrote it. GNU patch -F0 and git apply refuse hunk 2; so does the engine, saying why."""
+    tree = b"a\nb\nc\nd\ne\nf\ng\nh\n"
+    diff = HEAD + "@@ -5 +5 @@\n-e\n+E\n@@ -8 +8 @@\n-E\n+x\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.applied, h.line, h.message) for h in out.hunks] == [
+        (1, "exact", True, 5, ""),
+        (2, "failed", False, 8, "the context matches only at line 5, before the end of the previous hunk: the "
+                                "hunks are out of order or overlap")]
+    gnu_rc, log, _ = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    assert gnu_rc == 1 and "Hunk #2 FAILED at 8." in log
+    assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[0] != 0
