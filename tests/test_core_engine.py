@@ -996,3 +996,19 @@ def test_a_hunk_whose_lines_stand_only_in_what_the_previous_hunk_wrote_is_refuse
     gnu_rc, log, _ = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
     assert gnu_rc == 1 and "Hunk #2 FAILED at 8." in log
     assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[0] != 0
+
+
+@pytest.mark.parametrize("max_fuzz", [0, 1])
+def test_a_rename_onto_a_file_its_hunk_fits_only_with_fuzz_is_refused_whatever_fuzz_is_allowed(tmp_path, max_fuzz):
+    """The source is gone and the destination holds the hunk's lines but one of its leading context: a
+    rename is taken as done only when every hunk is already in the destination, never as fuzz."""
+    base = lines(12)
+    body = udiff("x", base, base.replace("line 6\n", "line 6 fixed\n")).split("+++ b/x\n", 1)[1]
+    diff = ("diff --git a/old.py b/new.py\nsimilarity index 90%\nrename from old.py\nrename to new.py\n"
+            "--- a/old.py\n+++ b/new.py\n" + body)
+    tree = base.replace("line 3\n", "line three\n").encode()
+    out = apply_patch({"old.py": None, "new.py": tree}, patch_of(diff), max_fuzz=max_fuzz)
+    assert out.status == "failed" and out.files == {}
+    assert [(h.file, h.number, h.status, h.applied, h.line, h.message) for h in out.hunks] == [
+        ("new.py", 1, "failed", False, None, "the patch renames old.py to new.py, which exists and differs")]
+    assert git_apply(tmp_path, {"new.py": tree}, diff)[0] != 0
