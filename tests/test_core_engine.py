@@ -1012,3 +1012,21 @@ def test_a_rename_onto_a_file_its_hunk_fits_only_with_fuzz_is_refused_whatever_f
     assert [(h.file, h.number, h.status, h.applied, h.line, h.message) for h in out.hunks] == [
         ("new.py", 1, "failed", False, None, "the patch renames old.py to new.py, which exists and differs")]
     assert git_apply(tmp_path, {"new.py": tree}, diff)[0] != 0
+
+
+@needs_patch
+def test_a_hunk_whose_lines_stand_only_in_what_a_fuzzed_hunk_wrote_is_refused(tmp_path):
+    """Hunk 1 needs fuzz 1 (its leading context ``Q`` is ``d`` here) and turns line 5 into ``E``; hunk 2 removes
+    an ``E`` that stands only where hunk 1 wrote it. With fuzz 1 allowed, GNU patch -F1 places hunk 1 and
+    refuses hunk 2; git apply refuses the patch; the engine places hunk 1 as GNU does and refuses hunk 2."""
+    tree = b"a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n"
+    diff = HEAD + "@@ -4,3 +4,3 @@\n Q\n-e\n+E\n f\n@@ -8 +8 @@\n-E\n+x\n"
+    out = apply_patch({F: tree}, patch_of(diff), max_fuzz=1)
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.applied, h.line, h.fuzz, h.message) for h in out.hunks] == [
+        (1, "fuzz", True, 4, 1, "placed with fuzz 1"),
+        (2, "failed", False, 8, 0, "the context matches only at line 5, before the end of the previous hunk: the "
+                                   "hunks are out of order or overlap")]
+    gnu_rc, log, _ = gnu_patch(tmp_path, {F: tree}, diff, "-F1")
+    assert gnu_rc == 1 and "Hunk #1 succeeded at 4 with fuzz 1." in log and "Hunk #2 FAILED at 8." in log
+    assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[0] != 0
