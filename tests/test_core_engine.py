@@ -1030,3 +1030,20 @@ def test_a_hunk_whose_lines_stand_only_in_what_a_fuzzed_hunk_wrote_is_refused(tm
     gnu_rc, log, _ = gnu_patch(tmp_path, {F: tree}, diff, "-F1")
     assert gnu_rc == 1 and "Hunk #1 succeeded at 4 with fuzz 1." in log and "Hunk #2 FAILED at 8." in log
     assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[0] != 0
+
+
+@needs_patch
+def test_a_hunkless_deletion_of_a_file_that_has_lines_is_refused_at_hunk_0(tmp_path):
+    """git writes the deletion of an empty file without a hunk; on a file with a line left it does not hold.
+    git apply ("removal patch leaves file contents") and GNU patch ("Not deleting file") refuse it too."""
+    diff = f"diff --git a/{F} b/{F}\ndeleted file mode 100644\nindex e69de29..0000000\n"
+    out = apply_patch({F: b"a\n"}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.applied, h.line, h.message) for h in out.hunks] == [
+        (0, "exact", True, None, "deletes the (empty) file"),
+        (0, "failed", False, None, "the patch deletes this file but lines remain")]
+    gnu_rc, gnu_log, gnu = gnu_patch(tmp_path, {F: b"a\n"}, diff, "-F0")
+    assert gnu_rc == 1 and "Not deleting file pkg/mod.py as content differs from patch" in gnu_log
+    assert gnu[F] == b"a\n"
+    git_rc, git_log, _ = git_apply(tmp_path, {F: b"a\n"}, diff)
+    assert git_rc != 0 and "removal patch leaves file contents" in git_log
