@@ -817,3 +817,233 @@ def test_a_hunk_after_one_that_failed_is_placed_as_if_that_one_added_nothing(top
     tree = ("x\n" * top + BASE).replace("line 4\n", "line 4 changed\n").replace("line 6\n", "line 6 changed\n")
     one, two = apply_patch({F: tree.encode()}, patch_of(udiff(F, BASE, after))).hunks
     assert ((one.status, one.line, one.message), (two.status, two.line, two.offset)) == (first, second)
+
+
+# --- the engine's mutation survivors: line-1/line-2 boundaries, a deletion that leaves lines, a join --------
+
+HEAD = f"diff --git a/{F} b/{F}\n--- a/{F}\n+++ b/{F}\n"
+
+
+@needs_patch
+def test_a_hunk_at_line_1_without_trailing_context_off_the_start_names_what_each_tool_anchors(tmp_path):
+    """``@@ -1,3 +1,3 @@`` with two lines of context before the change and none after, on a file with one line
+    more at the top: GNU patch anchors it at the end (less trailing context than leading) and places it at
+    line 2; git apply anchors it at both ends (line 1, no trailing context) and refuses."""
+    tree, diff = b"x\na\nb\nc\n", HEAD + "@@ -1,3 +1,3 @@\n a\n b\n-c\n+C\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.applied, h.line, h.candidates) for h in out.hunks] == [
+        (1, "failed", False, 1, (2,))]
+    assert out.hunks[0].message == (
+        "the context matches at line 2, where GNU patch places it (anchored at the end of the file, having less "
+        "trailing context than leading); git apply refuses it: for git apply it must land at the start and the "
+        f"end of the file, its old side beginning at line 1 with no trailing context{WHOLE}. {DISAGREE}")
+    gnu_rc, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    assert gnu_rc == 0 and gnu[F] == b"x\na\nb\nC\n"
+    assert git_apply(tmp_path, {F: tree}, diff)[0] != 0
+
+
+@needs_patch
+def test_a_hunk_at_line_2_with_less_trailing_context_off_the_end_is_placed_only_by_git_apply(tmp_path):
+    """``@@ -2,4 +2,4 @@`` (two lines of context before, one after) on a file that goes on past it: GNU patch
+    anchors it at the end and refuses; git apply does not anchor a hunk that starts at line 2 and has
+    trailing context, and places it where it stands (offset 0)."""
+    tree, diff = b"a\nb\nc\nx\nd\ne\n", HEAD + "@@ -2,4 +2,4 @@\n b\n c\n-x\n+X\n d\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.applied, h.line, h.candidates) for h in out.hunks] == [
+        (1, "failed", False, 2, (2,))]
+    assert out.hunks[0].message == (
+        "the context matches at line 2, where git apply places it (offset 0); GNU patch refuses it: for GNU patch "
+        f"it must land at the end of the file, having less trailing context than leading. {DISAGREE}")
+    assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[0] != 0
+    git_rc, _, git = git_apply(tmp_path, {F: tree}, diff)
+    assert git_rc == 0 and git[F] == b"a\nb\nc\nX\nd\ne\n"
+
+
+@needs_patch
+def test_a_hunk_at_line_2_with_less_leading_context_is_not_anchored_at_the_start(tmp_path):
+    """``@@ -2,5 +2,5 @@`` with one line of context before and three after: GNU patch anchors a hunk with the
+    shorter leading context at the start only when it begins at line 1, git apply only at line 1; both
+    place this one where it stands, and so does the engine."""
+    tree, diff = b"a\nb\nc\nd\ne\nf\ng\n", HEAD + "@@ -2,5 +2,5 @@\n b\n-c\n+C\n d\n e\n f\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "applies" and out.files == {F: b"a\nb\nC\nd\ne\nf\ng\n"}
+    assert [(h.number, h.status, h.line, h.offset, h.message) for h in out.hunks] == [(1, "exact", 2, 0, "")]
+    assert both_write(tmp_path, {F: tree}, diff, F) == out.files[F]
+
+
+@needs_patch
+def test_where_the_tools_disagree_after_an_earlier_hunk_added_lines_the_places_are_the_files_own_lines(tmp_path):
+    """Hunk 1 lands 3 lines down and adds two; hunk 2's three old lines stand twice. GNU patch carries hunk 1's
+    offset and takes the copy at the file's line 42; git apply looks from the new side's stated line and takes
+    the one at line 37. Both places are named in the file's own lines, not the buffer's (shifted by two)."""
+    base = lines(60)
+    diff = udiff(F, base, base.replace("line 10\n", "line 10\nadd1\nadd2\n").replace("line 40\n", "line 40 fixed\n"),
+                 n=1)
+    tree = ("x\n" * 3 + base.replace("line 34\nline 35\nline 36\n", "line 39\nline 40\nline 41\n")).encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.applied, h.line, h.offset) for h in out.hunks] == [
+        (1, "offset", True, 13, 3), (2, "failed", False, 42, 3)]
+    assert out.hunks[1].message == ("ambiguous: the context matches at 2 places and the tools disagree "
+                                    "(git apply at line 37; the anchored place is line 42)")
+    gnu_rc, log, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    assert gnu_rc == 0 and "Hunk #2 succeeded at 44 (offset 3 lines)." in log
+    git_rc, _, git = git_apply(tmp_path, {F: tree}, diff)
+    assert git_rc == 0
+    gnu_lines, git_lines = gnu[F].splitlines(), git[F].splitlines()
+    # the changed line: the file's line 43 (GNU) or 38 (git), two lines down once hunk 1 added two
+    assert gnu_lines[44] == git_lines[39] == b"line 40 fixed" and gnu_lines[39] == git_lines[44] == b"line 40"
+
+
+@needs_patch
+def test_a_deletion_whose_hunks_leave_lines_is_refused_and_the_file_kept(tmp_path):
+    """A hand-written deletion whose three hunks remove lines 1-2, 4 and 6-7 of a seven-line file: each hunk
+    applies, lines 3 and 5 remain. git apply refuses the patch; GNU patch applies the hunks and keeps what is left. The
+    engine refuses at the last hunk and writes nothing."""
+    tree = b"a\nb\nc\nd\ne\nf\ng\n"
+    diff = (f"diff --git a/{F} b/{F}\ndeleted file mode 100644\n--- a/{F}\n+++ /dev/null\n"
+            "@@ -1,2 +0,0 @@\n-a\n-b\n@@ -4 +0,0 @@\n-d\n@@ -6,2 +0,0 @@\n-f\n-g\n")
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.file, h.number, h.status, h.applied, h.line, h.message) for h in out.hunks] == [
+        (F, 1, "exact", True, 1, ""), (F, 2, "exact", True, 4, ""), (F, 3, "exact", True, 6, ""),
+        (F, 3, "failed", False, None, "the patch deletes this file but lines remain")]
+    git_rc, git_log, _ = git_apply(tmp_path, {F: tree}, diff)
+    assert git_rc != 0 and "pkg/mod.py: patch does not apply" in git_log
+    gnu_rc, gnu_log, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    assert gnu.get(F) == b"c\ne\n", gnu_log
+
+
+@needs_patch
+def test_a_line_without_its_newline_that_would_land_mid_file_is_refused(tmp_path):
+    """A hand-written ``-U0`` patch whose first hunk inserts, at the top, a line without its newline and whose
+    second edits line 3: the inserted line would be glued to the old first line. git apply refuses; GNU patch
+    stops on an internal assertion (a crash, no output). The engine refuses at hunk 1 and writes nothing."""
+    tree = b"a\nb\nc\n"
+    diff = HEAD + "@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n@@ -3 +3 @@\n-c\n+C\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.applied, h.line, h.message) for h in out.hunks] == [
+        (1, "failed", False, 1, "the result would join two lines (a line without its newline mid-file)"),
+        (2, "exact", True, 3, "")]
+    gnu_rc, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    assert gnu_rc != 0 and gnu[F] == tree
+    assert git_apply(tmp_path, {F: tree}, diff)[0] != 0
+
+
+@needs_patch
+def test_a_context_free_hunk_without_final_newline_names_both_tools_places_and_its_own(tmp_path):
+    """``-U0``, ``-b`` / ``+B`` without a final newline: it can only land at the end (line 4), where the file's
+    other ``b`` stands; GNU patch -F0 and ``git apply --unidiff-zero`` both take line 2, and git glues the next
+    line on. Refused, naming both tools' place and the anchored one."""
+    tree, diff = b"a\nb\nc\nb\n", HEAD + "@@ -2 +2 @@\n-b\n+B\n\\ No newline at end of file\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.applied, h.line, h.message) for h in out.hunks] == [
+        (1, "failed", False, 2, "ambiguous: the context matches at 2 places and the tools disagree "
+                                "(GNU patch at line 2, git apply at line 2; the anchored place is line 4)")]
+    assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[2][F] == b"a\nB\nc\nb\n"
+    assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[2][F] == b"a\nBc\nb\n"
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "diff", "after", "verdicts"), [
+    # the last line replaced by one without its newline: a one-line result at the end joins nothing
+    (b"a\nb\nc\n", "@@ -3 +3 @@\n-c\n+C\n\\ No newline at end of file\n", b"a\nb\nC", [(1, "exact", 3, 0)]),
+    # hunk 1 at line 1 lands one line down: neither tool anchors a context-free hunk at line 1
+    (b"x\na\nb\nc\nd\n", "@@ -1 +1 @@\n-a\n+A\n@@ -4 +4 @@\n-d\n+D\n", b"x\nA\nb\nc\nD\n",
+     [(1, "offset", 2, 1), (2, "offset", 5, 1)]),
+    # ``a`` at lines 1 and 3: both tools look first at line 1 of the new side, not line 2
+    (b"a\nx\na\nc\nd\n", "@@ -1 +1 @@\n-a\n+A\n@@ -5 +5 @@\n-d\n+D\n", b"A\nx\na\nc\nD\n",
+     [(1, "exact", 1, 0), (2, "exact", 5, 0)]),
+    # ``a`` at lines 2 and 3, stated at 3: git looks first at line 3 of the new side, not line 2
+    (b"x\na\na\ny\n", "@@ -3 +3 @@\n-a\n+A\n", b"x\na\nA\ny\n", [(1, "exact", 3, 0)]),
+])
+def test_context_free_hunks_land_where_both_tools_look_first(tmp_path, tree, diff, after, verdicts):
+    out = apply_patch({F: tree}, patch_of(HEAD + diff))
+    assert out.status == "applies" and out.files == {F: after}
+    assert [(h.number, h.status, h.line, h.offset) for h in out.hunks] == verdicts
+    assert gnu_patch(tmp_path, {F: tree}, HEAD + diff, "-F0")[2][F] == after
+    git_rc, log, git = git_apply(tmp_path, {F: tree}, HEAD + diff, "--unidiff-zero")
+    assert git_rc == 0 and git[F] == after, log
+
+
+@needs_patch
+def test_an_append_without_trailing_context_lands_at_the_end_though_its_lines_stand_at_the_stated_place(tmp_path):
+    """``@@ -2,3 +2,4 @@`` adds ``e`` after ``b c d`` with no trailing context; ``b c d`` stand at line 2 and
+    at the end. Both tools anchor it at the end (offset 4), and so does the engine."""
+    tree, diff = b"a\nb\nc\nd\nx\nb\nc\nd\n", HEAD + "@@ -2,3 +2,4 @@\n b\n c\n d\n+e\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "applies" and out.files == {F: tree + b"e\n"}
+    assert [(h.number, h.status, h.line, h.offset) for h in out.hunks] == [(1, "offset", 6, 4)]
+    assert both_write(tmp_path, {F: tree}, diff, F) == out.files[F]
+
+
+@needs_patch
+def test_a_hunk_whose_lines_stand_only_in_what_the_previous_hunk_wrote_is_refused(tmp_path):
+    """``-U0``: hunk 1 turns line 5 into ``E``, hunk 2 removes an ``E`` at line 8 that stands only where hunk 1
+    wrote it. GNU patch -F0 and git apply refuse hunk 2; so does the engine, saying why."""
+    tree = b"a\nb\nc\nd\ne\nf\ng\nh\n"
+    diff = HEAD + "@@ -5 +5 @@\n-e\n+E\n@@ -8 +8 @@\n-E\n+x\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.applied, h.line, h.message) for h in out.hunks] == [
+        (1, "exact", True, 5, ""),
+        (2, "failed", False, 8, "the context matches only at line 5, before the end of the previous hunk: the "
+                                "hunks are out of order or overlap")]
+    gnu_rc, log, _ = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    assert gnu_rc == 1 and "Hunk #2 FAILED at 8." in log
+    assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[0] != 0
+
+
+@pytest.mark.parametrize("max_fuzz", [0, 1])
+def test_a_rename_onto_a_file_its_hunk_fits_only_with_fuzz_is_refused_whatever_fuzz_is_allowed(tmp_path, max_fuzz):
+    """The source is gone and the destination holds the hunk's lines but one of its leading context: a
+    rename is taken as done only when every hunk is already in the destination, never as fuzz."""
+    base = lines(12)
+    body = udiff("x", base, base.replace("line 6\n", "line 6 fixed\n")).split("+++ b/x\n", 1)[1]
+    diff = ("diff --git a/old.py b/new.py\nsimilarity index 90%\nrename from old.py\nrename to new.py\n"
+            "--- a/old.py\n+++ b/new.py\n" + body)
+    tree = base.replace("line 3\n", "line three\n").encode()
+    out = apply_patch({"old.py": None, "new.py": tree}, patch_of(diff), max_fuzz=max_fuzz)
+    assert out.status == "failed" and out.files == {}
+    assert [(h.file, h.number, h.status, h.applied, h.line, h.message) for h in out.hunks] == [
+        ("new.py", 1, "failed", False, None, "the patch renames old.py to new.py, which exists and differs")]
+    assert git_apply(tmp_path, {"new.py": tree}, diff)[0] != 0
+
+
+@needs_patch
+def test_a_hunk_whose_lines_stand_only_in_what_a_fuzzed_hunk_wrote_is_refused(tmp_path):
+    """Hunk 1 needs fuzz 1 (its leading context ``Q`` is ``d`` here) and turns line 5 into ``E``; hunk 2 removes
+    an ``E`` that stands only where hunk 1 wrote it. With fuzz 1 allowed, GNU patch -F1 places hunk 1 and
+    refuses hunk 2; git apply refuses the patch; the engine places hunk 1 as GNU does and refuses hunk 2."""
+    tree = b"a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n"
+    diff = HEAD + "@@ -4,3 +4,3 @@\n Q\n-e\n+E\n f\n@@ -8 +8 @@\n-E\n+x\n"
+    out = apply_patch({F: tree}, patch_of(diff), max_fuzz=1)
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.applied, h.line, h.fuzz, h.message) for h in out.hunks] == [
+        (1, "fuzz", True, 4, 1, "placed with fuzz 1"),
+        (2, "failed", False, 8, 0, "the context matches only at line 5, before the end of the previous hunk: the "
+                                   "hunks are out of order or overlap")]
+    gnu_rc, log, _ = gnu_patch(tmp_path, {F: tree}, diff, "-F1")
+    assert gnu_rc == 1 and "Hunk #1 succeeded at 4 with fuzz 1." in log and "Hunk #2 FAILED at 8." in log
+    assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[0] != 0
+
+
+@needs_patch
+def test_a_hunkless_deletion_of_a_file_that_has_lines_is_refused_at_hunk_0(tmp_path):
+    """git writes the deletion of an empty file without a hunk; on a file with a line left it does not hold.
+    git apply ("removal patch leaves file contents") and GNU patch ("Not deleting file") refuse it too."""
+    diff = f"diff --git a/{F} b/{F}\ndeleted file mode 100644\nindex e69de29..0000000\n"
+    out = apply_patch({F: b"a\n"}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.applied, h.line, h.message) for h in out.hunks] == [
+        (0, "exact", True, None, "deletes the (empty) file"),
+        (0, "failed", False, None, "the patch deletes this file but lines remain")]
+    gnu_rc, gnu_log, gnu = gnu_patch(tmp_path, {F: b"a\n"}, diff, "-F0")
+    assert gnu_rc == 1 and "Not deleting file pkg/mod.py as content differs from patch" in gnu_log
+    assert gnu[F] == b"a\n"
+    git_rc, git_log, _ = git_apply(tmp_path, {F: b"a\n"}, diff)
+    assert git_rc != 0 and "removal patch leaves file contents" in git_log
