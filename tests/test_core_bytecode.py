@@ -324,3 +324,118 @@ def test_a_stale_pyc_whose_only_change_is_a_constant_is_what_python_runs_and_is_
     (finding,) = bytecode.inspect([str(source)])
     assert (finding.verdict, finding.kind) == (bytecode.DIFFERS, "checked-hash")
     assert finding.why.endswith("but its code differs from the source's (first in <module>.budget)")
+
+
+# --- jump chains: another compiler's jump encoding is the same code, another jump target is not ----------
+
+LOOP = b"def f(xs):\n    for x in xs:\n        if x:\n            a()\n        else:\n            b()\n"
+
+
+def pyc_of(code) -> bytes:
+    return bytes(bootstrap._code_to_hash_pyc(code, b"\0" * 8, True))
+
+
+def unthreaded(code):
+    """``code`` as a compiler that does not thread jumps would write it: the first unconditional jump whose
+    target another unconditional jump after it also reaches now jumps to that one (a chain of two)."""
+    import dis
+
+    ops = list(dis.get_instructions(code))
+    jumps = [i for i in ops if i.opname in ("JUMP_FORWARD", "JUMP_BACKWARD")]
+    first, later = next((a, b) for a in jumps for b in jumps if b.offset > a.offset and a.argval == b.argval)
+    raw = bytearray(code.co_code)
+    raw[first.offset:first.offset + 2] = bytes([dis.opmap["JUMP_FORWARD"], (later.offset - first.offset - 2) // 2])
+    return code.replace(co_code=bytes(raw))
+
+
+def run_f(code, xs) -> list[str]:
+    calls: list[str] = []
+    namespace = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}
+    exec(code, namespace)  # noqa: S102 -- the code under comparison, run to show what it does
+    namespace["f"](xs)
+    return calls
+
+
+def test_a_jump_to_a_jump_is_the_code_of_the_threaded_jump():
+    """The same loop with one jump chained through another (as an unthreading compiler writes it) runs the
+    same and is judged the same; only the jump-resolved comparison can see that."""
+    module_code = code_of(LOOP)
+    f = module_code.co_consts[0]
+    chained = module_code.replace(co_consts=(unthreaded(f), *module_code.co_consts[1:]))
+    assert chained != module_code and chained.co_consts[0].co_code != f.co_code
+    assert run_f(chained, [1, 0, 1]) == run_f(module_code, [1, 0, 1]) == ["a", "b", "a"]
+    assert bytecode.same_code(pyc_of(chained), LOOP, "x.py", 0) == (
+        True, "the same code up to jump encoding and line table (another patch release's compiler)")
+    assert bytecode._shape(chained) == bytecode._shape(module_code)
+
+
+def test_a_chain_that_lands_elsewhere_is_other_code():
+    """A jump retargeted to the loop's exit (break instead of continue) is other code, chained or not."""
+    import dis
+
+    f = code_of(LOOP).co_consts[0]
+    ops = list(dis.get_instructions(f))
+    first = next(i for i in ops if i.opname == "JUMP_BACKWARD")
+    exit_ = next(i for i in ops if i.opname == "FOR_ITER").argval
+    raw = bytearray(f.co_code)
+    raw[first.offset + 1] = (exit_ - first.offset - 2) // 2
+    raw[first.offset] = dis.opmap["JUMP_FORWARD"]
+    broken = code_of(LOOP).replace(co_consts=(f.replace(co_code=bytes(raw)), *code_of(LOOP).co_consts[1:]))
+    assert run_f(broken, [1, 0, 1]) == ["a"]
+    assert bytecode.same_code(pyc_of(broken), LOOP, "x.py", 0) == (
+        False, "its code differs from the source's (first in <module>.f)")
+
+
+#: pairs of sources whose code differs only in where a jump goes, or in which way a condition jumps
+OTHER_PROGRAMS = [
+    (b"if a:\n    x()\n", b"if not a:\n    x()\n"),
+    # only where one conditional jump lands differs (y() inside or outside the inner if)
+    (b"if a:\n    if b:\n        x()\n    y()\nz()\n", b"if a:\n    if b:\n        x()\n        y()\nz()\n"),
+    (b"while a:\n    if b:\n        x()\n    y()\nz()\n", b"while a:\n    if b:\n        x()\n        y()\nz()\n"),
+    (b"for v in vs:\n    if v:\n        continue\n    x()\ny()\n",
+     b"for v in vs:\n    if v:\n        break\n    x()\ny()\n"),
+    (b"while a:\n    if b:\n        x()\n    else:\n        y()\n    z()\n",
+     b"while a:\n    if b:\n        x()\n    else:\n        y()\nz()\n"),
+    (b"r = a and b or c\n", b"r = a or b and c\n"),
+    (b"r = (a and b) or c\n", b"r = a and (b or c)\n"),
+    (b"try:\n    x()\nfinally:\n    y()\nz()\n", b"try:\n    x()\n    y()\nfinally:\n    z()\n"),
+]
+
+
+@pytest.mark.parametrize(("stale", "source"), OTHER_PROGRAMS)
+def test_programs_that_differ_in_a_jump_are_judged_different(stale, source):
+    """Compiled here, with the line table also moved (so only the jump-resolved comparison decides)."""
+    for old, new in ((stale, source), (source, stale)):
+        moved = code_of(b"\n\n" + old)
+        same, why = bytecode.same_code(pyc_of(moved), new, "x.py", 0)
+        assert (same, why) == (False, "its code differs from the source's (first in <module>)"), (old, new)
+
+
+@pytest.mark.parametrize("source", [s for pair in OTHER_PROGRAMS for s in pair] + [LOOP])
+def test_the_same_program_moved_down_the_file_is_the_same_code(source):
+    assert bytecode.same_code(pyc_of(code_of(source)), source, "x.py", 0) == (True, "")
+    moved = code_of(b"# a comment\n\n" + source)
+    assert moved != code_of(source)
+    assert bytecode.same_code(pyc_of(moved), source, "x.py", 0) == (
+        True, "the same code up to jump encoding and line table (another patch release's compiler)")
+
+
+def test_py_compiled_bytecode_of_the_moved_source_matches_and_of_another_jump_differs(tmp_path):
+    """py_compile's pyc of the file before a patch that only moved it (or changed a jump), under the new
+    source's hash: the audit's verdict on each, exactly."""
+    stale, new = OTHER_PROGRAMS[1]
+    source = module(tmp_path, new)
+    for old, verdict, why in ((b"\n\n\n" + new, bytecode.MATCHES, "and the same code up to jump encoding and line "
+                               "table (another patch release's compiler)"),
+                              (stale, bytecode.DIFFERS, "but its code differs from the source's (first in <module>)")):
+        before = tmp_path / "before.py"
+        before.write_bytes(old)
+        cfile = tmp_path / "before.pyc"
+        py_compile.compile(str(before), cfile=str(cfile), doraise=True,
+                           invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+        code = marshal.loads(cfile.read_bytes()[16:])
+        pyc = write_pyc(pyc_path(source), bytes(bootstrap._code_to_hash_pyc(
+            code, importlib.util.source_hash(source.read_bytes()), True)))
+        finding = bytecode.judge(str(pyc), str(source))
+        assert (finding.verdict, finding.kind, finding.level) == (verdict, bytecode.CHECKED_HASH, 0)
+        assert finding.why == f"checked-hash pyc holding the hash of the current source, {why}"
