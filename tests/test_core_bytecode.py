@@ -6,6 +6,7 @@ code Python really runs for the module.
 
 from __future__ import annotations
 
+import hashlib
 import importlib._bootstrap_external as bootstrap
 import importlib.machinery
 import importlib.util
@@ -439,3 +440,115 @@ def test_py_compiled_bytecode_of_the_moved_source_matches_and_of_another_jump_di
         finding = bytecode.judge(str(pyc), str(source))
         assert (finding.verdict, finding.kind, finding.level) == (verdict, bytecode.CHECKED_HASH, 0)
         assert finding.why == f"checked-hash pyc holding the hash of the current source, {why}"
+
+
+# --- exact verdicts and reasons --------------------------------------------------------------------------
+
+
+def test_acceptance_says_why_exactly():
+    magic = importlib.util.MAGIC_NUMBER
+    size = len(PATCHED)
+
+    def verdict(data: bytes, mtime: float = 1000.7, st_size: int = size, **kw) -> tuple[str, str]:
+        return bytecode.acceptance(bytecode.parse_header(data), PATCHED, mtime, st_size, **kw)
+
+    assert verdict(timestamp_pyc(PRISTINE, 1000, size), check_hash_based="default") == (
+        bytecode.ACCEPTED, "timestamp pyc whose mtime and size match the source")
+    # the header keeps mtime and size modulo 2**32, and so does the loader's comparison
+    assert verdict(timestamp_pyc(PRISTINE, 1000, size), mtime=2**32 + 1000.7, st_size=2**32 + size,
+                   check_hash_based="default")[0] == bytecode.ACCEPTED
+    assert verdict(timestamp_pyc(PRISTINE, 1000, size), mtime=2**32 + 1001.0, check_hash_based="default") == (
+        bytecode.IGNORED, "timestamp pyc of another mtime or size: recompiled from source")
+    assert verdict(hash_pyc(PRISTINE, PATCHED), check_hash_based="default") == (
+        bytecode.ACCEPTED, "checked-hash pyc holding the hash of the current source")
+    assert verdict(hash_pyc(PRISTINE, PATCHED), check_hash_based="always") == (
+        bytecode.ACCEPTED, "checked-hash pyc holding the hash of the current source")
+    assert verdict(hash_pyc(PRISTINE, PRISTINE), check_hash_based="default") == (
+        bytecode.DORMANT, "checked-hash pyc of other source bytes: loaded only under --check-hash-based-pycs never")
+    assert verdict(hash_pyc(PRISTINE, PRISTINE), check_hash_based="never") == (
+        bytecode.ACCEPTED, "checked-hash pyc: loaded without looking at the source")
+    assert verdict(hash_pyc(PRISTINE, PRISTINE, checked=False), check_hash_based="default") == (
+        bytecode.ACCEPTED, "unchecked-hash pyc: loaded without looking at the source")
+    assert verdict(hash_pyc(PRISTINE, PATCHED, checked=False), check_hash_based="always") == (
+        bytecode.ACCEPTED, "unchecked-hash pyc holding the hash of the current source")
+    assert verdict(hash_pyc(PRISTINE, PRISTINE, checked=False), check_hash_based="always") == (
+        bytecode.IGNORED, "unchecked-hash pyc of other source bytes, checked because of --check-hash-based-pycs always")
+    other = b"\x00\x00" + magic[2:]
+    assert verdict(other + hash_pyc(PRISTINE, PATCHED)[4:], check_hash_based="default") == (
+        bytecode.IGNORED, f"magic {other.hex()} is not this interpreter's {magic.hex()}")
+    # another interpreter's magic, given: its own pycs are judged by it
+    assert verdict(other + hash_pyc(PRISTINE, PATCHED)[4:], magic=other, check_hash_based="default")[0] == (
+        bytecode.ACCEPTED)
+    # unset, the mode is this interpreter's own (the default unless run with --check-hash-based-pycs)
+    import _imp
+
+    assert _imp.check_hash_based_pycs == "default"
+    assert verdict(hash_pyc(PRISTINE, PRISTINE))[0] == bytecode.DORMANT
+    assert verdict(hash_pyc(PRISTINE, PRISTINE, checked=False))[0] == bytecode.ACCEPTED
+
+
+def test_same_code_says_why_code_cannot_run():
+    header = hash_pyc(PATCHED, PATCHED)[:16]
+    assert bytecode.same_code(header + marshal.dumps(7), PATCHED, "x.py", 0) == (
+        False, "it holds a int, not code: importing the module fails")
+    assert bytecode.same_code(header, PATCHED, "x.py", 0) == (
+        False, "its code does not unmarshal (EOF read where object expected): importing the module fails")
+    assert bytecode.same_code(header + b"\xff", PATCHED, "x.py", 0) == (
+        False, "its code does not unmarshal (bad marshal data (unknown type code)): importing the module fails")
+    same, why = bytecode.same_code(hash_pyc(PATCHED, PATCHED), b"def watermark(req:\n", "x.py", 0)
+    assert not same
+    assert why.startswith("the source does not compile (") and why.endswith("); this bytecode runs instead")
+    assert bytecode.same_code(hash_pyc(PATCHED, PATCHED), b"x = 1\0", "x.py", 0)[0] is False
+
+
+def test_candidates_are_every_pyc_of_the_module_in_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    source = module(tmp_path)
+    assert bytecode.candidates(str(source)) == []  # no __pycache__ at all
+    cache = tmp_path / "__pycache__"
+    for name in ("scheduler.cpython-311.opt-1.pyc", "scheduler.cpython-39.pyc", "scheduler.cpython-311.pyc",
+                 "scheduler_x.cpython-311.pyc", "other.cpython-311.pyc", "scheduler.cpython-311.pyc.tmp"):
+        write_pyc(cache / name, b"")
+    ours = [str(cache / n) for n in ("scheduler.cpython-311.opt-1.pyc", "scheduler.cpython-311.pyc",
+                                     "scheduler.cpython-39.pyc")]
+    assert bytecode.candidates(str(source)) == ours
+    prefix = tmp_path / "prefix"
+    monkeypatch.setattr(sys, "pycache_prefix", str(prefix))
+    assert bytecode.candidates(str(source)) == ours  # the prefix folder does not exist: nothing more
+    prefixed = write_pyc(Path(importlib.util.cache_from_source(str(source))), b"")
+    assert prefixed.parent != cache
+    assert bytecode.candidates(str(source)) == [*ours, str(prefixed)]
+
+
+def test_judge_names_the_interpreter_the_hash_and_why(tmp_path):
+    source = module(tmp_path)
+    python = f"{sys.implementation.name} {'.'.join(map(str, sys.version_info[:3]))}"
+    data = hash_pyc(PATCHED, PATCHED)
+    pyc = write_pyc(pyc_path(source), data)
+    finding = bytecode.judge(str(pyc), str(source))
+    assert finding == bytecode.PycFinding(str(pyc), str(source), TAG, 0, hashlib.sha256(data).hexdigest(),
+                                          bytecode.MATCHES, bytecode.CHECKED_HASH,
+                                          "checked-hash pyc holding the hash of the current source", python)
+    stale = write_pyc(pyc_path(source, 1), hash_pyc(PRISTINE, PATCHED))
+    finding = bytecode.judge(str(stale), str(source))
+    assert (finding.verdict, finding.level, finding.why) == (
+        bytecode.DIFFERS, 1, "checked-hash pyc holding the hash of the current source, but its code differs from "
+        "the source's (first in <module>.watermark)")
+    dormant = write_pyc(pyc_path(source, 2), hash_pyc(PRISTINE, PRISTINE))
+    finding = bytecode.judge(str(dormant), str(source))
+    assert (finding.verdict, finding.kind, finding.why) == (
+        bytecode.DORMANT, bytecode.CHECKED_HASH,
+        "checked-hash pyc of other source bytes: loaded only under --check-hash-based-pycs never")
+    odd = write_pyc(source.parent / "__pycache__" / f"scheduler.{TAG}.opt-3.pyc", data)
+    assert bytecode.judge(str(odd), str(source)) == bytecode.PycFinding(
+        str(odd), str(source), TAG, None, hashlib.sha256(data).hexdigest(), bytecode.IGNORED, "",
+        "no interpreter loads a pyc of this name", python)
+    short = write_pyc(pyc, data[:10])
+    finding = bytecode.judge(str(short), str(source))
+    assert (finding.verdict, finding.kind, finding.why) == (
+        bytecode.IGNORED, "", "unreadable header (10 bytes, shorter than a pyc header): recompiled from source")
+    write_pyc(pyc, data)
+    source.unlink()
+    finding = bytecode.judge(str(pyc), str(source))
+    assert (finding.verdict, finding.kind, finding.why) == (
+        bytecode.IGNORED, "", "no source: a __pycache__ pyc is never loaded without its .py")
