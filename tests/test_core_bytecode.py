@@ -552,3 +552,27 @@ def test_judge_names_the_interpreter_the_hash_and_why(tmp_path):
     finding = bytecode.judge(str(pyc), str(source))
     assert (finding.verdict, finding.kind, finding.why) == (
         bytecode.IGNORED, "", "no source: a __pycache__ pyc is never loaded without its .py")
+
+
+def test_a_set_constant_read_back_from_a_pyc_is_the_compilers_set():
+    """Marshal writes a frozenset's members in its own order, the compiler keeps the source's: ``{16, 8}``
+    read back from a pyc iterates as ``{8, 16}`` (16 and 8 share a hash slot), and is the same constant."""
+    source = b"def f(v):\n    return v in {16, 8}\n"
+    moved = code_of(b"\n" + source)
+    assert repr(marshal.loads(pyc_of(moved)[16:]).co_consts[0].co_consts) != repr(code_of(source).co_consts[0]
+                                                                                  .co_consts)
+    assert bytecode.same_code(pyc_of(moved), source, "x.py", 0) == (
+        True, "the same code up to jump encoding and line table (another patch release's compiler)")
+    assert bytecode.same_code(pyc_of(moved), source.replace(b"16", b"24"), "x.py", 0) == (
+        False, "its code differs from the source's (first in <module>.f)")
+
+
+def test_code_without_its_exception_handler_is_other_code():
+    """Same instructions, but the handler no longer covers the call: an exception escapes."""
+    source = b"def f():\n    try:\n        x()\n    except ValueError:\n        return 1\n"
+    f = code_of(source).co_consts[0]
+    assert f.co_exceptiontable
+    unguarded = code_of(b"\n" + source).replace(co_consts=(f.replace(co_exceptiontable=b""),
+                                                           *code_of(source).co_consts[1:]))
+    assert bytecode.same_code(pyc_of(unguarded), source, "x.py", 0) == (
+        False, "its code differs from the source's (first in <module>.f)")
