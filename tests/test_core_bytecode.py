@@ -576,3 +576,68 @@ def test_code_without_its_exception_handler_is_other_code():
                                                            *code_of(source).co_consts[1:]))
     assert bytecode.same_code(pyc_of(unguarded), source, "x.py", 0) == (
         False, "its code differs from the source's (first in <module>.f)")
+
+
+def test_judge_of_a_name_that_is_not_the_modules_pyc(tmp_path):
+    source = module(tmp_path)
+    other = write_pyc(source.parent / "__pycache__" / f"other.{TAG}.pyc", hash_pyc(PATCHED, PATCHED))
+    finding = bytecode.judge(str(other), str(source))
+    assert (finding.tag, finding.level, finding.verdict, finding.why) == (
+        "", None, bytecode.IGNORED, "no interpreter loads a pyc of this name")
+
+
+def test_candidates_without_a_cache_tag_still_lists_pycache(tmp_path, monkeypatch):
+    """An implementation without a cache tag (``cache_from_source`` raises NotImplementedError)."""
+    source = module(tmp_path)
+    pyc = write_pyc(pyc_path(source), b"")
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "prefix"))
+    monkeypatch.setattr(sys.implementation, "cache_tag", None)
+    assert bytecode.candidates(str(source)) == [str(pyc)]
+
+
+def test_inspect_keeps_its_own_findings_beside_another_tags(tmp_path):
+    source = module(tmp_path)
+    own = write_pyc(pyc_path(source), hash_pyc(PATCHED, PATCHED))
+    foreign = write_pyc(pyc_path(source, tag="cpython-299"), hash_pyc(PRISTINE, PATCHED))
+    assert [(f.pyc, f.verdict) for f in bytecode.inspect([str(source)])] == [
+        (str(own), bytecode.MATCHES), (str(foreign), bytecode.NO_INTERPRETER)]
+    assert [f.pyc for f in bytecode.inspect([str(source)], only_tag=TAG)] == [str(own)]
+
+
+def test_verify_tree_names_the_pyc_and_what_to_do(tmp_path):
+    source = module(tmp_path)
+    (tmp_path / "notes.txt").write_text("x")
+    modules = {"vllm/scheduler.py": source, "vllm/notes.txt": tmp_path / "notes.txt",
+               "vllm/gone.py": tmp_path / "gone.py", "vllm/deleted.py": None}
+    assert bytecode._tree_sources(modules) == {str(source): "vllm/scheduler.py"}
+    pyc = write_pyc(pyc_path(source), hash_pyc(PRISTINE, PATCHED))
+    with pytest.raises(PatchsetError) as e:
+        bytecode.verify_tree(modules)
+    assert e.value.message == (f"Python would run {pyc} instead of the patched source: checked-hash pyc holding the "
+                            "hash of the current source, but its code differs from the source's (first in "
+                            "<module>.watermark)")
+    assert (e.value.file, e.value.hint) == (str(pyc), "remove that bytecode file; the series is not in effect")
+
+
+def test_settle_tree_records_a_prefixed_pyc_by_its_own_path(tmp_path, monkeypatch):
+    source = module(tmp_path)
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "prefix"))
+    prefixed = write_pyc(Path(importlib.util.cache_from_source(str(source))), hash_pyc(PATCHED, PATCHED))
+    local = write_pyc(pyc_path(source), hash_pyc(PATCHED, PATCHED))
+    stale = write_pyc(pyc_path(source, 1), hash_pyc(PRISTINE, PATCHED))
+    recorded = bytecode.settle_tree({"vllm/scheduler.py": source})
+    assert not stale.exists()
+    assert recorded == {str(prefixed): bytecode._sha256(str(prefixed)),
+                        f"vllm/__pycache__/{local.name}": bytecode._sha256(str(local))}
+
+
+def test_acceptance_unasked_follows_the_interpreters_own_mode(tmp_path):
+    """Under ``--check-hash-based-pycs always`` an unchecked-hash pyc of other source is not loaded."""
+    data = hash_pyc(PRISTINE, PRISTINE, checked=False)
+    probe = ("import sys; from patchset.core import bytecode as b; d = bytes.fromhex(sys.argv[1]); "
+             "print(b.acceptance(b.parse_header(d), sys.argv[2].encode(), 0.0, 0)[0])")
+    for mode, expected in (("always", bytecode.IGNORED), ("never", bytecode.ACCEPTED),
+                           ("default", bytecode.ACCEPTED)):
+        done = subprocess.run([sys.executable, "--check-hash-based-pycs", mode, "-c", probe, data.hex(),
+                               PATCHED.decode()], capture_output=True, text=True, check=True)
+        assert done.stdout.strip() == expected, mode
