@@ -641,3 +641,10 @@ def test_acceptance_unasked_follows_the_interpreters_own_mode(tmp_path):
         done = subprocess.run([sys.executable, "--check-hash-based-pycs", mode, "-c", probe, data.hex(),
                                PATCHED.decode()], capture_output=True, text=True, check=True)
         assert done.stdout.strip() == expected, mode
+
+
+def test_which_file_names_are_taken_for_a_python():
+    for name in ("python", "python3", "python3.11", "pypy", "pypy3.10"):
+        assert bytecode._looks_like_python(name), name
+    for name in ("python3-config", "python3.11-config", "python.3", "pythonw", "xpython3", "PYTHON3", "pip3"):
+        assert not bytecode._looks_like_python(name), name
