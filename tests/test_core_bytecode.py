@@ -6,6 +6,7 @@ code Python really runs for the module.
 
 from __future__ import annotations
 
+import hashlib
 import importlib._bootstrap_external as bootstrap
 import importlib.machinery
 import importlib.util
@@ -324,3 +325,326 @@ def test_a_stale_pyc_whose_only_change_is_a_constant_is_what_python_runs_and_is_
     (finding,) = bytecode.inspect([str(source)])
     assert (finding.verdict, finding.kind) == (bytecode.DIFFERS, "checked-hash")
     assert finding.why.endswith("but its code differs from the source's (first in <module>.budget)")
+
+
+# --- jump chains: another compiler's jump encoding is the same code, another jump target is not ----------
+
+LOOP = b"def f(xs):\n    for x in xs:\n        if x:\n            a()\n        else:\n            b()\n"
+
+
+def pyc_of(code) -> bytes:
+    return bytes(bootstrap._code_to_hash_pyc(code, b"\0" * 8, True))
+
+
+def unthreaded(code):
+    """``code`` as a compiler that does not thread jumps would write it: the first unconditional jump whose
+    target another unconditional jump after it also reaches now jumps to that one (a chain of two)."""
+    import dis
+
+    ops = list(dis.get_instructions(code))
+    jumps = [i for i in ops if i.opname in ("JUMP_FORWARD", "JUMP_BACKWARD")]
+    first, later = next((a, b) for a in jumps for b in jumps if b.offset > a.offset and a.argval == b.argval)
+    raw = bytearray(code.co_code)
+    raw[first.offset:first.offset + 2] = bytes([dis.opmap["JUMP_FORWARD"], (later.offset - first.offset - 2) // 2])
+    return code.replace(co_code=bytes(raw))
+
+
+def run_f(code, xs) -> list[str]:
+    calls: list[str] = []
+    namespace = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}
+    exec(code, namespace)  # noqa: S102 -- the code under comparison, run to show what it does
+    namespace["f"](xs)
+    return calls
+
+
+def test_a_jump_to_a_jump_is_the_code_of_the_threaded_jump():
+    """The same loop with one jump chained through another (as an unthreading compiler writes it) runs the
+    same and is judged the same; only the jump-resolved comparison can see that."""
+    module_code = code_of(LOOP)
+    f = module_code.co_consts[0]
+    chained = module_code.replace(co_consts=(unthreaded(f), *module_code.co_consts[1:]))
+    assert chained != module_code and chained.co_consts[0].co_code != f.co_code
+    assert run_f(chained, [1, 0, 1]) == run_f(module_code, [1, 0, 1]) == ["a", "b", "a"]
+    assert bytecode.same_code(pyc_of(chained), LOOP, "x.py", 0) == (
+        True, "the same code up to jump encoding and line table (another patch release's compiler)")
+    assert bytecode._shape(chained) == bytecode._shape(module_code)
+
+
+def test_a_chain_that_lands_elsewhere_is_other_code():
+    """A jump retargeted to the loop's exit (break instead of continue) is other code, chained or not."""
+    import dis
+
+    f = code_of(LOOP).co_consts[0]
+    ops = list(dis.get_instructions(f))
+    first = next(i for i in ops if i.opname == "JUMP_BACKWARD")
+    exit_ = next(i for i in ops if i.opname == "FOR_ITER").argval
+    raw = bytearray(f.co_code)
+    raw[first.offset + 1] = (exit_ - first.offset - 2) // 2
+    raw[first.offset] = dis.opmap["JUMP_FORWARD"]
+    broken = code_of(LOOP).replace(co_consts=(f.replace(co_code=bytes(raw)), *code_of(LOOP).co_consts[1:]))
+    assert run_f(broken, [1, 0, 1]) == ["a"]
+    assert bytecode.same_code(pyc_of(broken), LOOP, "x.py", 0) == (
+        False, "its code differs from the source's (first in <module>.f)")
+
+
+#: pairs of sources whose code differs only in where a jump goes, or in which way a condition jumps
+OTHER_PROGRAMS = [
+    (b"if a:\n    x()\n", b"if not a:\n    x()\n"),
+    # only where one conditional jump lands differs (y() inside or outside the inner if)
+    (b"if a:\n    if b:\n        x()\n    y()\nz()\n", b"if a:\n    if b:\n        x()\n        y()\nz()\n"),
+    (b"while a:\n    if b:\n        x()\n    y()\nz()\n", b"while a:\n    if b:\n        x()\n        y()\nz()\n"),
+    (b"for v in vs:\n    if v:\n        continue\n    x()\ny()\n",
+     b"for v in vs:\n    if v:\n        break\n    x()\ny()\n"),
+    (b"while a:\n    if b:\n        x()\n    else:\n        y()\n    z()\n",
+     b"while a:\n    if b:\n        x()\n    else:\n        y()\nz()\n"),
+    (b"r = a and b or c\n", b"r = a or b and c\n"),
+    (b"r = (a and b) or c\n", b"r = a and (b or c)\n"),
+    (b"try:\n    x()\nfinally:\n    y()\nz()\n", b"try:\n    x()\n    y()\nfinally:\n    z()\n"),
+]
+
+
+@pytest.mark.parametrize(("stale", "source"), OTHER_PROGRAMS)
+def test_programs_that_differ_in_a_jump_are_judged_different(stale, source):
+    """Compiled here, with the line table also moved (so only the jump-resolved comparison decides)."""
+    for old, new in ((stale, source), (source, stale)):
+        moved = code_of(b"\n\n" + old)
+        same, why = bytecode.same_code(pyc_of(moved), new, "x.py", 0)
+        assert (same, why) == (False, "its code differs from the source's (first in <module>)"), (old, new)
+
+
+@pytest.mark.parametrize("source", [s for pair in OTHER_PROGRAMS for s in pair] + [LOOP])
+def test_the_same_program_moved_down_the_file_is_the_same_code(source):
+    assert bytecode.same_code(pyc_of(code_of(source)), source, "x.py", 0) == (True, "")
+    moved = code_of(b"# a comment\n\n" + source)
+    assert moved != code_of(source)
+    assert bytecode.same_code(pyc_of(moved), source, "x.py", 0) == (
+        True, "the same code up to jump encoding and line table (another patch release's compiler)")
+
+
+def test_py_compiled_bytecode_of_the_moved_source_matches_and_of_another_jump_differs(tmp_path):
+    """py_compile's pyc of the file before a patch that only moved it (or changed a jump), under the new
+    source's hash: the audit's verdict on each, exactly."""
+    stale, new = OTHER_PROGRAMS[1]
+    source = module(tmp_path, new)
+    for old, verdict, why in ((b"\n\n\n" + new, bytecode.MATCHES, "and the same code up to jump encoding and line "
+                               "table (another patch release's compiler)"),
+                              (stale, bytecode.DIFFERS, "but its code differs from the source's (first in <module>)")):
+        before = tmp_path / "before.py"
+        before.write_bytes(old)
+        cfile = tmp_path / "before.pyc"
+        py_compile.compile(str(before), cfile=str(cfile), doraise=True,
+                           invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+        code = marshal.loads(cfile.read_bytes()[16:])
+        pyc = write_pyc(pyc_path(source), bytes(bootstrap._code_to_hash_pyc(
+            code, importlib.util.source_hash(source.read_bytes()), True)))
+        finding = bytecode.judge(str(pyc), str(source))
+        assert (finding.verdict, finding.kind, finding.level) == (verdict, bytecode.CHECKED_HASH, 0)
+        assert finding.why == f"checked-hash pyc holding the hash of the current source, {why}"
+
+
+# --- exact verdicts and reasons --------------------------------------------------------------------------
+
+
+def test_acceptance_says_why_exactly():
+    magic = importlib.util.MAGIC_NUMBER
+    size = len(PATCHED)
+
+    def verdict(data: bytes, mtime: float = 1000.7, st_size: int = size, **kw) -> tuple[str, str]:
+        return bytecode.acceptance(bytecode.parse_header(data), PATCHED, mtime, st_size, **kw)
+
+    assert verdict(timestamp_pyc(PRISTINE, 1000, size), check_hash_based="default") == (
+        bytecode.ACCEPTED, "timestamp pyc whose mtime and size match the source")
+    # the header keeps mtime and size modulo 2**32, and so does the loader's comparison
+    assert verdict(timestamp_pyc(PRISTINE, 1000, size), mtime=2**32 + 1000.7, st_size=2**32 + size,
+                   check_hash_based="default")[0] == bytecode.ACCEPTED
+    assert verdict(timestamp_pyc(PRISTINE, 1000, size), mtime=2**32 + 1001.0, check_hash_based="default") == (
+        bytecode.IGNORED, "timestamp pyc of another mtime or size: recompiled from source")
+    assert verdict(hash_pyc(PRISTINE, PATCHED), check_hash_based="default") == (
+        bytecode.ACCEPTED, "checked-hash pyc holding the hash of the current source")
+    assert verdict(hash_pyc(PRISTINE, PATCHED), check_hash_based="always") == (
+        bytecode.ACCEPTED, "checked-hash pyc holding the hash of the current source")
+    assert verdict(hash_pyc(PRISTINE, PRISTINE), check_hash_based="default") == (
+        bytecode.DORMANT, "checked-hash pyc of other source bytes: loaded only under --check-hash-based-pycs never")
+    assert verdict(hash_pyc(PRISTINE, PRISTINE), check_hash_based="never") == (
+        bytecode.ACCEPTED, "checked-hash pyc: loaded without looking at the source")
+    assert verdict(hash_pyc(PRISTINE, PRISTINE, checked=False), check_hash_based="default") == (
+        bytecode.ACCEPTED, "unchecked-hash pyc: loaded without looking at the source")
+    assert verdict(hash_pyc(PRISTINE, PATCHED, checked=False), check_hash_based="always") == (
+        bytecode.ACCEPTED, "unchecked-hash pyc holding the hash of the current source")
+    assert verdict(hash_pyc(PRISTINE, PRISTINE, checked=False), check_hash_based="always") == (
+        bytecode.IGNORED, "unchecked-hash pyc of other source bytes, checked because of --check-hash-based-pycs always")
+    other = b"\x00\x00" + magic[2:]
+    assert verdict(other + hash_pyc(PRISTINE, PATCHED)[4:], check_hash_based="default") == (
+        bytecode.IGNORED, f"magic {other.hex()} is not this interpreter's {magic.hex()}")
+    # another interpreter's magic, given: its own pycs are judged by it
+    assert verdict(other + hash_pyc(PRISTINE, PATCHED)[4:], magic=other, check_hash_based="default")[0] == (
+        bytecode.ACCEPTED)
+    # unset, the mode is this interpreter's own (the default unless run with --check-hash-based-pycs)
+    import _imp
+
+    assert _imp.check_hash_based_pycs == "default"
+    assert verdict(hash_pyc(PRISTINE, PRISTINE))[0] == bytecode.DORMANT
+    assert verdict(hash_pyc(PRISTINE, PRISTINE, checked=False))[0] == bytecode.ACCEPTED
+
+
+def test_same_code_says_why_code_cannot_run():
+    header = hash_pyc(PATCHED, PATCHED)[:16]
+    assert bytecode.same_code(header + marshal.dumps(7), PATCHED, "x.py", 0) == (
+        False, "it holds a int, not code: importing the module fails")
+    assert bytecode.same_code(header, PATCHED, "x.py", 0) == (
+        False, "its code does not unmarshal (EOF read where object expected): importing the module fails")
+    assert bytecode.same_code(header + b"\xff", PATCHED, "x.py", 0) == (
+        False, "its code does not unmarshal (bad marshal data (unknown type code)): importing the module fails")
+    same, why = bytecode.same_code(hash_pyc(PATCHED, PATCHED), b"def watermark(req:\n", "x.py", 0)
+    assert not same
+    assert why.startswith("the source does not compile (") and why.endswith("); this bytecode runs instead")
+    assert bytecode.same_code(hash_pyc(PATCHED, PATCHED), b"x = 1\0", "x.py", 0)[0] is False
+
+
+def test_candidates_are_every_pyc_of_the_module_in_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    source = module(tmp_path)
+    assert bytecode.candidates(str(source)) == []  # no __pycache__ at all
+    cache = tmp_path / "__pycache__"
+    for name in ("scheduler.cpython-311.opt-1.pyc", "scheduler.cpython-39.pyc", "scheduler.cpython-311.pyc",
+                 "scheduler_x.cpython-311.pyc", "other.cpython-311.pyc", "scheduler.cpython-311.pyc.tmp"):
+        write_pyc(cache / name, b"")
+    ours = [str(cache / n) for n in ("scheduler.cpython-311.opt-1.pyc", "scheduler.cpython-311.pyc",
+                                     "scheduler.cpython-39.pyc")]
+    assert bytecode.candidates(str(source)) == ours
+    prefix = tmp_path / "prefix"
+    monkeypatch.setattr(sys, "pycache_prefix", str(prefix))
+    assert bytecode.candidates(str(source)) == ours  # the prefix folder does not exist: nothing more
+    prefixed = write_pyc(Path(importlib.util.cache_from_source(str(source))), b"")
+    assert prefixed.parent != cache
+    assert bytecode.candidates(str(source)) == [*ours, str(prefixed)]
+
+
+def test_judge_names_the_interpreter_the_hash_and_why(tmp_path):
+    source = module(tmp_path)
+    python = f"{sys.implementation.name} {'.'.join(map(str, sys.version_info[:3]))}"
+    data = hash_pyc(PATCHED, PATCHED)
+    pyc = write_pyc(pyc_path(source), data)
+    finding = bytecode.judge(str(pyc), str(source))
+    assert finding == bytecode.PycFinding(str(pyc), str(source), TAG, 0, hashlib.sha256(data).hexdigest(),
+                                          bytecode.MATCHES, bytecode.CHECKED_HASH,
+                                          "checked-hash pyc holding the hash of the current source", python)
+    stale = write_pyc(pyc_path(source, 1), hash_pyc(PRISTINE, PATCHED))
+    finding = bytecode.judge(str(stale), str(source))
+    assert (finding.verdict, finding.level, finding.why) == (
+        bytecode.DIFFERS, 1, "checked-hash pyc holding the hash of the current source, but its code differs from "
+        "the source's (first in <module>.watermark)")
+    dormant = write_pyc(pyc_path(source, 2), hash_pyc(PRISTINE, PRISTINE))
+    finding = bytecode.judge(str(dormant), str(source))
+    assert (finding.verdict, finding.kind, finding.why) == (
+        bytecode.DORMANT, bytecode.CHECKED_HASH,
+        "checked-hash pyc of other source bytes: loaded only under --check-hash-based-pycs never")
+    odd = write_pyc(source.parent / "__pycache__" / f"scheduler.{TAG}.opt-3.pyc", data)
+    assert bytecode.judge(str(odd), str(source)) == bytecode.PycFinding(
+        str(odd), str(source), TAG, None, hashlib.sha256(data).hexdigest(), bytecode.IGNORED, "",
+        "no interpreter loads a pyc of this name", python)
+    short = write_pyc(pyc, data[:10])
+    finding = bytecode.judge(str(short), str(source))
+    assert (finding.verdict, finding.kind, finding.why) == (
+        bytecode.IGNORED, "", "unreadable header (10 bytes, shorter than a pyc header): recompiled from source")
+    write_pyc(pyc, data)
+    source.unlink()
+    finding = bytecode.judge(str(pyc), str(source))
+    assert (finding.verdict, finding.kind, finding.why) == (
+        bytecode.IGNORED, "", "no source: a __pycache__ pyc is never loaded without its .py")
+
+
+def test_a_set_constant_read_back_from_a_pyc_is_the_compilers_set():
+    """Marshal writes a frozenset's members in its own order, the compiler keeps the source's: ``{16, 8}``
+    read back from a pyc iterates as ``{8, 16}`` (16 and 8 share a hash slot), and is the same constant."""
+    source = b"def f(v):\n    return v in {16, 8}\n"
+    moved = code_of(b"\n" + source)
+    assert repr(marshal.loads(pyc_of(moved)[16:]).co_consts[0].co_consts) != repr(code_of(source).co_consts[0]
+                                                                                  .co_consts)
+    assert bytecode.same_code(pyc_of(moved), source, "x.py", 0) == (
+        True, "the same code up to jump encoding and line table (another patch release's compiler)")
+    assert bytecode.same_code(pyc_of(moved), source.replace(b"16", b"24"), "x.py", 0) == (
+        False, "its code differs from the source's (first in <module>.f)")
+
+
+def test_code_without_its_exception_handler_is_other_code():
+    """Same instructions, but the handler no longer covers the call: an exception escapes."""
+    source = b"def f():\n    try:\n        x()\n    except ValueError:\n        return 1\n"
+    f = code_of(source).co_consts[0]
+    assert f.co_exceptiontable
+    unguarded = code_of(b"\n" + source).replace(co_consts=(f.replace(co_exceptiontable=b""),
+                                                           *code_of(source).co_consts[1:]))
+    assert bytecode.same_code(pyc_of(unguarded), source, "x.py", 0) == (
+        False, "its code differs from the source's (first in <module>.f)")
+
+
+def test_judge_of_a_name_that_is_not_the_modules_pyc(tmp_path):
+    source = module(tmp_path)
+    other = write_pyc(source.parent / "__pycache__" / f"other.{TAG}.pyc", hash_pyc(PATCHED, PATCHED))
+    finding = bytecode.judge(str(other), str(source))
+    assert (finding.tag, finding.level, finding.verdict, finding.why) == (
+        "", None, bytecode.IGNORED, "no interpreter loads a pyc of this name")
+
+
+def test_candidates_without_a_cache_tag_still_lists_pycache(tmp_path, monkeypatch):
+    """An implementation without a cache tag (``cache_from_source`` raises NotImplementedError)."""
+    source = module(tmp_path)
+    pyc = write_pyc(pyc_path(source), b"")
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "prefix"))
+    monkeypatch.setattr(sys.implementation, "cache_tag", None)
+    assert bytecode.candidates(str(source)) == [str(pyc)]
+
+
+def test_inspect_keeps_its_own_findings_beside_another_tags(tmp_path):
+    source = module(tmp_path)
+    own = write_pyc(pyc_path(source), hash_pyc(PATCHED, PATCHED))
+    foreign = write_pyc(pyc_path(source, tag="cpython-299"), hash_pyc(PRISTINE, PATCHED))
+    assert [(f.pyc, f.verdict) for f in bytecode.inspect([str(source)])] == [
+        (str(own), bytecode.MATCHES), (str(foreign), bytecode.NO_INTERPRETER)]
+    assert [f.pyc for f in bytecode.inspect([str(source)], only_tag=TAG)] == [str(own)]
+
+
+def test_verify_tree_names_the_pyc_and_what_to_do(tmp_path):
+    source = module(tmp_path)
+    (tmp_path / "notes.txt").write_text("x")
+    modules = {"vllm/scheduler.py": source, "vllm/notes.txt": tmp_path / "notes.txt",
+               "vllm/gone.py": tmp_path / "gone.py", "vllm/deleted.py": None}
+    assert bytecode._tree_sources(modules) == {str(source): "vllm/scheduler.py"}
+    pyc = write_pyc(pyc_path(source), hash_pyc(PRISTINE, PATCHED))
+    with pytest.raises(PatchsetError) as e:
+        bytecode.verify_tree(modules)
+    assert e.value.message == (f"Python would run {pyc} instead of the patched source: checked-hash pyc holding the "
+                            "hash of the current source, but its code differs from the source's (first in "
+                            "<module>.watermark)")
+    assert (e.value.file, e.value.hint) == (str(pyc), "remove that bytecode file; the series is not in effect")
+
+
+def test_settle_tree_records_a_prefixed_pyc_by_its_own_path(tmp_path, monkeypatch):
+    source = module(tmp_path)
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "prefix"))
+    prefixed = write_pyc(Path(importlib.util.cache_from_source(str(source))), hash_pyc(PATCHED, PATCHED))
+    local = write_pyc(pyc_path(source), hash_pyc(PATCHED, PATCHED))
+    stale = write_pyc(pyc_path(source, 1), hash_pyc(PRISTINE, PATCHED))
+    recorded = bytecode.settle_tree({"vllm/scheduler.py": source})
+    assert not stale.exists()
+    assert recorded == {str(prefixed): bytecode._sha256(str(prefixed)),
+                        f"vllm/__pycache__/{local.name}": bytecode._sha256(str(local))}
+
+
+def test_acceptance_unasked_follows_the_interpreters_own_mode(tmp_path):
+    """Under ``--check-hash-based-pycs always`` an unchecked-hash pyc of other source is not loaded."""
+    data = hash_pyc(PRISTINE, PRISTINE, checked=False)
+    probe = ("import sys; from patchset.core import bytecode as b; d = bytes.fromhex(sys.argv[1]); "
+             "print(b.acceptance(b.parse_header(d), sys.argv[2].encode(), 0.0, 0)[0])")
+    for mode, expected in (("always", bytecode.IGNORED), ("never", bytecode.ACCEPTED),
+                           ("default", bytecode.ACCEPTED)):
+        done = subprocess.run([sys.executable, "--check-hash-based-pycs", mode, "-c", probe, data.hex(),
+                               PATCHED.decode()], capture_output=True, text=True, check=True)
+        assert done.stdout.strip() == expected, mode
+
+
+def test_which_file_names_are_taken_for_a_python():
+    for name in ("python", "python3", "python3.11", "pypy", "pypy3.10"):
+        assert bytecode._looks_like_python(name), name
+    for name in ("python3-config", "python3.11-config", "python.3", "pythonw", "xpython3", "PYTHON3", "pip3"):
+        assert not bytecode._looks_like_python(name), name
