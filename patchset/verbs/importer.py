@@ -173,8 +173,40 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
     versions = _versions(targets)
     told = parse_layout(layout)
     into = Path(into)
+    refusals = _refusals(into, versions, dry_run=dry_run, force=force, ci=ci, action=action, upgrade=upgrade)
+    entries, notes = read_sources(sources)
+    if ci and action is None and default_action_ref(__version__).endswith("@main"):
+        notes.append(f"the CI files use {default_action_ref(__version__)}: this patchset ({__version__}) is not a "
+                     "release; pin a tag or commit with --action OWNER/NAME@REF")
+    trees = {v: open_source(source, v) for v in versions}
+    plans = plan(entries, trees[versions[0]], told, notes, versions[0])
+    try:
+        _refuse_clobber(into, plans, force)
+        moves = _moves(into, plans) if move else []
+    except SeriesImportError as e:
+        if not dry_run:
+            raise
+        refusals.append(e)
+        moves = []
+    with tempfile.TemporaryDirectory(prefix="patchset-import-") as scratch:
+        stage = Path(scratch)
+        result = _staged(stage, into / DEFAULT_MANIFEST, entries, plans, trees, sources, notes, dry_run)
+        result.refused = [str(e) for e in refusals]
+        result.moved = [(p.source, p.file) for _, p in moves]
+        if not dry_run:
+            _move(moves, into)
+            result.written = _install(stage, into, [p.file for p in plans] + [DEFAULT_MANIFEST])
+            if ci:
+                result.written += scaffold(into, versions, manifest=False, action=action, verb="import",
+                                           upgrade=upgrade).written
+    return result
+
+
+def _refusals(into: Path, versions: list[str], *, dry_run: bool, force: bool, ci: bool, action: str | None,
+              upgrade: bool) -> list[SeriesImportError]:
+    """What would stop a real run before anything is read: raised at once, or, for a dry run (which writes
+    nothing), returned to be reported while the run goes on."""
     manifest_path = into / DEFAULT_MANIFEST
-    # A dry run writes nothing: what a real run would refuse to replace is reported, and the run goes on.
     refusals: list[SeriesImportError] = []
     if manifest_path.exists() and not force:
         refusals.append(SeriesImportError(f"{manifest_path} exists",
@@ -190,44 +222,28 @@ def import_series(sources: Sequence[str], into: str | Path = ".", targets: Seque
             refusals.append(SeriesImportError(e.message, hint=e.hint))
     if refusals and not dry_run:
         raise refusals[0]
-    entries, notes = read_sources(sources)
-    if ci and action is None and default_action_ref(__version__).endswith("@main"):
-        notes.append(f"the CI files use {default_action_ref(__version__)}: this patchset ({__version__}) is not a "
-                     "release; pin a tag or commit with --action OWNER/NAME@REF")
-    trees = {v: open_source(source, v) for v in versions}
-    plans = plan(entries, trees[versions[0]], told, notes, versions[0])
-    try:
-        _refuse_clobber(into, plans, force)
-        moves = _moves(into, plans) if move else []
-    except SeriesImportError as e:
-        if not dry_run:
-            raise
-        refusals.append(e)
-        moves = []
-    disabled = [f"{e.where}: {e.name}" for e in entries if e.disabled]
-    with tempfile.TemporaryDirectory(prefix="patchset-import-") as scratch:
-        stage = Path(scratch)
+    return refusals
+
+
+def _staged(stage: Path, manifest_path: Path, entries: list, plans: list, trees: dict, sources: Sequence[str],
+            notes: list[str], dry_run: bool) -> ImportResult:
+    """The manifest and recipes written under ``stage`` (the ``after:`` order the hunks need inferred), checked
+    to load, and the series checked on every target: what import reports, nothing installed yet."""
+    versions = list(trees)
+    text = _stage(stage, entries, plans, versions, sources)
+    edges = _infer(stage, trees)
+    if edges:
+        _set_after(plans, edges)
         text = _stage(stage, entries, plans, versions, sources)
-        edges = _infer(stage, trees)
-        if edges:
-            _set_after(plans, edges)
-            text = _stage(stage, entries, plans, versions, sources)
-        checked = validate(stage / DEFAULT_MANIFEST)
-        if not checked.ok:  # what import wrote must load: a problem here is import's own
-            raise SeriesImportError(f"the manifest it would write is not valid: {checked.errors[0]}",
-                                    hint="nothing was written; please report this")
-        manifest = load_manifest(stage / DEFAULT_MANIFEST)
-        report = CheckReport(str(manifest_path), [evaluate_release(manifest, v, t) for v, t in trees.items()])
-        result = ImportResult(manifest_path, dry_run, text, plans, disabled, notes, edges, report,
-                              refused=[str(e) for e in refusals])
-        result.sources = list(dict.fromkeys(e.file for e in entries if e.file and not e.disabled))
-        result.moved = [(p.source, p.file) for _, p in moves]
-        if not dry_run:
-            _move(moves, into)
-            result.written = _install(stage, into, [p.file for p in plans] + [DEFAULT_MANIFEST])
-            if ci:
-                result.written += scaffold(into, versions, manifest=False, action=action, verb="import",
-                                           upgrade=upgrade).written
+    checked = validate(stage / DEFAULT_MANIFEST)
+    if not checked.ok:  # what import wrote must load: a problem here is import's own
+        raise SeriesImportError(f"the manifest it would write is not valid: {checked.errors[0]}",
+                                hint="nothing was written; please report this")
+    manifest = load_manifest(stage / DEFAULT_MANIFEST)
+    report = CheckReport(str(manifest_path), [evaluate_release(manifest, v, t) for v, t in trees.items()])
+    disabled = [f"{e.where}: {e.name}" for e in entries if e.disabled]
+    result = ImportResult(manifest_path, dry_run, text, plans, disabled, notes, edges, report)
+    result.sources = list(dict.fromkeys(e.file for e in entries if e.file and not e.disabled))
     return result
 
 
