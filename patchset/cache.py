@@ -248,9 +248,9 @@ def keep_derived(entry: Path | None, value: object) -> None:
     keep_derived_bytes(entry, json.dumps(value, separators=(",", ":")).encode())
 
 
-def keep_derived_bytes(entry: Path | None, data: bytes) -> None:
-    """Keep ``data`` at ``entry`` (whole or not at all)."""
-    if entry is None or entry.exists():
+def keep_derived_bytes(entry: Path | None, data: bytes, *, replace: bool = False) -> None:
+    """Keep ``data`` at ``entry`` (whole or not at all); ``replace``: also over an entry found damaged."""
+    if entry is None or (entry.exists() and not replace):
         return
     with contextlib.suppress(OSError):
         Cache(entry.parent.parent.parent).put_bytes(data, *entry.parts[-3:])

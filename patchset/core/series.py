@@ -90,6 +90,7 @@ class ReleaseResult:
     pristine: dict[str, bytes | None] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     modes: dict[str, int] = field(default_factory=dict)  # path -> mode the series sets (e.g. 0o100755)
+    settled: bool = True  # False when something could not be read and a fallback stood in (never kept: core/kept.py)
 
     @property
     def ok(self) -> bool:
@@ -169,7 +170,8 @@ def evaluate_release(manifest: Manifest, version: str, source: Source,
         walk.by_id[p.id] = r
         if r.status.blocks and (pf := loaded.get(p.id)) is not None:
             walk.unapplied[p.id] = _added(pf)
-    return ReleaseResult(version, source.identity, results, walk.tree, pristine, walk.warnings, walk.modes)
+    return ReleaseResult(version, source.identity, results, walk.tree, pristine, walk.warnings, walk.modes,
+                         settled=walk.settled)
 
 
 def paths_to_read(manifest: Manifest, loaded: dict[str, PatchFile]) -> list[str]:
@@ -183,7 +185,7 @@ class _Walk:
     """One release's evaluation as it goes: the tree as the patches so far leave it, and what they said."""
 
     __slots__ = ("version", "source", "pristine", "tree", "exclude", "by_id", "warnings", "modes", "unapplied",
-                 "project", "_beside")
+                 "project", "settled", "_beside")
 
     def __init__(self, version: str, source: Source, pristine: dict[str, bytes | None],
                  tree: dict[str, bytes | None], exclude: frozenset[str]) -> None:
@@ -195,6 +197,7 @@ class _Walk:
         self.unapplied: dict[str, dict[str, frozenset[bytes]]] = {}  # a patch that did not apply -> the lines
         # it adds, per file
         self.project = "vllm"
+        self.settled = True  # no fallback stood in for something unreadable
         self._beside: tuple[frozenset[str] | None, frozenset[str]] | None = None
 
     def holds_beside(self, f: FilePatch) -> bool:
@@ -207,6 +210,7 @@ class _Walk:
                 self._beside = release_listing(self.project, self.version)
             except SourceError as e:
                 self._beside = (None, BESIDE_TOPS)
+                self.settled = False
                 self.warnings.append(f"the listing of {self.project} {self.version}'s sdist cannot be read "
                                      f"({e.message}): paths beside the package are judged by their top folder")
         listing, tops = self._beside

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from patchset import parallel
 from patchset.cache import Cache
-from patchset.core import moved
+from patchset.core import kept, moved
 from patchset.core.engine import HunkResult
 from patchset.core.manifest import Manifest
 from patchset.core.patchfile import Hunk
@@ -58,6 +58,28 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
             on_release(version)
         trees.append((version, open_release(manifest, version, source)))
 
+    entries = [kept.entry(manifest, version, tree) for version, tree in trees]
+    known = [kept.load(at) if not files else None for at in entries]  # the touched files are never kept
+    todo = [vt for vt, result in zip(trees, known, strict=True) if result is None]
+    worked = iter(_evaluate(manifest, todo, files))
+    results = [result if result is not None else next(worked) for result in known]
+    for at, result, was in zip(entries, results, known, strict=True):
+        if was is None:
+            kept.keep(at, result)
+    for (_, tree), result in zip(trees, results, strict=True):
+        # what a dir: tree could not prove about itself, and e.g. a .patch no patch names (validate refuses it)
+        result.warnings[:0] = [*getattr(tree, "warnings", []), *manifest.warnings]
+    report = CheckReport(str(manifest.path), results)
+    if graph and results:
+        try:
+            report.graph = merge(manifest, results)
+        except PatchsetError as e:  # the report still stands without its picture
+            report.graph_error = str(e)
+    return report
+
+
+def _evaluate(manifest: Manifest, trees: list[tuple[str, Source]], files: bool) -> list[ReleaseResult]:
+    """Each release's result worked out, side by side where it pays, with the leads of its lost hunks."""
     loads: Loads = {}  # each patch file read once for every release (before any fork: children share it)
     _stream_cold(manifest, trees, loads)
 
@@ -75,16 +97,7 @@ def check(manifest: Manifest, versions: Sequence[str] = (), source: str = "pypi"
     _index_side_by_side(manifest, [tree for (_, tree), hunks in zip(trees, lost, strict=True) if hunks])
     for (version, tree), result, hunks in zip(trees, results, lost, strict=True):
         follow_moved(manifest, version, tree, result, hunks)
-    for (_, tree), result in zip(trees, results, strict=True):
-        # what a dir: tree could not prove about itself, and e.g. a .patch no patch names (validate refuses it)
-        result.warnings[:0] = [*getattr(tree, "warnings", []), *manifest.warnings]
-    report = CheckReport(str(manifest.path), results)
-    if graph and results:
-        try:
-            report.graph = merge(manifest, results)
-        except PatchsetError as e:  # the report still stands without its picture
-            report.graph_error = str(e)
-    return report
+    return results
 
 
 def follow_moved(manifest: Manifest, version: str, tree: Source, result: ReleaseResult,

@@ -1,0 +1,147 @@
+"""A release's verdicts kept in the cache (core/kept.py): read back as they were worked out, keyed by every
+byte they rest on, and never believed when damaged.
+
+The series is the bench's fork-shaped one (bench/forkseries.py: twelve patches made from real 0.29.0
+files) on the real 0.29.0 and 0.31.0, where many hunks fail and some are followed to other files, so the
+failure path (candidates, differing lines, moved-code leads) is what is kept and read back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from patchset.cli import main
+from patchset.core import kept
+from patchset.core.manifest_load import load_manifest
+from patchset.core.pristine import open_release
+from patchset.errors import PatchFileError
+from patchset.sources import open_source
+from patchset.verbs import check as check_verb
+
+pytestmark = pytest.mark.network
+
+REPO = Path(__file__).resolve().parent.parent
+RELEASES = ["0.29.0", "0.31.0"]
+
+
+@pytest.fixture
+def fork(tmp_path: Path) -> Path:
+    """A fresh fork-shaped series (its manifest's path is new, so no entry of another run is found)."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import forkseries
+
+    series = forkseries.generate(Path(open_source("pypi", "0.29.0").root), tmp_path / "fork", count=12,
+                                 targets=RELEASES)
+    return series.manifest
+
+
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The releases check works out (rather than reads back), in order."""
+    worked: list[str] = []
+    real = check_verb.evaluate_release
+
+    def evaluate(manifest, version, *args, **kwargs):  # type: ignore[no-untyped-def]
+        worked.append(version)
+        return real(manifest, version, *args, **kwargs)
+
+    monkeypatch.setattr(check_verb, "evaluate_release", evaluate)
+    monkeypatch.setenv("PATCHSET_JOBS", "1")  # counted in this process
+    return worked
+
+
+def test_a_second_check_reads_every_release_back_and_prints_the_same_bytes(fork, monkeypatch, capsys):
+    worked = counted(monkeypatch)
+    outputs = []
+    for _ in range(2):
+        code = main(["check", "--manifest", str(fork), "--format", "json"])
+        outputs.append((code, capsys.readouterr().out))
+    assert worked == RELEASES  # the first run only
+    monkeypatch.setenv("PATCHSET_NO_PARSE_CACHE", "1")
+    assert main(["check", "--manifest", str(fork), "--format", "json"]) == 1
+    outputs.append((1, capsys.readouterr().out))
+    assert worked == RELEASES * 2
+    assert len(set(outputs)) == 1
+    assert '"failed"' in outputs[0][1] and '"moved": "vllm/' in outputs[0][1]
+
+
+def test_what_is_read_back_is_what_was_worked_out(fork):
+    manifest = load_manifest(fork)
+    report = check_verb.check(manifest, ["0.31.0"], files=False)
+    result = report.targets[0]
+    tree = open_release(manifest, "0.31.0", "pypi")
+    result.warnings = result.warnings[len(tree.warnings) + len(manifest.warnings):]  # added on every run
+    at = kept.entry(manifest, "0.31.0", tree)
+    assert at is not None and at.is_file()
+    back = kept.load(at)
+    assert back == result
+    hunks = [h for p in back.patches for h in p.hunks]
+    assert any(h.moved and h.moved_evidence for h in hunks)
+    assert any(h.candidates for h in hunks) and any(h.differ for h in hunks)
+    assert any(h.line for h in hunks) and any(p.patch_file and p.sha256 for p in back.patches)
+
+
+def test_a_byte_of_any_input_is_another_entry(fork, tmp_path):
+    manifest = load_manifest(fork)
+    tree = open_release(manifest, "0.29.0", "pypi")
+    first = kept.entry(manifest, "0.29.0", tree)
+    assert first == kept.entry(manifest, "0.29.0", tree)
+    assert first != kept.entry(manifest, "0.31.0", open_release(manifest, "0.31.0", "pypi"))
+    patch = Path(manifest.patches[5].choice_for("0.29.0").path)
+    patch.write_bytes(patch.read_bytes().replace(b"\n", b"\n\n", 1))  # a blank line in the header: same verdicts
+    assert kept.entry(manifest, "0.29.0", tree) != first
+    fork.write_text(fork.read_text() + "\n")
+    assert kept.entry(manifest, "0.29.0", tree) not in (first, None)
+    # the code's part of the key: every module verdicts rest on
+    code = {Path(f).relative_to(REPO).as_posix() for f in kept._code()}
+    assert {"patchset/core/engine.py", "patchset/core/series.py", "patchset/core/patchfile.py",
+            "patchset/core/moved.py", "patchset/sources/lineindex.py", "patchset/verbs/check.py"} <= code
+
+
+def test_a_damaged_entry_is_worked_out_again(fork, monkeypatch, capsys):
+    worked = counted(monkeypatch)
+    assert main(["check", "--manifest", str(fork), "--format", "json", "--vllm", "0.31.0"]) == 1
+    want = capsys.readouterr().out
+    manifest = load_manifest(fork)
+    at = kept.entry(manifest, "0.31.0", open_release(manifest, "0.31.0", "pypi"))
+    whole = at.read_bytes()
+    payload = marshal.loads(whole[32:])
+    wrong_word = (*payload[:4], ((*payload[4][0][:1], "appliez", *payload[4][0][2:]), *payload[4][1:]))
+    for damaged in (whole[: len(whole) // 2],  # cut short
+                    whole[:-1] + bytes([whole[-1] ^ 1]),  # one bit
+                    hashlib.sha256(b"x").digest() + b"x",  # whole, but not a result
+                    (lambda p: hashlib.sha256(p).digest() + p)(marshal.dumps(wrong_word))):  # a word not ours
+        at.write_bytes(damaged)
+        assert kept.load(at) is None
+        assert main(["check", "--manifest", str(fork), "--format", "json", "--vllm", "0.31.0"]) == 1
+        assert capsys.readouterr().out == want
+        assert kept.load(at) is not None  # written anew
+    assert worked == ["0.31.0"] * 5
+
+
+def test_a_refusal_is_never_kept(fork):
+    manifest = load_manifest(fork)
+    patch = Path(manifest.patches[0].choice_for("0.29.0").path)
+    patch.write_bytes(patch.read_bytes() + b"@@ -1,2 +1,2 @@\n-cut short\n")
+    for _ in range(2):  # refused every time: nothing was kept in between
+        with pytest.raises(PatchFileError):
+            check_verb.check(manifest, ["0.29.0"], files=False)
+    assert not kept.entry(manifest, "0.29.0", open_release(manifest, "0.29.0", "pypi")).exists()
+
+
+def test_nothing_is_kept_of_a_folder_or_of_a_fallback(fork, tmp_path):
+    manifest = load_manifest(fork)
+    tree = open_release(manifest, "0.29.0", "pypi")
+    folder = open_source(f"dir:{tree.root}", "0.29.0")
+    assert kept.entry(manifest, "0.29.0", folder) is None  # a folder has no identity by content here
+    at = tmp_path / "derived" / "check" / "x.marshal"
+    result = check_verb.check(manifest, ["0.31.0"], files=False).targets[0]
+    kept.keep(at, replace(result, settled=False))  # a fallback stood in: read again next time
+    assert not at.exists()
+    kept.keep(at, result)
+    assert kept.load(at) == result
