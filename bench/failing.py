@@ -7,9 +7,11 @@ its hunks fail, some files are gone, and eleven hunks are followed to where thei
 leads). ``check`` runs on the three targets; ``next --vllm 0.31.0`` and ``port --to 0.31.0 --dry-run`` on
 the same patches made for 0.29.0 only (two releases on).
 
-Warm: the default cache (whole trees where the other workloads unpacked them, the line indexes made by a
-first run outside the timings), paired with ``bench/gnu_loop.sh`` on the same warm trees for ``check``
-(patchset, then the loop, alternating), medians. Cold: each run on an empty ``PATCHSET_CACHE`` (the
+Warm: the default cache (whole trees where the other workloads unpacked them, the line indexes and each
+release's kept verdicts made by a first run outside the timings); "one patch edited" prepends a line to one
+patch file's header before each run, so no release's kept verdicts hold and all are worked out again.
+Each check is paired with ``bench/gnu_loop.sh`` on the same warm trees (patchset, then the loop,
+alternating), medians. Cold: each run on an empty ``PATCHSET_CACHE`` (the
 sdists downloaded and streamed over the network: compare cold numbers of one run only); its peak RSS is
 the largest of the process and its forked children (``ru_maxrss`` of the children), its cache the bytes
 of the files it left.
@@ -23,6 +25,7 @@ next <= 2 s; warm port --dry-run <= 5 s.
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import re
 import statistics
@@ -42,6 +45,9 @@ from patchset.core.manifest_load import load_manifest  # noqa: E402
 RELEASES = ["0.29.0", "0.30.0", "0.31.0"]
 COMMANDS = {
     "check": ["check", "--manifest", "{fork}/patches.yaml", "--format", "json"],
+    # the same, each run after an edit of one patch file (a line of its header): no release's kept verdicts
+    # hold, so every release is worked out again, as after a maintainer's edit
+    "check, one patch edited": ["check", "--manifest", "{fork}/patches.yaml", "--format", "json"],
     "next": ["next", "--vllm", "0.31.0", "--manifest", "{fork}/patches29.yaml", "--format", "json"],
     "port --dry-run": ["port", "--to", "0.31.0", "--dry-run", "--manifest", "{fork}/patches29.yaml", "--format",
                        "json"],
@@ -86,13 +92,16 @@ def rows(repeat: int = 5, cold_repeat: int = 2) -> list[str]:
             cli = [sys.executable, "-m", "patchset", *(a.replace("{fork}", str(fork)) for a in argv)]
             subprocess.run(cli, capture_output=True)  # the line indexes made, the trees warm, outside the timings
             ours, theirs = [], []
-            for _ in range(repeat):
+            edited = next(fork.glob("recipes/*/*.patch"))
+            for i in range(repeat):
+                if name.endswith("edited"):
+                    edited.write_bytes(f"bench edit {time.time()} {i}\n".encode() + edited.read_bytes())
                 ours.append(run.timed(cli).seconds)
-                if name == "check":
+                if name.startswith("check"):
                     theirs.append(run.timed(loop).seconds)
             warm, rss = statistics.median(ours), run.peak_rss_kb(cli)
-            colds = [cold_run(cli) for _ in range(cold_repeat)] or [(0.0, 0, 0)]  # none: not asked for (make bench
-            # without --cold)
+            cold_runs = cold_repeat if not name.endswith("edited") else 0  # an edit changes nothing cold
+            colds = [cold_run(cli) for _ in range(cold_runs)] or [(0.0, 0, 0)]  # none: not asked for
             c_time = statistics.median(c[0] for c in colds)
             c_rss = statistics.median(c[1] for c in colds)
             c_size = statistics.median(c[2] for c in colds)
@@ -101,8 +110,9 @@ def rows(repeat: int = 5, cold_repeat: int = 2) -> list[str]:
                 ratio = base / warm
                 word = f"patchset {ratio:.2f}x faster" if ratio >= 1 else f"patchset {1 / ratio:.2f}x slower"
                 gnu = f"{base:.3f} s"
-                met["warm check >= 2x faster than the loop"] = ratio >= 2
-                if cold_repeat:
+                if name == "check":
+                    met["warm check >= 2x faster than the loop"] = ratio >= 2
+                if cold_repeat and name == "check":
                     met["cold check <= 8 s and <= 60 MB of cache"] = c_time <= 8 and c_size <= 60e6
             else:
                 gnu = word = "-"
@@ -110,7 +120,8 @@ def rows(repeat: int = 5, cold_repeat: int = 2) -> list[str]:
                 met["warm next <= 2 s"] = warm <= 2
             if name == "port --dry-run":
                 met["warm port --dry-run <= 5 s"] = warm <= 5
-            cold = f"{c_time:.2f} s | {c_rss / 1024:.0f} MB | {c_size / 1e6:.1f} MB" if cold_repeat else "- | - | -"
+            cold = (f"{c_time:.2f} s | {c_rss / 1024:.0f} MB | {c_size / 1e6:.1f} MB"
+                    if cold_repeat and not name.endswith("edited") else "- | - | -")
             out.append(f"| {name} | {warm:.3f} s | {gnu} | {word} | {rss / 1024:.0f} MB | {cold} |")
     out.append("")
     out += [f"goal: {goal}: {'met' if ok else 'MISSED'}" for goal, ok in met.items()]
@@ -123,6 +134,8 @@ def main() -> int:
     ap.add_argument("--cold-repeat", type=int, default=2)
     args = ap.parse_args()
     start = time.perf_counter()
+    # bytecode compiled, as an installed package's is (PYTHONDONTWRITEBYTECODE would leave every run compiling)
+    compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "patchset"), quiet=1)
     print("\n".join(rows(args.repeat, args.cold_repeat)))
     print(f"\n({time.perf_counter() - start:.0f} s in all)")
     return 0
