@@ -17,13 +17,10 @@ import importlib
 import io
 import json
 import os
-import platform
 import re
 import signal
 import sys
-import tempfile
 import threading
-import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -70,6 +67,8 @@ class _Version(argparse.Action):
 
 
 def version_line() -> str:
+    import platform  # --version only
+
     return (f"patchset {__version__} (Python {platform.python_version()} {platform.python_implementation()}, "
             f"{platform.system()} {platform.release()} {platform.machine()})")
 
@@ -203,6 +202,9 @@ def _sigterm_unwinds():
 
 
 def _internal(prog: str, e: BaseException, as_json: bool) -> int:
+    import tempfile  # only here: a run that ends well never pays for these
+    import traceback
+
     what = f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__
     try:
         fd, path = tempfile.mkstemp(prefix="patchset-traceback-", suffix=".txt")

@@ -8,7 +8,6 @@ from __future__ import annotations
 from patchset.core.engine import HunkResult, HunkStatus
 from patchset.core.series import PatchResult, PatchStatus, ReleaseResult
 from patchset.report.common import Case, dump_json, github_annotation, junit, markdown_table, render, table
-from patchset.report.deps import check_graph
 from patchset.verbs.check import CheckReport
 
 HEADERS = ("vLLM", "patch", "status", "detail")
@@ -140,6 +139,8 @@ def render_markdown(report: CheckReport) -> str:
                 extra.append(f"<details><summary>{t.vllm} {p.id}: {p.status}</summary>\n\n```\n"
                              f"{failure_text(p)}\n```\n</details>\n")
         extra += [f"- warning ({t.vllm}): {w}" for w in t.warnings]
+
+    from patchset.report.deps import check_graph  # Markdown only: the graph is drawn for no other format
 
     graph = check_graph(report)
     extra += [graph] if graph else []

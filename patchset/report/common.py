@@ -8,13 +8,11 @@ import os
 import shutil
 import sys
 import textwrap
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from patchset.errors import PatchsetError
-from patchset.runners.junit import escape_illegal as x
 
 if TYPE_CHECKING:  # rich is imported for tables only: --format json never pays for it
     from rich.console import Console
@@ -60,6 +58,10 @@ def junit(cases: Iterable[Case], name: str = "patchset", warnings: Sequence[str]
     less code, much slower (its per-case statistics update; ``bench/junit_writer.py``, figures in
     docs/records/performance.md), and does not escape illegal characters either.
     """
+    import xml.etree.ElementTree as ET  # JUnit only: --format json and the tables never pay for it
+
+    from patchset.runners.junit import escape_illegal as x
+
     cases = [Case(x(c.suite), x(c.name), c.failure and x(c.failure), c.skipped and x(c.skipped), x(c.detail))
              for c in cases]
     root = ET.Element("testsuites", name=x(name))
