@@ -1,10 +1,16 @@
-"""Tables that fit where they go: a terminal, COLUMNS, or a plain log."""
+"""Tables that fit where they go: a terminal, COLUMNS, or a plain log; and the JSON document, byte for byte."""
 
 from __future__ import annotations
 
-import pytest
+import json
 
-from patchset.report.common import CELL_LIMIT, render, table
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from patchset.core.engine import HunkStatus
+from patchset.core.series import PatchStatus
+from patchset.report.common import CELL_LIMIT, Case, dump_json, render, table
 
 IDS = ["offload-recurrent-load-boundary", "offload-mtp-eagle-serve"]
 
@@ -88,3 +94,33 @@ def test_very_long_details_are_shortened_in_tables_but_never_an_id(monkeypatch):
     assert "x" * 300 in out
 
 
+
+
+# --format json: dump_json writes what json.dumps(indent=2) writes, byte for byte, whoever writes it.
+
+_LEAVES = (st.text() | st.integers() | st.booleans() | st.none()
+           | st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(["é", "\x7f", "\u2028", "😀", "\udc80"]))
+_DOCS = st.recursive(_LEAVES, lambda kids: st.lists(kids, max_size=4) | st.tuples(kids, kids)
+                     | st.dictionaries(st.text() | st.integers() | st.booleans(), kids, max_size=4), max_leaves=25)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_DOCS)
+def test_the_json_document_is_what_json_dumps_writes(doc):
+    assert dump_json(doc) == json.dumps(doc, indent=2) + "\n"
+
+
+@pytest.mark.parametrize("doc", [
+    {"message": "line 3: 1.5", "n": 2},  # a float's text inside a string: orjson writes it
+    {"differ": ["-    eps: 1.0e-6,", "+ x\": 1.5"], "ok": False},
+    # what orjson writes otherwise, or refuses: json.dumps writes it
+    {"seconds": 1.5e-07}, [1e16, -2.5e-05], {"seconds": 0.25}, {"big": 2**70}, {1: "an int key"}, ["\udc80"],
+    [{"status": PatchStatus.FAILED, "hunk": HunkStatus.EXACT}],  # status words, str enums
+])
+def test_the_json_document_of_edge_cases(doc):
+    assert dump_json(doc) == json.dumps(doc, indent=2) + "\n"
+
+
+def test_a_dataclass_is_refused_as_json_refuses_it():
+    with pytest.raises(TypeError):
+        dump_json({"x": Case("s", "n")})

@@ -5,12 +5,15 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import orjson
 
 from patchset.errors import PatchsetError
 
@@ -20,8 +23,37 @@ if TYPE_CHECKING:  # rich is imported for tables only: --format json never pays 
 
 
 def dump_json(obj: object) -> str:
-    """``--format json``'s document: ``json.dumps(obj, indent=2)`` and a newline."""
-    return json.dumps(obj, indent=2) + "\n"
+    """``--format json``'s document: ``json.dumps(obj, indent=2)`` and a newline, byte for byte.
+
+    orjson writes it (the standard library's indenting encoder is pure Python), then every character
+    past ASCII's printable range is escaped as ``json.dumps`` escapes it (``\\u00e9``, surrogate pairs).
+    Where the two could part, the document goes to ``json.dumps`` instead: what orjson refuses (a key
+    that is not a string, an integer beyond 64 bits, a lone surrogate, a dataclass) and any float
+    (the two write exponents differently). Not a NaN or an infinity, which orjson writes as null: no
+    document of patchset holds one.
+    """
+    try:
+        text = orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_DATACLASS
+                            | orjson.OPT_PASSTHROUGH_DATETIME).decode()
+    except TypeError:  # orjson.JSONEncodeError is one
+        return json.dumps(obj, indent=2) + "\n"
+    if _FLOAT.search(text):
+        return json.dumps(obj, indent=2) + "\n"
+    return _NOT_ASCII.sub(_escaped, text) + "\n"
+
+
+#: A float as a value in an indented document: alone on its line, or after a key (a string's own text
+#: ends in its closing quote, so never matches).
+_FLOAT = re.compile(r'(?m)(?:^ *|": )-?\d+(?:\.\d+(?:[eE][-+]?\d+)?|[eE][-+]?\d+),?$')
+_NOT_ASCII = re.compile("[\x7f-\U0010ffff]")
+
+
+def _escaped(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    if c < 0x10000:
+        return f"\\u{c:04x}"
+    c -= 0x10000
+    return f"\\u{0xD800 + (c >> 10):04x}\\u{0xDC00 + (c & 0x3FF):04x}"
 
 
 def error_doc(e: PatchsetError, more: Sequence[PatchsetError] | None = None) -> dict:
