@@ -216,7 +216,7 @@ def test_every_problem_is_collected_and_the_first_is_the_message(tmp_path):
     assert isinstance(e, ManifestErrors)
     assert [(x.line, x.message) for x in e.errors] == [
         (9, "patch id 'One' must be lower-case letters, digits, '.', '_' or '-'"),
-        (13, "unknown key 'relases' in patch One"),
+        (13, "unknown key 'relases'"),  # its subject says "patch One: "
         (12, "fuzz must be a whole number >= 0, not -1"),
         (17, "patch file recipes/one/nope.patch does not exist"),
     ]

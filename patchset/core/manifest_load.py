@@ -211,7 +211,8 @@ class _Loader:
     def keys(self, m: dict, allowed: set[str], what: str, patch: str | None = None) -> None:
         for k in m:
             if k not in allowed:
-                self.note(f"unknown key {k!r} in {what}", yamlnodes.line_of(m, k), patch,
+                where = "" if patch is not None and what == f"patch {patch}" else f" in {what}"  # already said
+                self.note(f"unknown key {k!r}{where}", yamlnodes.line_of(m, k), patch,
                           hint=did_you_mean(str(k), sorted(allowed), "known keys"))
 
     @staticmethod
