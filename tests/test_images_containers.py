@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import time
 import uuid
 
+import docker.errors
 import pytest
 
 from patchset.images import containers
@@ -54,3 +56,31 @@ def test_the_sweep_removes_a_killed_runs_containers_and_spares_live_ones(docker_
     finally:
         for c in docker_client.containers.list(all=True, filters={"label": label}):
             c.remove(force=True)
+
+
+@pytest.mark.docker
+def test_a_look_into_an_image_is_owned_and_sweeps_what_a_killed_look_left(docker_client, standin):
+    from patchset.images.engine import ImageFiles
+
+    host, _, started = containers.owner().rsplit(":", 2)
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    left = docker_client.containers.create(standin, entrypoint=["true"], network_disabled=True,
+                                           labels={**containers.inspect_labels(),
+                                                   containers.OWNER_LABEL: f"{host}:{ended.pid}:{started}"})
+    live = docker_client.containers.create(standin, entrypoint=["true"], network_disabled=True,
+                                           labels=containers.inspect_labels(deadline=time.time() + 600))
+    try:
+        with ImageFiles(docker_client, standin) as files:
+            mine = files._container
+            assert mine is not None and mine.labels[containers.OWNER_LABEL] == containers.owner()
+            ids = {c.id for c in docker_client.containers.list(all=True,
+                                                               filters={"label": containers.INSPECT_LABEL})}
+            assert left.id not in ids and {live.id, mine.id} <= ids
+        status, out, _ = containers.run_once(docker_client, docker_client.images.get(standin),
+                                             ["python3", "-c", "print('x')"], timeout=60)
+        assert (status, out) == (0, "x")
+    finally:
+        for c in (left, live):
+            with contextlib.suppress(docker.errors.NotFound):
+                c.remove(force=True)

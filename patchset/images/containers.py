@@ -37,7 +37,8 @@ def run_once(client: docker.DockerClient, image: Image, entrypoint: list[str], *
              environment: dict[str, str] | None = None) -> tuple[int | None, str, str]:
     """(exit status, stdout, stderr) of ``entrypoint`` run in a throwaway container of ``image``."""
     container = client.containers.create(image, entrypoint=entrypoint, environment=environment or None,
-                                         network_disabled=True, labels={INSPECT_LABEL: "1"})
+                                         network_disabled=True,
+                                         labels=inspect_labels(deadline=time.time() + timeout + 60))
     try:
         container.start()
         status = container.wait(timeout=timeout)
@@ -48,6 +49,15 @@ def run_once(client: docker.DockerClient, image: Image, entrypoint: list[str], *
         raise ContainerFailed(str(e.explanation or e)) from e
     finally:
         container.remove(force=True)
+
+
+def inspect_labels(deadline: float | None = None) -> dict[str, str]:
+    """The labels of a container made to look into an image: whose it is (and until when), so that
+    :func:`sweep` removes it once a killed run has left it behind, and never while its run goes on."""
+    labels = {INSPECT_LABEL: "1", OWNER_LABEL: owner()}
+    if deadline is not None:
+        labels[DEADLINE_LABEL] = f"{deadline:.0f}"
+    return labels
 
 
 def device_requests(gpus: str | None) -> list[DeviceRequest]:

@@ -30,7 +30,7 @@ from docker.models.containers import Container
 from docker.models.images import Image
 
 from patchset.errors import PatchsetError
-from patchset.images.containers import ContainerFailed, run_once
+from patchset.images.containers import INSPECT_LABEL, ContainerFailed, inspect_labels, run_once, sweep
 
 #: The SDK's names for the engine, its images and its refusals, for modules outside this package to hold them by.
 Client = docker.DockerClient
@@ -155,8 +155,9 @@ class ImageFiles:
         self._modes: dict[str, int] = {}
 
     def __enter__(self) -> ImageFiles:
+        sweep(self.client, INSPECT_LABEL)  # what a killed run left behind
         self._container = self.client.containers.create(
-            self.image, entrypoint=_NEVER_STARTED, network_disabled=True, labels={"io.patchset.inspect": "1"}
+            self.image, entrypoint=_NEVER_STARTED, network_disabled=True, labels=inspect_labels()
         )
         return self
 
