@@ -105,19 +105,24 @@ def _result(t: tuple) -> ReleaseResult:
     vllm, source, warnings, modes, patches = t
     return ReleaseResult(
         _str(vllm), _str(source),
-        [PatchResult(_str(pid), PatchStatus(status), _str(evidence), _str(message), _opt(patch_file), _opt(sha),
+        [PatchResult(_str(pid), _PATCH_WORDS[status], _str(evidence), _str(message), _opt(patch_file), _opt(sha),
                      tuple(_hunk(h) for h in hunks), _strs(skipped), _str(tree), _strs(files))
          for pid, status, evidence, message, patch_file, sha, hunks, skipped, tree, files in patches],
         warnings=list(_strs(warnings)), modes={_str(k): _int(v) for k, v in modes})
 
 
+_PATCH_WORDS = {w.value: w for w in PatchStatus}
+_HUNK_WORDS = {w.value: w for w in HunkStatus}
+#: A hunk's plain values, by type: its line is a number or None (a file-level change, a file not found).
+_HUNK_SHAPES = {(str, int, str, bool, line, int, int, str, tuple, tuple, int, str, str) for line in (int, type(None))}
+
+
 def _hunk(t: tuple) -> HunkResult:
-    file, number, status, applied, line, offset, fuzz, message, candidates, differ, patch_line, moved, why = t
-    if not isinstance(applied, bool) or not (line is None or isinstance(line, int)):
+    """A hunk's result from its plain values (a few thousand a check: its checks are kept to one pass)."""
+    if tuple(map(type, t)) not in _HUNK_SHAPES or not all(type(c) is int for c in t[8]) \
+            or not all(type(d) is str for d in t[9]):
         raise TypeError("not a hunk's result")
-    return HunkResult(_str(file), _int(number), HunkStatus(status), applied, line, _int(offset), _int(fuzz),
-                      _str(message), tuple(_int(c) for c in candidates), _strs(differ), _int(patch_line),
-                      _str(moved), _str(why))
+    return HunkResult(t[0], t[1], _HUNK_WORDS[t[2]], *t[3:])
 
 
 def _str(v: object) -> str:
