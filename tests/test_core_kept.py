@@ -145,3 +145,48 @@ def test_nothing_is_kept_of_a_folder_or_of_a_fallback(fork, tmp_path):
     assert not at.exists()
     kept.keep(at, result)
     assert kept.load(at) == result
+
+
+def test_after_an_edit_the_releases_are_worked_out_again_but_no_hunk_is_followed_again(fork, monkeypatch, capsys):
+    from patchset.core import moved
+
+    worked = counted(monkeypatch)
+    followed: list[str] = []
+    real_follow = moved.follow
+
+    def follow(index, path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        followed.append(path)
+        return real_follow(index, path, *args, **kwargs)
+
+    monkeypatch.setattr(moved, "follow", follow)
+    at = kept.leads_entry(open_release(load_manifest(fork), "0.31.0", "pypi"), "vllm")
+    at.unlink(missing_ok=True)  # a lead rests on the release and the hunk alone: another run's are as good
+    assert main(["check", "--manifest", str(fork), "--format", "json"]) == 1
+    first = capsys.readouterr().out
+    assert worked == RELEASES and followed  # some hunks of 0.31.0 were followed to other files
+    patch = Path(load_manifest(fork).patches[3].choice_for("0.29.0").path)
+    data = patch.read_bytes()
+    patch.write_bytes(b"an edit of its first line" + data[data.index(b"\n"):])  # no line moves
+    n = len(followed)
+    assert main(["check", "--manifest", str(fork), "--format", "json"]) == 1
+    edited = capsys.readouterr().out
+    assert worked == RELEASES * 2 and len(followed) == n  # every release again, no hunk followed again
+    monkeypatch.setenv("PATCHSET_NO_PARSE_CACHE", "1")  # nothing kept: the leads found afresh
+    assert main(["check", "--manifest", str(fork), "--format", "json"]) == 1
+    assert capsys.readouterr().out == edited != first  # the patch's sha256 changed, nothing else
+    assert len(followed) > n
+    monkeypatch.delenv("PATCHSET_NO_PARSE_CACHE")
+    n = len(followed)
+
+    whole = at.read_bytes()
+    assert len(kept.load_leads(at)) > 0
+    for damaged in (whole[:-3], whole[:40] + bytes([whole[40] ^ 1]) + whole[41:],
+                    (lambda p: hashlib.sha256(p).digest() + p)(marshal.dumps({b"k" * 32: ("a", 1, "c")}))):
+        at.write_bytes(damaged)
+        assert kept.load_leads(at) == {}
+        patch.write_bytes(b"x" + patch.read_bytes())  # no kept verdicts either
+        assert main(["check", "--manifest", str(fork), "--format", "json"]) == 1
+        assert '"moved": "vllm/' in capsys.readouterr().out
+        assert kept.load_leads(at) != {}  # followed again and written anew
+        assert len(followed) > n
+        n = len(followed)

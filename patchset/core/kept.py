@@ -16,6 +16,11 @@ time. Nor is one where something could not be read and a fallback stood in (the 
 sdist, say): the next run reads it again. Warnings of the tree and the manifest are added by the
 caller on every run, not kept.
 
+The moved-code leads of a release are kept beside, one entry a release (``derived/leads/``): each
+failed hunk's lead by the hunk's file, its old lines and whether the file is gone, which with the
+release is all a lead rests on. After a patch is edited, its release's verdicts are worked out again,
+but a hunk followed before is not followed again, and the release's line index is not even read.
+
 An entry is ``derived/check/KEY.marshal``: the sha256 of its payload, then the payload (marshal of
 plain values). One cut short or damaged anywhere is not whole: it is worked out again and written
 anew. A whole one is read back only into the result's own shapes and status words; anything else is
@@ -37,7 +42,7 @@ from patchset.core.manifest import Manifest
 from patchset.core.series import PatchResult, PatchStatus, ReleaseResult
 from patchset.sources import Source, lineindex
 
-__all__ = ["entry", "keep", "load"]
+__all__ = ["Lead", "entry", "keep", "keep_leads", "lead_key", "leads_entry", "load", "load_leads"]
 
 _FORMAT = f"check-1:{sys.implementation.cache_tag}:{marshal.version}"  # marshal's format is this Python's own
 
@@ -83,6 +88,48 @@ def keep(at: Path | None, result: ReleaseResult) -> None:
         return
     payload = marshal.dumps(_plain(result))
     keep_derived_bytes(at, hashlib.sha256(payload).digest() + payload, replace=True)  # over a damaged one
+
+
+def leads_entry(tree: Source, package: str) -> Path | None:
+    """Where the moved-code leads found in ``tree`` are kept (one entry a release); None as for :func:`entry`."""
+    key = lineindex.tree_key(tree)
+    if key is None:
+        return None
+    return derived("leads", f"{_FORMAT}\0{key}\0{tree.identity}\0{package}".encode(), _code(), ".marshal")
+
+
+#: A lead: where a hunk's old lines stand now (``FILE:LINE``, the file, why we think so), or None (nowhere).
+Lead = tuple[str, str, str] | None
+
+
+def lead_key(path: str, block: list[bytes], gone: bool) -> bytes:
+    """What a lead rests on besides the release: the hunk's file, its old lines, and whether the file is gone."""
+    digest = hashlib.sha256(f"{path}\0{int(gone)}\0{len(block)}\0".encode("utf-8", "surrogateescape"))
+    for line in block:
+        digest.update(b"%d\0" % len(line) + line)
+    return digest.digest()
+
+
+def load_leads(at: Path | None) -> dict[bytes, Lead]:
+    """The leads kept at ``at``; none when there are none, or they are not whole, or not of a lead's shape."""
+    data = read_derived_bytes(at)
+    if data is None or hashlib.sha256(data[32:]).digest() != data[:32]:
+        return {}
+    with contextlib.suppress(ValueError, TypeError, EOFError):
+        leads = marshal.loads(data[32:])
+        if type(leads) is dict and all(type(k) is bytes and len(k) == 32 and _lead(v) for k, v in leads.items()):
+            return leads
+    return {}
+
+
+def keep_leads(at: Path | None, leads: dict[bytes, Lead]) -> None:
+    """Keep ``leads`` at ``at`` (whole or not at all), in place of what was there."""
+    payload = marshal.dumps(leads)
+    keep_derived_bytes(at, hashlib.sha256(payload).digest() + payload, replace=True)
+
+
+def _lead(v: object) -> bool:
+    return v is None or (type(v) is tuple and len(v) == 3 and all(type(x) is str for x in v))
 
 
 @functools.cache  # once per process: the package's files do not change under it

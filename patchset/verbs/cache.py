@@ -42,7 +42,7 @@ KINDS = {
     "venvs": "CPU test venvs",
     "index": "the index's answers (file names, digests)",
     "baselines": "pristine suite results",
-    "derived": "parsed manifests and patch files, kept check verdicts",
+    "derived": "parsed manifests and patch files, kept check verdicts and leads",
     "image-test-tools": "pytest for images",
     "warm": "what each venv's warm interpreter imports (patchset test)",
 }

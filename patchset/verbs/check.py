@@ -110,12 +110,24 @@ def follow_moved(manifest: Manifest, version: str, tree: Source, result: Release
     lost = _lost(manifest, version, tree, result) if lost is None else lost
     if not lost:
         return
-    index = moved.release_index(tree, manifest.pypi.lower().replace("-", "_"))
+    package = manifest.pypi.lower().replace("-", "_")
+    at = kept.leads_entry(tree, package)
+    leads = kept.load_leads(at)
+    index: moved.PyIndex | None = None  # read only when a hunk was never followed on this release
     found: dict[int, HunkResult] = {}
     for h, own, content in lost:
-        where = moved.follow(index, h.file, moved.core(own.kinds, own.keys)[0], None, content is None, content)
-        if where is not None and where.place.file != h.file:
-            found[id(h)] = replace(h, moved=str(where.place), moved_evidence=where.evidence)
+        block = moved.core(own.kinds, own.keys)[0]
+        key = kept.lead_key(h.file, block, content is None)
+        if key not in leads:
+            if index is None:
+                index = moved.release_index(tree, package)
+            where = moved.follow(index, h.file, block, None, content is None, content)
+            leads[key] = (str(where.place), where.place.file, where.evidence) if where is not None else None
+        lead = leads[key]
+        if lead is not None and lead[1] != h.file:
+            found[id(h)] = replace(h, moved=lead[0], moved_evidence=lead[2])
+    if index is not None:
+        kept.keep_leads(at, leads)
     if found:
         for r in result.patches:
             r.hunks = tuple(found.get(id(h), h) for h in r.hunks)
