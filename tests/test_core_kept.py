@@ -41,18 +41,23 @@ def fork(tmp_path: Path) -> Path:
     return series.manifest
 
 
+def spied(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, which: int) -> list:
+    """Argument ``which`` of every call of ``owner.name`` from now on (each call still runs)."""
+    calls: list = []
+    real = getattr(owner, name)
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(args[which])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, spy)
+    return calls
+
+
 def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The releases check works out (rather than reads back), in order."""
-    worked: list[str] = []
-    real = check_verb.evaluate_release
-
-    def evaluate(manifest, version, *args, **kwargs):  # type: ignore[no-untyped-def]
-        worked.append(version)
-        return real(manifest, version, *args, **kwargs)
-
-    monkeypatch.setattr(check_verb, "evaluate_release", evaluate)
     monkeypatch.setenv("PATCHSET_JOBS", "1")  # counted in this process
-    return worked
+    return spied(monkeypatch, check_verb, "evaluate_release", 1)
 
 
 def test_a_second_check_reads_every_release_back_and_prints_the_same_bytes(fork, monkeypatch, capsys):
@@ -151,14 +156,7 @@ def test_after_an_edit_the_releases_are_worked_out_again_but_no_hunk_is_followed
     from patchset.core import moved
 
     worked = counted(monkeypatch)
-    followed: list[str] = []
-    real_follow = moved.follow
-
-    def follow(index, path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        followed.append(path)
-        return real_follow(index, path, *args, **kwargs)
-
-    monkeypatch.setattr(moved, "follow", follow)
+    followed = spied(monkeypatch, moved, "follow", 1)
     at = kept.leads_entry(open_release(load_manifest(fork), "0.31.0", "pypi"), "vllm")
     at.unlink(missing_ok=True)  # a lead rests on the release and the hunk alone: another run's are as good
     assert main(["check", "--manifest", str(fork), "--format", "json"]) == 1

@@ -189,15 +189,12 @@ def _releases_with_fixes(tmp_path: Path, versions: list[str], fixed: dict[str, s
     return f"dir:{tmp_path / 'trees'}/{{version}}"
 
 
-def test_a_retired_patch_names_the_first_release_that_carries_it_found_by_bisection(tmp_path):
-    versions = ["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]
-    src = _releases_with_fixes(tmp_path, versions, {"m": "1.2", "n": "1.3"})
-    project = tmp_path / "project"
+def _probed_project(project: Path, unprobed: bool) -> Path:
+    """A project on 1.0 with the fix of vllm/m.py (a probe says when upstream has it) and, when asked, the fix of
+    vllm/n.py (no probe: only its hunks say)."""
     lines = "".join(f"x{i} = {i}\n" for i in range(9)) + "# 1.0\n"
-    other = "".join(f"y{i} = {i}\n" for i in range(9)) + "# 1.0\n"
     write_patch(project, "recipes/m/fix.patch", udiff("vllm/m.py", lines, lines.replace("x4 = 4", "x4 = 40")))
-    write_patch(project, "recipes/n/fix.patch", udiff("vllm/n.py", other, other.replace("y2 = 2", "y2 = 20")))
-    manifest = write_manifest(project, """\
+    text = """\
         schema: 1
         targets:
           "1.0": {}
@@ -206,10 +203,22 @@ def test_a_retired_patch_names_the_first_release_that_carries_it_found_by_bisect
             releases: ">=1.0"
             patch: recipes/m/fix.patch
             present: {file: vllm/m.py, contains: "x4 = 40"}
+        """
+    if unprobed:
+        other = "".join(f"y{i} = {i}\n" for i in range(9)) + "# 1.0\n"
+        write_patch(project, "recipes/n/fix.patch", udiff("vllm/n.py", other, other.replace("y2 = 2", "y2 = 20")))
+        text = text.rstrip(" ") + """\
           - id: unprobed
             releases: ">=1.0"
             patch: recipes/n/fix.patch
-        """)
+        """
+    return write_manifest(project, text)
+
+
+def test_a_retired_patch_names_the_first_release_that_carries_it_found_by_bisection(tmp_path):
+    versions = ["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]
+    src = _releases_with_fixes(tmp_path, versions, {"m": "1.2", "n": "1.3"})
+    manifest = _probed_project(tmp_path / "project", unprobed=True)
     r = upgrade(load_manifest(manifest), "1.5", source=src, released=versions)
     assert results(r) == {"probed": "retired", "unprobed": "retired"} and r.targeted
     # 1.1 to 1.4 lie between the target and V: bisected, 1.4 is never opened for either
@@ -231,19 +240,7 @@ def test_a_retired_patch_names_the_first_release_that_carries_it_found_by_bisect
 def test_a_fix_upstream_only_in_v_names_v_and_opens_no_tree_without_releases_between(tmp_path):
     versions = ["1.0", "1.1"]
     src = _releases_with_fixes(tmp_path, versions, {"m": "1.1", "n": "9"})
-    project = tmp_path / "project"
-    lines = "".join(f"x{i} = {i}\n" for i in range(9)) + "# 1.0\n"
-    write_patch(project, "recipes/m/fix.patch", udiff("vllm/m.py", lines, lines.replace("x4 = 4", "x4 = 40")))
-    manifest = write_manifest(project, """\
-        schema: 1
-        targets:
-          "1.0": {}
-        patches:
-          - id: probed
-            releases: ">=1.0"
-            patch: recipes/m/fix.patch
-            present: {file: vllm/m.py, contains: "x4 = 40"}
-        """)
+    manifest = _probed_project(tmp_path / "project", unprobed=False)
     r = upgrade(load_manifest(manifest), "1.1", source=src, dry_run=True)  # a dir: source: no index asked
     assert r.upstream["probed"].release == "1.1" and r.upstream["probed"].looked == ()
     assert r.upstream["probed"].evidence == r.port.patches[0].evidence
