@@ -11,7 +11,7 @@ from helpers import udiff, write_manifest, write_patch
 
 from patchset.cli import main
 from patchset.core.manifest_load import load_manifest
-from patchset.core.series import evaluate_release
+from patchset.core.series import evaluate_release, failure_summary
 from patchset.errors import PatchFileError
 from patchset.sources.git import GitSource
 from patchset.sources.local import DirSource
@@ -325,3 +325,131 @@ def test_a_release_with_wheels_only_says_to_check_it_against_the_wheel(unrelease
     err = capsys.readouterr().err
     assert "vllm 0.15.0 has no source distribution on the index, only vllm-0.15.0-" in err
     assert "(--source wheel)" in err
+
+
+# -- every field of a verdict (issue 41: the survivors of mutating series.py) -----------------------------------
+
+NO_LAYOUT = "; no other layout names a file there either (a typo, or a file removed upstream?)"
+
+
+def seen(result) -> list:
+    """Every field of each patch's verdict a report shows, hunk by hunk."""
+    return [(p.id, str(p.status), p.evidence, p.message, p.patch_file, p.skipped, p.tree, p.files,
+             [(h.file, h.number, str(h.status), h.applied, h.line, h.patch_line, h.message) for h in p.hunks])
+            for p in result.patches]
+
+
+def series(tmp_path: Path, diffs: dict[str, str], extra: dict[str, str] | None = None) -> Path:
+    """A manifest of one patch per id (``extra``: more of its YAML fields), in this order, each on >=0.28.0."""
+    body = ""
+    for pid, diff in diffs.items():
+        write_patch(tmp_path, f"recipes/{pid}.patch", diff)
+        body += f"  - {{id: {pid}, releases: '>=0.28.0', patch: recipes/{pid}.patch{(extra or {}).get(pid, '')}}}\n"
+    return write_manifest(tmp_path, 'schema: 1\ntargets: {"0.29.0": {}}\npatches:\n' + body)
+
+
+def folder(tmp_path: Path, files: dict[str, str]) -> DirSource:
+    root = tmp_path / "tree"
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    return DirSource(root)
+
+
+def gnu_patch(tmp_path: Path, files: dict[str, str], diff: str, *extra: str) -> tuple[int, str]:
+    """GNU patch's answer (exit status, output) on the same bytes, in a folder of its own, without writing."""
+    import shutil
+    import subprocess
+
+    work = tmp_path / "gnu"
+    shutil.rmtree(work, ignore_errors=True)
+    for path, text in files.items():
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_text(text)
+    work.mkdir(exist_ok=True)
+    (tmp_path / "gnu.patch").write_text(diff)
+    done = subprocess.run(["patch", "-p1", "--batch", "--dry-run", "-i", str(tmp_path / "gnu.patch"), *extra],
+                          cwd=work, capture_output=True, text=True)
+    return done.returncode, done.stdout + done.stderr
+
+
+def git_apply_check(tmp_path: Path, files: dict[str, str], diff: str) -> tuple[int, str]:
+    import shutil
+    import subprocess
+
+    work = tmp_path / "git"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    for path, text in files.items():
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_text(text)
+    (tmp_path / "git.patch").write_text(diff)
+    done = subprocess.run(["git", "apply", "--check", str(tmp_path / "git.patch")], cwd=work, capture_output=True,
+                          text=True)
+    return done.returncode, done.stdout + done.stderr
+
+
+TWO_HUNKS = PRISTINE.replace("line 5\n", "line 5!\n").replace("line 25\n", "line 25!\n")
+
+
+def test_a_missing_file_fails_its_hunks_and_the_files_present_are_still_placed(tmp_path):
+    """Each missing file's hunks (or its change without a hunk) fail naming it, in the patch's order; the files
+    that are there are placed (on a copy: the failed patch changes nothing) and what fails there is said too."""
+    diff = (udiff("vllm/gone.py", "a\nb\n", "a\nc\n")
+            + "diff --git a/vllm/mode.py b/vllm/mode.py\nold mode 100644\nnew mode 100755\n"
+            + "diff --git a/vllm/run.py b/vllm/run.py\nold mode 100644\nnew mode 100755\n"
+            + udiff(MOD, PRISTINE, TWO_HUNKS))
+    m = load_manifest(series(tmp_path, {"p": diff, "later": udiff(MOD, PRISTINE, FIRST)}, {"later": ", after: [p]"}))
+    src = folder(tmp_path, {MOD: PRISTINE, "vllm/run.py": "run()\n"})
+    gone = f"vllm/gone.py: not in {src.identity}{NO_LAYOUT}"
+    mode = f"vllm/mode.py: not in {src.identity}{NO_LAYOUT}"
+    r = evaluate_release(m, "0.29.0", src)
+    assert seen(r) == [
+        ("p", "failed", "", f"{gone}; {mode}", "recipes/p.patch", (), "", (),
+         [("vllm/gone.py", 1, "failed", False, None, 6, gone), ("vllm/mode.py", 0, "failed", False, None, 10, mode),
+          ("vllm/run.py", 0, "exact", True, None, 13, "mode 100644 -> 100755"),
+          (MOD, 2, "exact", True, 2, 19, ""), (MOD, 3, "exact", True, 22, 28, "")]),
+        ("later", "blocked", "", "comes after p (failed)", "recipes/later.patch", (), "", (), [])]
+    assert r.changed == {} and r.modes == {}
+    assert failure_summary(r) == ("the series does not apply to vLLM 0.29.0: patch p failed (recipes/p.patch:6, "
+                                  f"hunk 1, vllm/gone.py: failed, {gone}): {gone}; {mode}; "
+                                  "patch later blocked: comes after p (failed)")
+    # a hunk of a file that is there fails as well: the engine's word for it follows the missing files'
+    src = folder(tmp_path, {MOD: PRISTINE.replace("line 24\n", "line 24?\n"), "vllm/run.py": "run()\n"})
+    p = evaluate_release(m, "0.29.0", src).patch("p")
+    assert p.message == f"{gone}; {mode}; hunk 3 ({MOD}): failed - context not found; nearest candidate at line 22"
+    assert [(h.file, h.number, str(h.status), h.patch_line) for h in p.hunks][3:] == \
+        [(MOD, 2, "exact", 19), (MOD, 3, "failed", 28)]
+    assert gnu_patch(tmp_path, {MOD: PRISTINE.replace("line 24\n", "line 24?\n")}, udiff(MOD, PRISTINE, TWO_HUNKS),
+                     "-F0")[1].splitlines()[1:] == ["Hunk #2 FAILED at 22.", "1 out of 2 hunks FAILED"]
+
+
+def test_a_change_without_a_hunk_is_named_by_its_line_in_the_patch(tmp_path):
+    """A mode change, a rename onto a file that exists (git apply refuses it too): their results name the patch
+    file's line of their diff, as a hunk's names its @@ line (the summary said ``p.patch:0``)."""
+    diff = ("diff --git a/vllm/run.py b/vllm/run.py\nold mode 100644\nnew mode 100755\n"
+            "diff --git a/vllm/a.py b/vllm/b.py\nsimilarity index 100%\nrename from vllm/a.py\nrename to vllm/b.py\n"
+            + udiff("vllm/new.py", "", "made = True\n").replace("--- a/vllm/new.py",
+                                                                  "new file mode 100644\n--- /dev/null"))
+    files = {"vllm/run.py": "run()\n", "vllm/a.py": "x = 1\n", "vllm/b.py": "y = 2\n"}
+    m = load_manifest(series(tmp_path, {"p": diff}))
+    r = evaluate_release(m, "0.29.0", folder(tmp_path, files))
+    refusal = "the patch renames vllm/a.py onto a file that exists"
+    assert seen(r) == [("p", "failed", "", f"hunk 0 (vllm/b.py): failed - {refusal}", "recipes/p.patch", (), "", (),
+                        [("vllm/run.py", 0, "exact", True, None, 3, "mode 100644 -> 100755"),
+                         ("vllm/b.py", 0, "failed", False, None, 6, refusal),
+                         ("vllm/new.py", 1, "exact", True, 1, 14, "")])]
+    assert failure_summary(r, " (dir)") == ("the series does not apply to vLLM 0.29.0 (dir): patch p failed "
+                                            f"(recipes/p.patch:6, hunk 0, vllm/b.py: failed, {refusal}): "
+                                            f"hunk 0 (vllm/b.py): failed - {refusal}")
+    code, said = git_apply_check(tmp_path, files, diff)
+    assert code == 1 and "vllm/b.py: already exists in working directory" in said
+    del files["vllm/b.py"]  # then it applies: a mode, a rename and a new file, each at its line
+    r = evaluate_release(m, "0.29.0", folder(tmp_path / "ok", files))
+    assert seen(r) == [("p", "applies", "", "", "recipes/p.patch", (), "", ("vllm/a.py", "vllm/b.py", "vllm/new.py",
+                                                                            "vllm/run.py"),
+                        [("vllm/run.py", 0, "exact", True, None, 3, "mode 100644 -> 100755"),
+                         ("vllm/b.py", 0, "exact", True, None, 6, "renamed from vllm/a.py"),
+                         ("vllm/new.py", 1, "exact", True, 1, 14, "")])]
+    assert r.modes == {"vllm/run.py": 0o100755, "vllm/new.py": 0o100644}
+    assert git_apply_check(tmp_path, files, diff) == (0, "")
