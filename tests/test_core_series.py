@@ -339,12 +339,13 @@ def seen(result) -> list:
             for p in result.patches]
 
 
-def series(tmp_path: Path, diffs: dict[str, str], extra: dict[str, str] | None = None) -> Path:
-    """A manifest of one patch per id (``extra``: more of its YAML fields), in this order, each on >=0.28.0."""
+def series(tmp_path: Path, diffs: dict[str, str], extra: dict[str, str] | None = None, releases: str = ">=0.28.0") \
+        -> Path:
+    """A manifest of one patch per id (``extra``: more of its YAML fields), in this order, each on ``releases``."""
     body = ""
     for pid, diff in diffs.items():
         write_patch(tmp_path, f"recipes/{pid}.patch", diff)
-        body += f"  - {{id: {pid}, releases: '>=0.28.0', patch: recipes/{pid}.patch{(extra or {}).get(pid, '')}}}\n"
+        body += f"  - {{id: {pid}, releases: '{releases}', patch: recipes/{pid}.patch{(extra or {}).get(pid, '')}}}\n"
     return write_manifest(tmp_path, 'schema: 1\ntargets: {"0.29.0": {}}\npatches:\n' + body)
 
 
@@ -453,3 +454,134 @@ def test_a_change_without_a_hunk_is_named_by_its_line_in_the_patch(tmp_path):
                          ("vllm/new.py", 1, "exact", True, 1, 14, "")])]
     assert r.modes == {"vllm/run.py": 0o100755, "vllm/new.py": 0o100644}
     assert git_apply_check(tmp_path, files, diff) == (0, "")
+
+
+def new_file(path: str, text: str) -> str:
+    return udiff(path, "", text).replace(f"--- a/{path}", "new file mode 100644\n--- /dev/null")
+
+
+def site_packages(tmp_path: Path, version: str = "0.29.0") -> DirSource:
+    site = tmp_path / "site"
+    (site / "vllm").mkdir(parents=True)
+    (site / "vllm/__init__.py").write_text("")
+    (site / MOD).write_text(PRISTINE)
+    (site / f"vllm-{version}.dist-info").mkdir()
+    (site / f"vllm-{version}.dist-info/METADATA").write_text(f"Name: vllm\nVersion: {version}\n")
+    return DirSource.release(site, version)
+
+
+REQS = "requirements/common.txt"  # in the real 0.29.0 sdist's listing, as setup.py is
+
+
+@pytest.mark.network  # the real 0.29.0 sdist's listing (read once, then cached)
+def test_site_packages_judges_each_path_beside_the_package_by_the_releases_listing(tmp_path):
+    """Beside the package of a site-packages: a file of the release's sdist, or one a patch creates under one of its
+    top folders, is not-in-tree (each hunk, or the change without one, at its line, in the patch's order); a file
+    the release never had fails as a typo would, and a new file under a top it lacks fails naming its top (and
+    the layout that would find it)."""
+    diffs = {"mixed": (udiff(REQS, "numpy\n", "numpy\nregex\n")
+                       + "diff --git a/vllm/__init__.py b/vllm/__init__.py\nold mode 100644\nnew mode 100755\n"
+                       + "diff --git a/setup.py b/setup.py\nold mode 100644\nnew mode 100755\n"
+                       + udiff(MOD, PRISTINE, PRISTINE.replace("line 5\n", "line 5!\n"))),
+             "test": new_file("tests/test_new_thing.py", "x = 1\n"),
+             "typo": udiff("tests/test_no_such_file_here.py", "a\n", "b\n"),
+             "top": new_file("extra/sub/new.py", "x = 1\n"),
+             "deeper": new_file("x/sched.py", "x = 1\n"),
+             "deps": udiff(REQS, "numpy\n", "numpy\nregex\n")}
+    m = load_manifest(series(tmp_path, diffs))
+    src = site_packages(tmp_path)
+    r = evaluate_release(m, "0.29.0", src)
+    beside = "this site-packages holds only the package: {} lies beside it"
+    typo = ("tests/test_no_such_file_here.py: not in the package this site-packages holds, nor beside it in vLLM "
+            f"0.29.0 (its sdist's listing){NO_LAYOUT}")
+    top = f"extra/sub/new.py: the patch creates it under extra/, which is not in {src.identity}"
+    deeper = (f"x/sched.py: the patch creates it under x/, which is not in {src.identity}; vllm/sched.py exists: "
+              "package layout with one more leading component: root: vllm, strip: 2")
+    elsewhere = "check it against an upstream tree (--source pypi or git:PATH)"
+    assert seen(r) == [
+        ("mixed", "applies", "", "", "recipes/mixed.patch", (REQS, "setup.py"), "site-packages",
+         ("vllm/__init__.py", MOD),
+         [(REQS, 1, "not-in-tree", False, None, 6, beside.format(REQS)),
+          ("vllm/__init__.py", 0, "exact", True, None, 9, "mode 100644 -> 100755"),
+          ("setup.py", 0, "not-in-tree", False, None, 12, beside.format("setup.py")),
+          (MOD, 2, "exact", True, 2, 18, "")]),
+        ("test", "not-in-tree", "", f"nothing of it is in this site-packages (tests/test_new_thing.py): {elsewhere}",
+         "recipes/test.patch", ("tests/test_new_thing.py",), "site-packages", (),
+         [("tests/test_new_thing.py", 1, "not-in-tree", False, None, 7, beside.format("tests/test_new_thing.py"))]),
+        ("typo", "failed", "", typo, "recipes/typo.patch", (), "", (),
+         [("tests/test_no_such_file_here.py", 1, "failed", False, None, 6, typo)]),
+        ("top", "failed", "", top, "recipes/top.patch", (), "", (),
+         [("extra/sub/new.py", 1, "failed", False, None, 7, top)]),
+        ("deeper", "failed", "", deeper, "recipes/deeper.patch", (), "", (),
+         [("x/sched.py", 1, "failed", False, None, 7, deeper)]),
+        ("deps", "not-in-tree", "", f"nothing of it is in this site-packages ({REQS}): {elsewhere}",
+         "recipes/deps.patch", (REQS,), "site-packages", (),
+         [(REQS, 1, "not-in-tree", False, None, 6, beside.format(REQS))])]
+    assert r.warnings == [] and r.modes == {"vllm/__init__.py": 0o100755}
+    assert r.source == src.identity and r.vllm == "0.29.0"
+
+
+@pytest.mark.network  # asks the index, which has only wheels of 0.15.0
+def test_without_the_releases_listing_paths_beside_the_package_are_judged_by_their_top_folder(tmp_path):
+    m = load_manifest(series(tmp_path, {"deps": udiff(REQS, "numpy\n", "numpy\nregex\n"),
+                                        "test": udiff("tests/test_no_such_file_here.py", "a\n", "b\n")},
+                                       releases=">=0.15.0"))
+    r = evaluate_release(m, "0.15.0", site_packages(tmp_path, "0.15.0"))
+    assert [(p.id, str(p.status), p.skipped) for p in r.patches] == \
+        [("deps", "not-in-tree", (REQS,)), ("test", "not-in-tree", ("tests/test_no_such_file_here.py",))]
+    assert len(r.warnings) == 1
+    assert r.warnings[0].startswith("the listing of vllm 0.15.0's sdist cannot be read (vllm 0.15.0 has no source "
+                                    "distribution on the index")
+    assert r.warnings[0].endswith("): paths beside the package are judged by their top folder")
+
+
+RENAME = "diff --git a/vllm/a.py b/vllm/b.py\nsimilarity index 100%\nrename from vllm/a.py\nrename to vllm/b.py\n"
+ONTO = "the patch renames vllm/a.py onto a file that exists"
+
+
+def test_a_failed_hunk_names_the_unapplied_patches_whose_added_lines_it_stands_on(tmp_path):
+    """Only a line the tree lacks and an earlier patch that did not apply adds (not one of that patch's context
+    lines, not one the tree has elsewhere, not a line the hunk adds itself); each such patch named once, with the
+    hunks standing on it; GNU patch -F0 fails the same hunks on the same bytes."""
+    base = PRISTINE.replace("line 27\n", "common = 1\n")
+    first = base.replace("line 10\n", "line 10\nwatermark = 1\ncommon = 1\nshared = 2\n").replace(
+        "line 20\n", "line 20\nlate = 1\n")
+    other = "".join(f"other {i}\n" for i in range(1, 21))
+    helped = other.replace("other 5\n", "other 5\nhelper = 3\n")
+    diffs = {
+        "first": udiff(MOD, base, first),  # fails: its context line 8 is not in the tree
+        "helper": udiff("vllm/other.py", other, helped),  # fails too
+        # a hunk on each of first's two blocks (with one line of context: none of first's), one on helper's line:
+        # both named, first once for its two hunks
+        "second": udiff(MOD, first, first.replace("watermark = 1\n", "watermark = 2\n").replace("late = 1\n",
+                                                                                               "late = 2\n"), n=1)
+        + udiff("vllm/other.py", helped, helped.replace("helper = 3\n", "helper = 4\n")),
+        # its hunk has "common = 1" (the tree has it) in its context and adds "shared = 2": neither is a reason
+        "third": udiff(MOD, base, base.replace("line 25\n", "line 25\nshared = 2\n").replace("line 24\n",
+                                                                                          "line 24?\n")),
+        "fourth": udiff("vllm/other.py", other, other.replace("other 15\n", "other 15!\n")),  # fails on its own
+        "fifth": RENAME,
+    }
+    tree = {"vllm/a.py": "a = 1\n", "vllm/b.py": "b = 1\n",  # fifth fails without a hunk: it stands on nothing
+            MOD: base.replace("line 8\n", "line eight\n").replace("line 24\n", "line twenty-four\n"),
+            "vllm/other.py": other.replace("other 4\n", "other four\n").replace("other 16\n", "other sixteen\n")}
+    r = evaluate_release(load_manifest(series(tmp_path, diffs)), "0.29.0", folder(tmp_path, tree))
+    assert {p.id: str(p.status) for p in r.patches} == {x: "failed" for x in diffs}
+    on_first = "; it stands on lines first adds, which does not apply here"
+    second = r.patch("second")
+    assert [(h.file, h.number, h.message) for h in second.hunks] == [
+        (MOD, 1, "context not found; nearest candidate at line 10" + on_first),
+        (MOD, 2, "context not found; nearest candidate at line 20" + on_first),
+        ("vllm/other.py", 3, "context not found; nearest candidate at line 2; it stands on lines helper adds, "
+                             "which does not apply here")]
+    assert second.message == (f"hunk 1 ({MOD}): failed - context not found; nearest candidate at line 10; hunk 2 "
+                              f"({MOD}): failed - context not found; nearest candidate at line 20; hunk 3 "
+                              "(vllm/other.py): failed - context not found; nearest candidate at line 2; hunks 1, 2 "
+                              "stand on lines first adds, which does not apply here: mend first first; hunk 3 stands "
+                              "on lines helper adds, which does not apply here: mend helper first")
+    for own in ("first", "third", "fourth", "fifth"):
+        assert "stands on" not in r.patch(own).message and not any("stands on" in h.message
+                                                                    for h in r.patch(own).hunks)
+    assert r.patch("third").message == f"hunk 1 ({MOD}): failed - context not found; nearest candidate at line 21"
+    assert r.patch("fifth").message == f"hunk 0 (vllm/b.py): failed - {ONTO}"
+    assert gnu_patch(tmp_path, tree, diffs["second"], "-F0")[1].count("FAILED at") == 3
