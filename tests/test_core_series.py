@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -136,7 +137,7 @@ def test_git_ancestry_is_evidence(tmp_path):
     m = load_manifest(manifest)
     r = evaluate_release(m, "0.30.0", GitSource(str(repo_dir), "v0.30.0"))
     assert r.patch("first").status == "upstream"
-    assert "ancestry" in r.patch("first").evidence
+    assert r.patch("first").evidence == f"ancestry: upstream commit {fix.hexsha[:10]} is an ancestor of v0.30.0"
     r = evaluate_release(m, "0.29.0", GitSource(str(repo_dir), "v0.29.0"))
     assert r.patch("first").status == "applies"
 
@@ -585,3 +586,76 @@ def test_a_failed_hunk_names_the_unapplied_patches_whose_added_lines_it_stands_o
     assert r.patch("third").message == f"hunk 1 ({MOD}): failed - context not found; nearest candidate at line 21"
     assert r.patch("fifth").message == f"hunk 0 (vllm/b.py): failed - {ONTO}"
     assert gnu_patch(tmp_path, tree, diffs["second"], "-F0")[1].count("FAILED at") == 3
+
+
+def test_what_a_series_says_of_each_patch_word_for_word(tmp_path):
+    """Evidence, warnings and messages of upstream, not-targeted, excluded and blocked patches, exactly."""
+    manifest = project(tmp_path, releases=">=0.28.0")
+    text = manifest.read_text().replace("after: [first]", "after: [first]\n    present: {file: vllm/sched.py, "
+                                        "contains: \"serve_hits = True\"}")
+    manifest.write_text(text + "  - {id: third, releases: '>=0.28.0', patch: recipes/second/fix.patch, "
+                        "after: [first, second]}\n")
+    m = load_manifest(manifest)
+    r = evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))
+    assert [(p.id, str(p.status), p.evidence, p.message) for p in r.patches] == [
+        ("first", "applies", "", ""), ("second", "applies", "", ""),
+        ("third", "failed", "", "every hunk is already in the tree")]
+    assert r.warnings == []  # the probes hold after applying: nothing to say of them
+    r = evaluate_release(m, "0.30.0", tree(tmp_path, "u", FIRST))
+    probe = "vllm/sched.py:11 contains 'watermark = tokens - 1'"
+    assert [(p.id, str(p.status), p.evidence, p.message) for p in r.patches] == [
+        ("first", "upstream", f"probe: {probe}", ""),
+        ("second", "not-targeted", "outside releases '<0.30.0,>=0.28.0'; vllm/sched.py lacks 'serve_hits = True'", ""),
+        ("third", "applies", "", "")]
+    assert r.warnings == [f"first is upstream in 0.30.0 (probe: {probe}) but releases '>=0.28.0' still includes it: "
+                          "narrow the range to retire the patch there"]
+    r = evaluate_release(m, "0.29.0", tree(tmp_path, "v", PRISTINE.replace("line 11\n", "line eleven\n")),
+                         exclude=frozenset({"second"}))
+    assert [(p.id, str(p.status), p.message) for p in r.patches] == [
+        ("first", "failed", f"hunk 1 ({MOD}): failed - context not found; nearest candidate at line 8"),
+        ("second", "excluded", "left out on purpose"),
+        ("third", "blocked", "comes after first (failed)")]
+    r = evaluate_release(m, "0.29.0", tree(tmp_path, "w", PRISTINE.replace("line 11\n", "line eleven\n")))
+    assert r.patch("third").message == "comes after first (failed), second (blocked)"
+    assert r.patch("first").sha256 == hashlib.sha256((tmp_path / "recipes/first/fix.patch").read_bytes()).hexdigest()
+
+
+def test_every_probe_of_a_patch_must_hold_and_each_is_named(tmp_path):
+    manifest = project(tmp_path)
+    manifest.write_text(manifest.read_text().replace(
+        'present: {file: vllm/sched.py, contains: "watermark = tokens - 1"}',
+        'present: [{file: vllm/sched.py, contains: "watermark = tokens - 1"}, {file: vllm/sched.py, contains: '
+        '"line 30"}]'))
+    r = evaluate_release(load_manifest(manifest), "0.29.0", tree(tmp_path, "t", FIRST))
+    assert (str(r.patch("first").status), r.patch("first").evidence) == \
+        ("upstream", "probe: vllm/sched.py:11 contains 'watermark = tokens - 1'; vllm/sched.py:31 contains 'line 30'")
+    r = evaluate_release(load_manifest(manifest), "0.29.0", tree(tmp_path, "u", PRISTINE.replace("line 30\n", "")))
+    assert (str(r.patch("first").status), r.patch("first").evidence) == ("applies", "")
+
+
+def test_reverse_apply_and_a_blind_probe_are_warned_about_word_for_word(tmp_path):
+    manifest = project(tmp_path)
+    manifest.write_text(manifest.read_text().replace('contains: "watermark = tokens - 1"', 'contains: "nowhere"'))
+    r = evaluate_release(load_manifest(manifest), "0.29.0", tree(tmp_path, "t", PRISTINE))
+    assert r.warnings == ["first: its present probe does not hold after applying it (vllm/sched.py lacks 'nowhere'): "
+                          "the probe cannot detect the fix"]
+    manifest.write_text(manifest.read_text().replace('present: {file: vllm/sched.py, contains: "nowhere"}', "fuzz: 0"))
+    r = evaluate_release(load_manifest(manifest), "0.29.0", tree(tmp_path, "u", FIRST))
+    assert (str(r.patch("first").status), r.patch("first").evidence) == \
+        ("upstream", "reverse-apply: every hunk is already in the pristine tree (weak evidence: add a present probe)")
+    assert r.warnings == ["first: every hunk is already in 0.29.0; if the fix is upstream there, narrow releases to "
+                          "retire the patch"]
+
+
+def test_partly_upstream_names_the_hunks_already_there_and_those_failing(tmp_path):
+    after = PRISTINE.replace("line 3\n", "line 3!\n").replace("line 15\n", "line 15!\n").replace("line 27\n",
+                                                                                               "line 27!\n")
+    m = load_manifest(series(tmp_path, {"p": udiff(MOD, PRISTINE, after)}))
+    half = PRISTINE.replace("line 3\n", "line 3!\n").replace("line 27\n", "line 27!\n").replace("line 14\n", "l14\n")
+    p = evaluate_release(m, "0.29.0", folder(tmp_path, {MOD: half})).patch("p")
+    assert (str(p.status), p.message) == ("partly-upstream", "hunks 1, 3 already in vLLM 0.29.0, hunk 2 failing: port "
+                                                             "the patch (drop what is upstream)")
+    assert [str(h.status) for h in p.hunks] == ["already-applied", "failed", "already-applied"]
+    p = evaluate_release(m, "0.29.0", folder(tmp_path / "u", {MOD: half.replace("l14\n", "line 14\n")})).patch("p")
+    assert (str(p.status), p.message) == ("partly-upstream", "hunks 1, 3 already in vLLM 0.29.0, the other hunks would "
+                                                             "apply: port the patch (drop what is upstream)")
