@@ -170,6 +170,7 @@ def test_a_malformed_patch_file_is_bad_input_naming_file_line_and_patch(tmp_path
                        r"header") as caught:
         evaluate_release(m, "0.29.0", tree(tmp_path, "t", PRISTINE))
     assert caught.value.exit_code == 2 and caught.value.patch == "first"
+    assert caught.value.hint == "regenerate the patch rather than editing hunks by hand"
 
 
 # --- issue 7: missing paths, partly upstream, modes --------------------------------------------------
@@ -659,3 +660,96 @@ def test_partly_upstream_names_the_hunks_already_there_and_those_failing(tmp_pat
     p = evaluate_release(m, "0.29.0", folder(tmp_path / "u", {MOD: half.replace("l14\n", "line 14\n")})).patch("p")
     assert (str(p.status), p.message) == ("partly-upstream", "hunks 1, 3 already in vLLM 0.29.0, the other hunks would "
                                                              "apply: port the patch (drop what is upstream)")
+
+
+def test_the_fuzz_the_manifest_allows_places_a_hunk_where_gnu_patch_does(tmp_path):
+    """A hunk whose outer context line drifted: refused at fuzz 0 (as GNU patch -F0 refuses it), placed at
+    fuzz 1 when the manifest allows it (as patch -F1 places it), also beside a file that is missing."""
+    drifted = PRISTINE.replace("line 13\n", "line thirteen\n")
+    diff = udiff(MOD, PRISTINE, FIRST)
+    m = load_manifest(series(tmp_path, {"strict": diff, "missing": udiff("vllm/gone.py", "a\n", "b\n") + diff,
+                                        "fuzzy": diff}, {"fuzzy": ", fuzz: 1", "missing": ", fuzz: 1"}))
+    r = evaluate_release(m, "0.29.0", folder(tmp_path, {MOD: drifted}))
+    fuzzed = (MOD, 1, "fuzz", True, 8, 6, "placed with fuzz 1")
+    assert [(p.id, str(p.status), [(h.file, h.number, str(h.status), h.applied, h.line, h.patch_line, h.message)
+                                   for h in p.hunks]) for p in r.patches] == [
+        ("strict", "failed", [(MOD, 1, "fuzz", False, 8, 6, "matches only with fuzz 1 at line 8 (GNU patch would "
+                               "place it there); refused: allow fuzz for this patch in the manifest only if you "
+                               "checked that place")]),
+        ("missing", "failed", [("vllm/gone.py", 1, "failed", False, None, 6, f"vllm/gone.py: not in "
+                                f"{r.source}{NO_LAYOUT}"), (MOD, 2, "fuzz", True, 8, 12, "placed with fuzz 1")]),
+        ("fuzzy", "applies", [fuzzed])]
+    assert r.changed == {MOD: drifted.replace("line 10\n", "line 10\nwatermark = tokens - 1\n").encode()}
+    assert gnu_patch(tmp_path, {MOD: drifted}, diff, "-F0")[0] == 1
+    code, said = gnu_patch(tmp_path, {MOD: drifted}, diff, "-F1")
+    assert code == 0 and "Hunk #1 succeeded at 8 with fuzz 1." in said
+
+
+def test_modes_follow_the_series_through_edits_and_deletions(tmp_path):
+    modes = ("diff --git a/vllm/run.py b/vllm/run.py\nold mode 100644\nnew mode 100755\n"
+             "diff --git a/vllm/tool.py b/vllm/tool.py\nold mode 100644\nnew mode 100755\n")
+    delete = "diff --git a/vllm/tool.py b/vllm/tool.py\ndeleted file mode 100755\n--- a/vllm/tool.py\n+++ /dev/null\n" \
+             "@@ -1 +0,0 @@\n-tool()\n"
+    m = load_manifest(series(tmp_path, {"modes": modes, "edit": udiff("vllm/run.py", "run()\n", "run(1)\n"),
+                                        "delete": delete}))
+    r = evaluate_release(m, "0.29.0", folder(tmp_path, {"vllm/run.py": "run()\n", "vllm/tool.py": "tool()\n"}))
+    assert [(p.id, str(p.status), p.files) for p in r.patches] == [
+        ("modes", "applies", ("vllm/run.py", "vllm/tool.py")), ("edit", "applies", ("vllm/run.py",)),
+        ("delete", "applies", ("vllm/tool.py",))]
+    assert r.modes == {"vllm/run.py": 0o100755}
+    assert r.changed == {"vllm/run.py": b"run(1)\n", "vllm/tool.py": None}
+
+
+def test_only_the_patches_a_release_takes_are_read_each_its_own_file(tmp_path):
+    """A patch outside the release is not read (its CRLF file says nothing), nor one left out (its broken file is
+    no refusal); a patch with a file per range gets the file of each release, also when the releases share
+    their reads; a release it has no file for fails it, saying so."""
+    write_patch(tmp_path, "recipes/old.patch", udiff("vllm/old.py", "a\n", "b\n").replace("\n", "\r\n"),
+                header="Description: an old fix\r\n---\r\n")
+    write_patch(tmp_path, "recipes/broken.patch", udiff(MOD, PRISTINE, FIRST) + "+one line too many\n")
+    write_patch(tmp_path, "recipes/fix-0.28.patch", udiff(MOD, PRISTINE, FIRST))
+    write_patch(tmp_path, "recipes/fix-0.29.patch", udiff(MOD, PRISTINE, PRISTINE.replace("line 20\n", "line 20!\n")))
+    manifest = write_manifest(tmp_path, """
+        schema: 1
+        targets: {"0.28.0": {}, "0.29.0": {}}
+        patches:
+          - {id: old, releases: "<0.20", patch: recipes/old.patch}
+          - {id: broken, releases: ">=0.28.0", patch: recipes/broken.patch}
+          - id: fix
+            releases: ">=0.27.0"
+            patch: {"==0.28.0": recipes/fix-0.28.patch, ">=0.29.0": recipes/fix-0.29.patch}
+        """)
+    m = load_manifest(manifest)
+    loads: dict = {}
+    got = {v: evaluate_release(m, v, tree(tmp_path, v, PRISTINE), frozenset({"broken"}), loads)
+           for v in ("0.28.0", "0.29.0")}
+    for v, r in got.items():
+        assert [(p.id, str(p.status), p.patch_file) for p in r.patches] == [
+            ("old", "not-targeted", None), ("broken", "excluded", None),
+            ("fix", "applies", f"recipes/fix-{v[:4]}.patch")]
+        assert r.warnings == []
+    assert got["0.28.0"].changed == {MOD: FIRST.encode()}
+    assert got["0.29.0"].changed == {MOD: PRISTINE.replace("line 20\n", "line 20!\n").encode()}
+    r = evaluate_release(m, "0.27.0", tree(tmp_path, "0.27.0", PRISTINE), frozenset({"broken"}))
+    assert [(p.id, str(p.status), p.message) for p in r.patches][2] == \
+        ("fix", "failed", "patch fix: no patch file is given for vLLM 0.27.0")
+
+
+def test_a_patched_module_that_no_longer_compiles_names_its_line_and_the_patches_that_wrote_it(tmp_path):
+    from patchset.core.series import python_syntax_errors, syntax_error
+
+    module = "".join(f"x{i} = {i}\n" for i in range(1, 31))
+    broken = module.replace("x10 = 10\n", "x10 = (10\n")
+    m = load_manifest(series(tmp_path, {"first": udiff(MOD, module, broken),
+                                        "second": udiff(MOD, broken, broken.replace("x25 = 25\n", "x25 = 26\n")),
+                                        "other": udiff("vllm/other.py", "x = 1\n", "x = 2\n")}))
+    r = evaluate_release(m, "0.29.0", folder(tmp_path, {MOD: module, "vllm/other.py": "x = 1\n"}))
+    assert [str(p.status) for p in r.patches] == ["applies"] * 3
+    assert syntax_error(r) == ("vllm/sched.py:10: the patched file does not compile: '(' was never closed",
+                               "first, second")
+    r = evaluate_release(m, "0.29.0", folder(tmp_path / "u", {MOD: module, "vllm/other.py": "x = 1\n"}),
+                         exclude=frozenset({"first", "second"}))
+    assert syntax_error(r) is None
+    found = python_syntax_errors({"vllm/gone.py": None, "vllm/a.txt": b"(", "vllm/b.py": b"x = 1\n",
+                                  "vllm/c.py": b"def f(:\n"})
+    assert [(path, e.lineno, e.msg) for path, e in found] == [("vllm/c.py", 1, "invalid syntax")]
