@@ -753,3 +753,49 @@ def test_a_patched_module_that_no_longer_compiles_names_its_line_and_the_patches
     found = python_syntax_errors({"vllm/gone.py": None, "vllm/a.txt": b"(", "vllm/b.py": b"x = 1\n",
                                   "vllm/c.py": b"def f(:\n"})
     assert [(path, e.lineno, e.msg) for path, e in found] == [("vllm/c.py", 1, "invalid syntax")]
+
+
+def source_tree(tmp_path: Path, files: dict[str, str]) -> DirSource:
+    root = tmp_path / "src"
+    for path, text in {"vllm/__init__.py": "", "PKG-INFO": "Name: vllm\nVersion: 0.29.0\n", "setup.py": "setup()\n",
+                       MOD: PRISTINE, **files}.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    return DirSource.release(root, "0.29.0")
+
+
+def test_a_path_read_in_the_wrong_layout_is_named_with_the_layout_that_finds_it(tmp_path):
+    """In an upstream tree, where every path is checked: each reading of a path that finds a file is named with the
+    setting that gives it, and a path no reading finds says so."""
+    diff = udiff(MOD, PRISTINE, FIRST)
+    diffs = {"rooted": diff,  # repository layout under root: vllm
+             "monorepo": diff.replace("a/vllm/", "a/svc/fork/vllm/").replace("b/vllm/", "b/svc/fork/vllm/"),
+             "extra": diff.replace("a/vllm/", "a/x/").replace("b/vllm/", "b/x/"),  # package layout, one more part
+             "basename": udiff("pkg/sub/setup.py", "setup()\n", "setup(1)\n"),  # only the name: no reading
+             "created": new_file("x/new.py", "x = 1\n") + udiff("vllm/gone.py", "a\n", "b\n")}  # and the next
+    m = load_manifest(series(tmp_path, diffs, {"rooted": ", root: vllm"}))
+    src = source_tree(tmp_path, {})
+    messages = {p.id: p.message for p in evaluate_release(m, "0.29.0", src).patches}
+    assert messages == {
+        "rooted": f"vllm/vllm/sched.py: not in {src.identity}; vllm/sched.py exists: the patch is in repository "
+                  "layout: drop root: vllm",
+        "monorepo": f"svc/fork/vllm/sched.py: not in {src.identity}; vllm/sched.py exists: its paths have 2 more "
+                    "leading components: strip: 3",
+        "extra": f"x/sched.py: not in {src.identity}; vllm/sched.py exists: package layout with one more leading "
+                 "component: root: vllm, strip: 2",
+        "basename": f"pkg/sub/setup.py: not in {src.identity}{NO_LAYOUT}",
+        "created": f"vllm/gone.py: not in {src.identity}{NO_LAYOUT}"}
+
+
+def test_a_deletion_or_a_rename_done_already_is_upstream_by_reverse_apply(tmp_path):
+    """Not a missing file: the deleted file gone, the renamed one at its new path (only a probe would be proof)."""
+    delete = "diff --git a/vllm/tool.py b/vllm/tool.py\ndeleted file mode 100644\n--- a/vllm/tool.py\n+++ /dev/null\n" \
+             "@@ -1 +0,0 @@\n-tool()\n"
+    m = load_manifest(series(tmp_path, {"delete": delete, "rename": RENAME}))
+    r = evaluate_release(m, "0.29.0", folder(tmp_path, {"vllm/b.py": "a = 1\n", MOD: PRISTINE}))
+    weak = "reverse-apply: every hunk is already in the pristine tree (weak evidence: add a present probe)"
+    assert seen(r) == [
+        ("delete", "upstream", weak, "", "recipes/delete.patch", (), "", (),
+         [("vllm/tool.py", 1, "already-applied", False, 1, 7, "the file is gone already")]),
+        ("rename", "upstream", weak, "", "recipes/rename.patch", (), "", (),
+         [("vllm/b.py", 0, "already-applied", False, 1, 3, "renames vllm/a.py: done already")])]
