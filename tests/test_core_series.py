@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import git
@@ -331,6 +333,7 @@ def test_a_release_with_wheels_only_says_to_check_it_against_the_wheel(unrelease
 
 # -- every field of a verdict (issue 41: the survivors of mutating series.py) -----------------------------------
 
+needs_patch = pytest.mark.skipif(shutil.which("patch") is None, reason="GNU patch is not installed")
 NO_LAYOUT = "; no other layout names a file there either (a typo, or a file removed upstream?)"
 
 
@@ -361,9 +364,6 @@ def folder(tmp_path: Path, files: dict[str, str]) -> DirSource:
 
 def gnu_patch(tmp_path: Path, files: dict[str, str], diff: str, *extra: str) -> tuple[int, str]:
     """GNU patch's answer (exit status, output) on the same bytes, in a folder of its own, without writing."""
-    import shutil
-    import subprocess
-
     work = tmp_path / "gnu"
     shutil.rmtree(work, ignore_errors=True)
     for path, text in files.items():
@@ -377,9 +377,6 @@ def gnu_patch(tmp_path: Path, files: dict[str, str], diff: str, *extra: str) -> 
 
 
 def git_apply_check(tmp_path: Path, files: dict[str, str], diff: str) -> tuple[int, str]:
-    import shutil
-    import subprocess
-
     work = tmp_path / "git"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
@@ -395,6 +392,7 @@ def git_apply_check(tmp_path: Path, files: dict[str, str], diff: str) -> tuple[i
 TWO_HUNKS = PRISTINE.replace("line 5\n", "line 5!\n").replace("line 25\n", "line 25!\n")
 
 
+@needs_patch
 def test_a_missing_file_fails_its_hunks_and_the_files_present_are_still_placed(tmp_path):
     """Each missing file's hunks (or its change without a hunk) fail naming it, in the patch's order; the files
     that are there are placed (on a copy: the failed patch changes nothing) and what fails there is said too."""
@@ -541,6 +539,7 @@ RENAME = "diff --git a/vllm/a.py b/vllm/b.py\nsimilarity index 100%\nrename from
 ONTO = "the patch renames vllm/a.py onto a file that exists"
 
 
+@needs_patch
 def test_a_failed_hunk_names_the_unapplied_patches_whose_added_lines_it_stands_on(tmp_path):
     """Only a line the tree lacks and an earlier patch that did not apply adds (not one of that patch's context
     lines, not one the tree has elsewhere, not a line the hunk adds itself); each such patch named once, with the
@@ -662,6 +661,7 @@ def test_partly_upstream_names_the_hunks_already_there_and_those_failing(tmp_pat
                                                              "apply: port the patch (drop what is upstream)")
 
 
+@needs_patch
 def test_the_fuzz_the_manifest_allows_places_a_hunk_where_gnu_patch_does(tmp_path):
     """A hunk whose outer context line drifted: refused at fuzz 0 (as GNU patch -F0 refuses it), placed at
     fuzz 1 when the manifest allows it (as patch -F1 places it), also beside a file that is missing."""
@@ -799,3 +799,20 @@ def test_a_deletion_or_a_rename_done_already_is_upstream_by_reverse_apply(tmp_pa
          [("vllm/tool.py", 1, "already-applied", False, 1, 7, "the file is gone already")]),
         ("rename", "upstream", weak, "", "recipes/rename.patch", (), "", (),
          [("vllm/b.py", 0, "already-applied", False, 1, 3, "renames vllm/a.py: done already")])]
+
+
+@pytest.mark.network  # the real vLLM 0.29.0 wheel (its members fetched together, then cached)
+def test_the_series_on_the_real_wheel_of_a_release(tmp_path):
+    from patchset.sources import open_source
+
+    wheel = open_source("wheel", "0.29.0")
+    envs = wheel.read("vllm/envs.py").decode()
+    line = envs.splitlines(keepends=True)[2]  # the blank line after the licence header
+    diffs = {"envs": udiff("vllm/envs.py", envs, envs.replace(line, line + "# patched\n", 1))
+             + udiff(REQS, "numpy\n", "numpy\nregex\n")}
+    r = evaluate_release(load_manifest(series(tmp_path, diffs)), "0.29.0", wheel)
+    assert seen(r) == [("envs", "applies", "", "", "recipes/envs.patch", (REQS,), "wheel", ("vllm/envs.py",),
+                        [("vllm/envs.py", 1, "exact", True, 1, 6, ""),
+                         (REQS, 2, "not-in-tree", False, None, 15, f"this wheel holds only the package: {REQS} lies "
+                                                                    "beside it")])]
+    assert r.source == wheel.identity
