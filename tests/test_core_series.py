@@ -132,6 +132,9 @@ def test_git_ancestry_is_evidence(tmp_path):
     repo.index.add([MOD])
     fix = repo.index.commit("the fix, reworded upstream")
     repo.create_tag("v0.30.0")
+    (repo_dir / "README.md").write_text("main moved on after the tag\n")
+    repo.index.add(["README.md"])
+    repo.index.commit("after the release")
     manifest = project(tmp_path)
     text = manifest.read_text().replace("present: {file: vllm/sched.py, contains: \"watermark = tokens - 1\"}",
                                         f"upstream: {{pr: 54288, commit: \"{fix.hexsha[:10]}\"}}")
@@ -487,7 +490,8 @@ def test_site_packages_judges_each_path_beside_the_package_by_the_releases_listi
              "typo": udiff("tests/test_no_such_file_here.py", "a\n", "b\n"),
              "top": new_file("extra/sub/new.py", "x = 1\n"),
              "deeper": new_file("x/sched.py", "x = 1\n"),
-             "deps": udiff(REQS, "numpy\n", "numpy\nregex\n")}
+             "deps": udiff(REQS, "numpy\n", "numpy\nregex\n")
+             + "diff --git a/setup.py b/setup.py\nold mode 100644\nnew mode 100755\n"}
     m = load_manifest(series(tmp_path, diffs))
     src = site_packages(tmp_path)
     r = evaluate_release(m, "0.29.0", src)
@@ -514,9 +518,10 @@ def test_site_packages_judges_each_path_beside_the_package_by_the_releases_listi
          [("extra/sub/new.py", 1, "failed", False, None, 7, top)]),
         ("deeper", "failed", "", deeper, "recipes/deeper.patch", (), "", (),
          [("x/sched.py", 1, "failed", False, None, 7, deeper)]),
-        ("deps", "not-in-tree", "", f"nothing of it is in this site-packages ({REQS}): {elsewhere}",
-         "recipes/deps.patch", (REQS,), "site-packages", (),
-         [(REQS, 1, "not-in-tree", False, None, 6, beside.format(REQS))])]
+        ("deps", "not-in-tree", "", f"nothing of it is in this site-packages ({REQS}, setup.py): {elsewhere}",
+         "recipes/deps.patch", (REQS, "setup.py"), "site-packages", (),
+         [(REQS, 1, "not-in-tree", False, None, 6, beside.format(REQS)),
+          ("setup.py", 0, "not-in-tree", False, None, 9, beside.format("setup.py"))])]
     assert r.warnings == [] and r.modes == {"vllm/__init__.py": 0o100755}
     assert r.source == src.identity and r.vllm == "0.29.0"
 
@@ -631,6 +636,10 @@ def test_every_probe_of_a_patch_must_hold_and_each_is_named(tmp_path):
         ("upstream", "probe: vllm/sched.py:11 contains 'watermark = tokens - 1'; vllm/sched.py:31 contains 'line 30'")
     r = evaluate_release(load_manifest(manifest), "0.29.0", tree(tmp_path, "u", PRISTINE.replace("line 30\n", "")))
     assert (str(r.patch("first").status), r.patch("first").evidence) == ("applies", "")
+    r = evaluate_release(load_manifest(manifest), "0.30.0", tree(tmp_path, "v", PRISTINE))  # outside its releases
+    assert (str(r.patch("first").status), r.patch("first").evidence) == \
+        ("not-targeted", "outside releases '<0.30.0,>=0.28.0'; vllm/sched.py lacks 'watermark = tokens - 1'; "
+                         "vllm/sched.py:30 contains 'line 30'")
 
 
 def test_reverse_apply_and_a_blind_probe_are_warned_about_word_for_word(tmp_path):
@@ -771,6 +780,7 @@ def test_a_path_read_in_the_wrong_layout_is_named_with_the_layout_that_finds_it(
     diffs = {"rooted": diff,  # repository layout under root: vllm
              "monorepo": diff.replace("a/vllm/", "a/svc/fork/vllm/").replace("b/vllm/", "b/svc/fork/vllm/"),
              "extra": diff.replace("a/vllm/", "a/x/").replace("b/vllm/", "b/x/"),  # package layout, one more part
+             "stray": diff.replace("a/vllm/", "a/_vllm/").replace("b/vllm/", "b/_vllm/"),  # a folder not the package's
              "basename": udiff("pkg/sub/setup.py", "setup()\n", "setup(1)\n"),  # only the name: no reading
              "created": new_file("x/new.py", "x = 1\n") + udiff("vllm/gone.py", "a\n", "b\n")}  # and the next
     m = load_manifest(series(tmp_path, diffs, {"rooted": ", root: vllm"}))
@@ -782,6 +792,8 @@ def test_a_path_read_in_the_wrong_layout_is_named_with_the_layout_that_finds_it(
         "monorepo": f"svc/fork/vllm/sched.py: not in {src.identity}; vllm/sched.py exists: its paths have 2 more "
                     "leading components: strip: 3",
         "extra": f"x/sched.py: not in {src.identity}; vllm/sched.py exists: package layout with one more leading "
+                 "component: root: vllm, strip: 2",
+        "stray": f"_vllm/sched.py: not in {src.identity}; vllm/sched.py exists: package layout with one more leading "
                  "component: root: vllm, strip: 2",
         "basename": f"pkg/sub/setup.py: not in {src.identity}{NO_LAYOUT}",
         "created": f"vllm/gone.py: not in {src.identity}{NO_LAYOUT}"}
