@@ -762,6 +762,12 @@ def test_a_patched_module_that_no_longer_compiles_names_its_line_and_the_patches
     found = python_syntax_errors({"vllm/gone.py": None, "vllm/a.txt": b"(", "vllm/b.py": b"x = 1\n",
                                   "vllm/c.py": b"def f(:\n"})
     assert [(path, e.lineno, e.msg) for path, e in found] == [("vllm/c.py", 1, "invalid syntax")]
+    # judged as Python imports the module, not under patchset's own ``from __future__ import annotations``: an
+    # assignment expression in a local annotation is valid, and refused only where the module asks for the future
+    walrus = b"def f():\n    x: (y := 1) = 1\n"
+    found = python_syntax_errors({"vllm/a.py": walrus, "vllm/b.py": b"from __future__ import annotations\n" + walrus})
+    assert [(path, e.lineno, e.msg) for path, e in found] == \
+        [("vllm/b.py", 3, "'named expression' can not be used within an annotation")]
 
 
 def source_tree(tmp_path: Path, files: dict[str, str]) -> DirSource:
