@@ -325,8 +325,11 @@ def _stands_on_unapplied(walk: _Walk, pf: PatchFile, hunks: tuple[engine.HunkRes
 
 
 def _with_patch_lines(hunks: tuple[engine.HunkResult, ...], pf: PatchFile) -> tuple[engine.HunkResult, ...]:
+    """Each result with the patch file's line: its hunk's ``@@`` line, or for a change without a hunk (a mode,
+    a rename, a copy: number 0) its file's first header line, as a missing or not-in-tree file's results have."""
     where = {h.number: h.line for h in pf.hunks}
-    return tuple(h if h.patch_line == where.get(h.number, 0) else replace(h, patch_line=where.get(h.number, 0))
+    heads = {x: f.line for f in reversed(pf.files) for x in f.touched}
+    return tuple(h if h.patch_line == (at := where.get(h.number) or heads.get(h.file, 0)) else replace(h, patch_line=at)
                  for h in hunks)
 
 

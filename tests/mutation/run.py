@@ -42,7 +42,8 @@ MODULES: dict[str, list[str]] = {
                       "--deselect", "tests/test_core_bytecode.py::test_another_interpreter_judges_its_own_pycs",
                       "--deselect", "tests/test_core_bytecode.py::test_the_shipped_text_runs_with_python_c",
                       "--deselect", "tests/test_core_bytecode.py::test_compile_stage_writes_checked_pycs"],
-    "core/series": ["tests/test_core_series.py"],
+    # series.py decides not-in-tree too, and tests/test_core_trees.py (2 s) is where that is tested.
+    "core/series": ["tests/test_core_series.py", "tests/test_core_trees.py"],
     "core/patchfile": ["tests/test_core_patchfile.py"],
     # The planted-engine tests read engine.py's source, which mutmut rewrites: they judge the harness, not
     # the engine, and stay out.
