@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 
 import pytest
@@ -380,3 +381,399 @@ def test_a_billion_line_hunk_header_is_refused_at_once():
     with pytest.raises(PatchFileError, match="header says -1000000000 \\+1000000000 lines, it has -1 \\+1"):
         parse(text)
     assert time.process_time() - started < 1.0
+
+
+# --- issue 41: what mutation testing found untested (docs/records/mutation.md) ----------------------------
+
+
+def refused(text: str | bytes, **kw) -> PatchFileError:
+    """The refusal of ``text``, named recipes/x.patch."""
+    with pytest.raises(PatchFileError) as e:
+        parse_patch(text if isinstance(text, bytes) else text.encode(), name="recipes/x.patch", **kw)
+    return e.value
+
+
+TWO_FILES = ("From: A Dev <dev@example.com>\nSubject: [PATCH] two files\n\n---\n"
+             "diff --git a/vllm/a.py b/vllm/a.py\nindex 1111111..2222222 100644\n--- a/vllm/a.py\n+++ b/vllm/a.py\n"
+             "@@ -1,3 +1,4 @@ def f():\n a\n-b\n+B\n+C\n c\n"
+             "@@ -10 +11 @@  class K: \n-x\n+y\n"
+             "diff --git a/vllm/b.py b/vllm/b.py\n--- a/vllm/b.py\n+++ b/vllm/b.py\n@@ -4,0 +5,2 @@\n+n1\n+n2\n")
+
+
+def test_every_field_of_a_parsed_patch_its_files_and_hunks():
+    """Hunks are numbered across the whole patch and named by their @@ line, as users count them; a count left
+    out of the header is 1; the words after the second @@ are the hunk's section."""
+    pf = parse(TWO_FILES)
+    assert pf.path == "recipes/x.patch" and not pf.crlf and pf.crlf_warning == ""
+    assert pf.sha256 == hashlib.sha256(TWO_FILES.encode()).hexdigest()
+    assert pf.header == {"From": "A Dev <dev@example.com>", "Subject": "[PATCH] two files"}
+    a, b = pf.files
+    assert (a.old_path, a.new_path, a.path, a.line, a.copy, a.old_mode, a.new_mode) == \
+        ("vllm/a.py", "vllm/a.py", "vllm/a.py", 5, False, None, None)
+    assert (a.is_rename, a.is_copy, a.mode_change, a.touched) == (False, False, None, ["vllm/a.py"])
+    assert (b.path, b.line) == ("vllm/b.py", 18)
+    assert pf.hunks == [*a.hunks, *b.hunks] and pf.touched == ["vllm/a.py", "vllm/b.py"]
+    fields = [(h.number, h.line, h.source_start, h.source_length, h.target_start, h.target_length, h.kinds,
+               h.keys, h.section, h.leading, h.trailing, h.unterminated) for h in pf.hunks]
+    assert fields == [(1, 9, 1, 3, 1, 4, " -++ ", (b"a\n", b"b\n", b"B\n", b"C\n", b"c\n"), "def f():", 1, 1, False),
+                      (2, 15, 10, 1, 11, 1, "-+", (b"x\n", b"y\n"), "class K:", 0, 0, False),
+                      (3, 21, 4, 0, 5, 2, "++", (b"n1\n", b"n2\n"), "", 0, 0, False)]
+    first, second, third = pf.hunks
+    assert [(ln.kind, ln.text) for ln in first.old] == [(" ", "a"), ("-", "b"), (" ", "c")]
+    assert [(ln.kind, ln.text) for ln in first.new] == [(" ", "a"), ("+", "B"), ("+", "C"), (" ", "c")]
+    assert first.old_keys == [b"a\n", b"b\n", b"c\n"] and first.new_keys == [b"a\n", b"B\n", b"C\n", b"c\n"]
+    assert third.old == [] and third.old_keys == [] and third.new_keys == [b"n1\n", b"n2\n"]
+    # flipped: the hunk that takes it back out, the same hunk of the same file by number, line and section
+    back = first.flipped()
+    assert (back.number, back.line, back.source_start, back.source_length, back.target_start, back.target_length,
+            back.kinds, back.keys, back.section) == (1, 9, 1, 4, 1, 3, " +-- ", first.keys, "def f():")
+    assert third.flipped().source_length == 2 and third.flipped().target_length == 0
+    assert back.flipped() == first
+
+
+@needs_patch
+def test_a_hunk_with_no_context_lines_is_read_as_both_tools_read_it(tmp_path):
+    """``@@ -4,0 +5,2 @@`` inserts after line 4, ``@@ -2 +1,0 @@`` removes line 2: GNU patch and git apply
+    (``--unidiff-zero``) write the same file patchset does."""
+    base = {"vllm/a.py": b"1\n2\n3\n4\n5\n"}
+    text = "--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -2 +1,0 @@\n-2\n@@ -4,0 +4,2 @@\n+n1\n+n2\n"
+    (cut, added) = parse(text).hunks
+    assert (cut.source_start, cut.source_length, cut.target_start, cut.target_length) == (2, 1, 1, 0)
+    assert (added.source_start, added.source_length, added.target_start, added.target_length) == (4, 0, 4, 2)
+    want = b"1\n3\n4\nn1\nn2\n5\n"
+    assert apply_patch(base, patch_of(text)).files["vllm/a.py"] == want
+    assert gnu_patch(tmp_path, base, text, "-F0")[2]["vllm/a.py"] == want
+    assert git_apply(tmp_path, base, text, "--unidiff-zero")[2]["vllm/a.py"] == want
+
+
+def test_a_hunk_before_any_file_header_is_refused_at_its_line():
+    e = refused("Subject: x\n\n@@ -1 +1 @@\n-x\n+y\n")
+    assert str(e) == ("recipes/x.patch:3: a hunk without '--- a/...' and '+++ b/...' file headers (regenerate the "
+                      "patch rather than editing it by hand)")
+    # a "--- " line without its "+++ " is no file header either
+    assert refused("--- a/vllm/a.py\n@@ -1 +1 @@\n-x\n+y\n").line == 2
+
+
+def test_a_diff_of_a_file_without_hunks_is_refused_unless_git_says_what_it_does():
+    plain = "--- a/vllm/a.py\n+++ b/vllm/a.py\n"
+    assert str(refused("Subject: x\n\n" + plain)) == \
+        "recipes/x.patch:3: the diff of vllm/a.py has no hunks (regenerate the patch rather than editing it by hand)"
+    # git's headers alone: only an index line says nothing; a creation, deletion, mode change or rename does
+    e = refused("diff --git a/vllm/a.py b/vllm/a.py\nindex 1111111..2222222 100644\n" + plain)
+    assert (e.line, e.message) == (1, "the diff of vllm/a.py has no hunks")
+    same_mode = "diff --git a/vllm/a.py b/vllm/a.py\nold mode 100644\nnew mode 100644\n"
+    assert refused(same_mode).message == "the diff of vllm/a.py has no hunks"
+    git = ("diff --git a/vllm/n.py b/vllm/n.py\nnew file mode 100644\nindex 0000000..e69de29\n"
+           "diff --git a/vllm/g.py b/vllm/g.py\ndeleted file mode 100755\nindex e69de29..0000000\n"
+           "diff --git a/vllm/m.py b/vllm/m.py\nold mode 100755\nnew mode 100644\n"
+           "diff --git a/vllm/c.py b/vllm/d.py\nsimilarity index 100%\nrename from vllm/c.py\nrename to vllm/d.py\n")
+    n, g, m, r = parse(git).files
+    assert (n.old_path, n.new_path, n.old_mode, n.new_mode, n.line) == (None, "vllm/n.py", None, 0o100644, 1)
+    assert (g.old_path, g.new_path, g.old_mode, g.new_mode, g.line, g.path) == \
+        ("vllm/g.py", None, 0o100755, None, 4, "vllm/g.py")
+    assert (n.mode_change, g.mode_change, m.mode_change) == (None, None, (0o100755, 0o100644))
+    assert (r.old_path, r.new_path, r.is_rename, r.copy, r.line) == ("vllm/c.py", "vllm/d.py", True, False, 10)
+
+
+def test_a_diff_that_both_creates_and_deletes_its_file_is_refused():
+    e = refused("Subject: x\n\n--- /dev/null\n+++ /dev/null\n@@ -0,0 +1 @@\n+x\n")
+    assert str(e) == "recipes/x.patch:3: the diff both creates and deletes its file"
+    e = refused("diff --git a/vllm/a.py b/vllm/a.py\nnew file mode 100644\ndeleted file mode 100644\n")
+    assert (e.line, e.message) == (1, "the diff both creates and deletes its file")
+
+
+def test_a_diff_whose_file_cannot_be_told_is_refused():
+    """``diff --git a/x b/y`` with no ``---``/``+++`` or rename lines: which is the file? git apply refuses it
+    too ("lacks filename information")."""
+    e = refused("diff --git a/vllm/x.py b/vllm/y.py\nnew file mode 100644\n")
+    assert str(e) == ("recipes/x.patch:1: cannot tell which file this diff changes (expected '--- a/PATH' and "
+                      "'+++ b/PATH' lines)")
+    # a "--- " line without a name, in a diff that creates nothing
+    for headers in ("--- \n+++ b/vllm/a.py\n", "--- a/vllm/a.py\n+++ \n"):
+        e = refused("Subject: x\n\n" + headers + "@@ -1 +1 @@\n-x\n+y\n")
+        assert (e.line, e.message) == (3, "cannot tell which file this diff changes")
+
+
+def test_git_names_with_spaces_are_read_where_the_two_halves_agree(tmp_path):
+    """``diff --git a/vllm/my file.py b/vllm/my file.py``: git apply creates ``vllm/my file.py``."""
+    text = "diff --git a/vllm/my file.py b/vllm/my file.py\nnew file mode 100644\n"
+    (f,) = parse(text).files
+    assert (f.old_path, f.new_path, f.new_mode) == (None, "vllm/my file.py", 0o100644)
+    rc, _, out = git_apply(tmp_path, {}, text)
+    assert rc == 0 and out == {"vllm/my file.py": b""}
+    # the halves of a name that is not two equal paths cannot be told apart
+    for names in ("a/vllm/x.py b/vllm/x.pyc", "a/vllm/x.py  b/vllm/x.py", "a/vllm/x.py"):
+        assert refused(f"diff --git {names}\nnew file mode 100644\n").message.startswith("cannot tell")
+    # a diff --git line with a CRLF end, in a patch not wholly CRLF: its names are read without the CR
+    (f,) = parse("diff --git a/vllm/a.py b/vllm/a.py\r\nnew file mode 100644\n").files
+    assert f.new_path == "vllm/a.py"
+
+
+def test_git_rename_and_copy_names_are_stripped_one_component_less_than_the_diffs():
+    """git writes ``rename from``/``copy from`` names without the ``a/``/``b/`` of its other lines; a fork patch
+    written relative to the package (``root="vllm"``) or with a deeper prefix (``strip=2``) maps them alike."""
+    body = "@@ -1 +1 @@\n-x\n+y\n"
+    (f,) = parse("diff --git a/v1/c.py b/v1/d.py\nsimilarity index 90%\nrename from v1/c.py\nrename to v1/d.py\n"
+                 "--- a/v1/c.py\n+++ b/v1/d.py\n" + body, root="vllm").files
+    assert (f.old_path, f.new_path, f.is_rename, f.is_copy, f.hunks[0].keys) == \
+        ("vllm/v1/c.py", "vllm/v1/d.py", True, False, (b"x\n", b"y\n"))
+    (f,) = parse("diff --git a/x/v1/c.py b/x/v1/d.py\ncopy from x/v1/c.py\ncopy to x/v1/d.py\n", strip=2,
+                 root="vllm").files
+    assert (f.old_path, f.new_path, f.is_copy, f.is_rename, f.copy) == \
+        ("vllm/v1/c.py", "vllm/v1/d.py", True, False, True)
+    (f,) = parse("diff --git vllm/c.py vllm/d.py\ncopy from vllm/c.py\ncopy to vllm/d.py\n", strip=0).files
+    assert (f.old_path, f.new_path, f.is_copy) == ("vllm/c.py", "vllm/d.py", True)
+    # a copy's name beside a diff of the copy
+    (f,) = parse("diff --git a/vllm/c.py b/vllm/d.py\ncopy from vllm/c.py\ncopy to vllm/d.py\n"
+                 "--- a/vllm/c.py\n+++ b/vllm/d.py\n" + body).files
+    assert (f.old_path, f.new_path, f.is_copy, len(f.hunks)) == ("vllm/c.py", "vllm/d.py", True, 1)
+    # "copy" on a created file copies nothing: there is no old file
+    (f,) = parse("diff --git a/vllm/d.py b/vllm/d.py\nnew file mode 100644\ncopy to vllm/d.py\n").files
+    assert (f.old_path, f.new_path, f.copy, f.is_copy) == (None, "vllm/d.py", False, False)
+
+
+@pytest.mark.parametrize("header, line, kind", [
+    ("new file mode 120000", 2, "symlinks (mode 120000)"),
+    ("deleted file mode 120000", 2, "symlinks (mode 120000)"),
+    ("old mode 100644\nnew mode 120000", 3, "symlinks (mode 120000)"),
+    ("old mode 160000\nnew mode 100644", 2, "submodules (mode 160000)"),
+    ("new file mode 010644", 2, "special files (mode 010644)"),
+    ("new file mode 040000", 2, "special files (mode 040000)"),
+])
+def test_modes_other_than_a_regular_files_are_refused_at_their_line(header, line, kind):
+    e = refused(f"diff --git a/vllm/l b/vllm/l\n{header}\n")
+    assert str(e) == (f"recipes/x.patch:{line}: {kind} are not supported (carry symlinks and submodules outside "
+                      "the patch series)")
+
+
+def test_a_diffs_own_lines_in_crlf_in_a_patch_not_wholly_crlf_are_refused_at_their_line():
+    """GNU patch would strip every CR of such a diff and git apply keep them: refused, not guessed."""
+    for line, text in ((3, "Subject: x\n\n--- a/vllm/a.py\r\n+++ b/vllm/a.py\r\n@@ -1 +1 @@\n-x\n+y\n"),
+                       (4, "Subject: x\n\ndiff --git a/vllm/a.py b/vllm/a.py\n--- a/vllm/a.py\r\n+++ b/vllm/a.py\r\n"
+                        "@@ -1 +1 @@\n-x\n+y\n")):
+        e = refused(text)
+        assert str(e) == (
+            f"recipes/x.patch:{line}: the diff's own "
+            "lines end in CRLF but not every line of the file does: GNU patch would strip the CRs, git apply would "
+            "keep them (convert the patch file to LF line endings (dos2unix); a diff of CRLF files keeps its CRs "
+            "only on the content lines)")
+    # one header line in CRLF (the +++ one) is read as it stands: its name without the CR
+    (f,) = parse("--- a/vllm/a.py\n+++ b/vllm/a.py\r\n@@ -1 +1 @@\n-x\n+y\n").files
+    assert f.path == "vllm/a.py"
+    (f,) = parse("--- a/vllm/a.py\r\n+++ b/vllm/a.py\n@@ -1 +1 @@\n-x\n+y\n").files
+    assert f.path == "vllm/a.py"
+
+
+def test_all_crlf_asks_every_ended_line():
+    from patchset.core.patchfile import all_crlf
+
+    assert all_crlf(b"a\r\nb\r\n") and all_crlf(b"a\r\nb") and all_crlf(b"\r\n")
+    assert not all_crlf(b"a\r\nb\n") and not all_crlf(b"a\nb\n") and not all_crlf(b"a\rb\r") and not all_crlf(b"")
+
+
+def test_the_dep3_header_is_read_up_to_the_diff():
+    from patchset.core.patchfile import parse_dep3
+
+    text = ("Description: one\n\tcontinued with a tab\n and a space\nX-Key-2:  v  \nnot a field\n cont after it\n"
+            " \n1st: no key\nEmpty:\nTight:x\r\nIndex: vllm/a.py\nLater: not read\n")
+    fields = {"Description": "one\ncontinued with a tab\nand a space", "X-Key-2": "v\ncont after it",
+              "Empty": "", "Tight": "x"}
+    assert parse_dep3(text) == fields
+    assert parse(text + "--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1 +1 @@\n-x\n+y\n").header == fields
+    # the header ends at the diff, at a "---" line (git format-patch's) or at "Index: " (svn, quilt)
+    for end in ("diff --git a/x b/x", "diff -u a b", "--- a/x", "---", "  ---  ", "Index: x", "---\r"):
+        assert parse_dep3(f" before\nA: x\n{end}\nB: y\n") == {"A": "x"}, end
+    # lines that only start like those do not end it
+    for line in ("diffs: y", "Indexes: y", "---- y", "-- "):
+        assert parse_dep3(f"A: x\n{line}\nB: y\n")["B"] == "y", line
+
+
+def test_a_plain_diffs_file_names_end_at_a_tab_and_may_be_quoted(tmp_path):
+    """GNU diff writes ``--- a/x<TAB>2024-01-01 ...``; names with spaces may be quoted. GNU patch edits the
+    same file."""
+    base = {"vllm/a b.py": b"x\n"}
+    for text in ("--- a/vllm/a b.py\t2024-01-01 10:00:00.000000000 +0000\n+++ b/vllm/a b.py\t2024-01-02\n",
+                 '--- "a/vllm/a b.py"\n+++ "b/vllm/a b.py"\n', '--- "a/vllm/a b.py"  \n+++  "b/vllm/a b.py"\t\n'):
+        (f,) = parse(text + "@@ -1 +1 @@\n-x\n+y\n").files
+        assert (f.old_path, f.new_path) == ("vllm/a b.py", "vllm/a b.py"), text
+    text = ("--- a/vllm/a b.py\t2024-01-01 10:00:00.000000000 +0000\n+++ b/vllm/a b.py\t2024-01-02\n"
+            "@@ -1 +1 @@\n-x\n+y\n")
+    rc, _, out = gnu_patch(tmp_path, base, text, "-F0")
+    assert rc == 0 and out == {"vllm/a b.py": b"y\n"}
+    # a lone quote is a name's character, not a quoted empty name
+    (f,) = parse('--- a/vllm/"\n+++ b/vllm/"\n@@ -1 +1 @@\n-x\n+y\n').files
+    assert f.path == 'vllm/"'
+
+
+@pytest.mark.parametrize("missing, hunk", [
+    (1, "@@ -1,3 +1,3 @@\n a\n-b\n+B\n"),
+    (3, "@@ -1,5 +1,5 @@\n a\n-b\n+B\n"),
+])
+def test_a_hunk_up_to_three_context_lines_short_at_the_files_end_says_they_may_be_blank(missing, hunk):
+    e = refused("--- a/vllm/a.py\n+++ b/vllm/a.py\n" + hunk)
+    n = 2 + missing
+    assert str(e) == (
+        f"recipes/x.patch:6: malformed hunk: the patch file ends here, inside the hunk @@ -1,{n} +1,{n} @@: it is "
+        f"cut short (its header says -{n} +{n} lines, it has -2 +2); {missing} context line(s) short: blank lines an "
+        "editor stripped? (GNU patch assumes so and reads them as blank context; git apply refuses the patch as "
+        f"corrupt) (if they were blank, restore the {missing} blank context line(s) (a single space each) at the end "
+        "of the file; else regenerate the patch)")
+
+
+@pytest.mark.parametrize("hunk, said", [
+    ("@@ -1,6 +1,6 @@\n a\n-b\n+B\n", "-6 +6 lines, it has -2 +2"),  # more than a diff's 3 lines of context
+    ("@@ -1,3 +1,4 @@\n a\n-b\n+B\n", "-3 +4 lines, it has -2 +2"),  # not as many on both sides
+    ("@@ -1,3 +1,3 @@\n a\n b\n", "-3 +3 lines, it has -2 +2"),  # cut before any change
+])
+def test_a_hunk_cut_otherwise_at_the_files_end_says_it_was_cut(hunk, said):
+    e = refused("--- a/vllm/a.py\n+++ b/vllm/a.py\n" + hunk)
+    assert e.line == len(hunk.splitlines()) + 2
+    assert e.message.endswith(f"it is cut short (its header says {said})")
+    assert e.hint == "the patch file was cut: regenerate it, or take it whole from where it came"
+
+
+def test_what_may_follow_a_hunk_and_what_is_a_line_too_many():
+    """After a hunk's counts are met: a mail signature (``-- ``), the next file's ``---``/``+++``, anything that
+    is not a hunk line. A ``+``, ``-`` or `` `` line there is one more than the header says."""
+    head = "Subject: x\n\n--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1 +1 @@\n-x\n+y\n"
+    for after in ("-- \n2.43.0\n", "--\n2.43.0\n", "-- \r\n2.43.0\n",
+                  "--- a/vllm/b.py\n+++ b/vllm/b.py\n@@ -1 +1 @@\n-x\n+y\n",
+                  "diff --git a/vllm/b.py b/vllm/b.py\nnew file mode 100644\n", "\n", "a word\n"):
+        assert parse(head + after).hunks[0].keys == (b"x\n", b"y\n"), after
+    for after in ("+z\n", "-z\n", " z\n", "--- a/vllm/b.py\nz\n", "---\n", "-- z\n"):
+        e = refused(head + after)
+        assert str(e) == ("recipes/x.patch:5: malformed hunk: more lines than its header -1 +1 says (regenerate "
+                          "the patch rather than editing hunks by hand)"), after
+
+
+@needs_patch
+def test_an_empty_line_in_a_hunk_is_a_blank_context_line_as_both_tools_read_it(tmp_path):
+    """An editor or a mailer strips a blank context line's leading space: GNU patch and git apply read the empty
+    line as that context line."""
+    base = {"vllm/a.py": b"a\n\nb\nc\n"}
+    text = "--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,4 +1,4 @@\n a\n\n-b\n+B\n c\n"
+    (h,) = parse(text).hunks
+    assert (h.kinds, h.keys) == ("  -+ ", (b"a\n", b"\n", b"b\n", b"B\n", b"c\n"))
+    want = b"a\n\nB\nc\n"
+    assert apply_patch(base, patch_of(text)).files["vllm/a.py"] == want
+    assert gnu_patch(tmp_path, base, text, "-F0")[2]["vllm/a.py"] == want
+    assert git_apply(tmp_path, base, text)[2]["vllm/a.py"] == want
+    # in a diff of CRLF files it is "\r\n": a blank CRLF context line
+    (h,) = parse(text.replace(" a\n\n", " a\r\n\r\n")).hunks
+    assert h.keys[:2] == (b"a\r\n", b"\r\n")
+
+
+@needs_patch
+def test_no_newline_markers_take_the_newline_off_the_line_before_them(tmp_path):
+    """On either side, or both; read as GNU patch and git apply read them."""
+    base = {"vllm/a.py": b"a\nx"}
+    text = ("--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,2 +1,2 @@\n a\n-x\n\\ No newline at end of file\n+y\n"
+            "\\ No newline at end of file\n")
+    (h,) = parse(text).hunks
+    assert (h.kinds, h.keys, h.unterminated) == (" -+", (b"a\n", b"x", b"y"), True)
+    assert [(ln.text, ln.eol) for ln in h.lines] == [("a", "\n"), ("x", ""), ("y", "")]
+    assert apply_patch(base, patch_of(text)).files["vllm/a.py"] == b"a\ny"
+    assert gnu_patch(tmp_path, base, text, "-F0")[2]["vllm/a.py"] == b"a\ny"
+    assert git_apply(tmp_path, base, text)[2]["vllm/a.py"] == b"a\ny"
+    # the new side only, its last line after the old side's
+    (h,) = parse("--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,2 +1,2 @@\n-a\n-x\n+y\n+z\n"
+                 "\\ No newline at end of file\n").hunks
+    assert (h.keys, h.old_keys, h.unterminated) == ((b"a\n", b"x\n", b"y\n", b"z"), [b"a\n", b"x\n"], True)
+    # a context line, the last of both sides
+    (h,) = parse("--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,2 +1,2 @@\n-a\n+b\n x\n\\ No newline at end of file\n").hunks
+    assert (h.keys, h.old_keys, h.new_keys) == ((b"a\n", b"b\n", b"x"), [b"a\n", b"x"], [b"b\n", b"x"])
+
+
+@pytest.mark.parametrize("hunk", [
+    "@@ -1,2 +1,2 @@\n-a\n\\ No newline at end of file\n-x\n+y\n+z\n",  # the old side's first line
+    "@@ -1,2 +1,2 @@\n-a\n-x\n+y\n\\ No newline at end of file\n+z\n",  # the new side's first line
+    "@@ -1,2 +1,2 @@\n a\n\\ No newline at end of file\n x\n",  # a context line before another
+])
+def test_a_no_newline_marker_before_the_end_of_a_side_is_refused_at_the_hunk(hunk):
+    e = refused("--- a/vllm/a.py\n+++ b/vllm/a.py\n" + hunk)
+    assert str(e) == "recipes/x.patch:3: malformed hunk: 'No newline at end of file' before the end of the hunk"
+
+
+def test_a_no_newline_marker_before_any_line_of_a_hunk_leaves_it_short():
+    e = refused("--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1 +1 @@\n\\ No newline at end of file\n-x\n+y\n")
+    assert str(e) == ("recipes/x.patch:3: malformed hunk: its header says -1 +1 lines but it has -0 +0 (regenerate "
+                      "the patch rather than editing hunks by hand)")
+
+
+@pytest.mark.parametrize("old, new, kw, line, said", [
+    ("a/x", "b/..", {}, 4, "path 'b/..' leaves the tree"),
+    ("a/x", "b/vllm/../..", {}, 4, "path 'b/vllm/../..' leaves the tree"),
+    # GNU patch and git apply refuse any ".." too
+    ("a/x", "b/vllm/./x/../a.py", {}, 4, "path 'b/vllm/./x/../a.py' leaves the tree"),
+    ("a/x", "b//etc/x", {}, 4, "path 'b//etc/x' leaves the tree"),
+    ("/etc/x", "/etc/x", {"strip": 0}, 3, "path '/etc/x' leaves the tree"),
+    ("x/../y", "x/../y", {"strip": 0}, 3, "path 'x/../y' leaves the tree"),
+    ("x", "b/../y", {"root": "vllm"}, 4, "path 'b/../y' leaves the tree"),
+    ("a/x", "b/vllm/..", {}, 4, "path 'b/vllm/..' names no file"),
+    ("a/x", "b/", {}, 4, "path 'b/' names no file"),
+    ("a", "b", {}, 4, "path 'b' has fewer than 2 components"),
+    ("a/b", "a/b", {"strip": 2}, 4, "path 'a/b' has fewer than 3 components"),
+])
+def test_paths_are_refused_at_their_line_saying_why(old, new, kw, line, said):
+    e = refused(f"Subject: s\n\n--- {old}\n+++ {new}\n@@ -1 +1 @@\n-x\n+y\n", **kw)
+    hint = ("check the manifest's strip setting" if "components" in said else "expected '--- a/PATH' and '+++ b/PATH' "
+            "lines" if "no file" in said else "patch paths must stay inside the vLLM tree")
+    assert str(e) == f"recipes/x.patch:{line}: {said} ({hint})"
+
+
+@pytest.mark.parametrize("old, new, kw, path", [
+    ("/etc/x", "/etc/x", {}, "etc/x"),  # -p1 takes the empty component before the first /
+    ("a/vllm/a.py", "b/vllm/a.py/", {}, "vllm/a.py"),
+    ("a/b/c", "a/b/c", {"strip": 2}, "c"),
+    ("a/vllm/a.py", "b/vllm/a.py", {"strip": 0}, "b/vllm/a.py"),
+    ("a/v1/a.py", "b/v1/a.py", {"root": "vllm/"}, "vllm/v1/a.py"),
+    ("a/vllm/./a.py", "b/vllm/./a.py", {}, "vllm/a.py"),
+])
+def test_paths_are_stripped_and_mapped_to_the_repository_layout(old, new, kw, path):
+    assert parse(f"--- {old}\n+++ {new}\n@@ -1 +1 @@\n-x\n+y\n", **kw).touched == [path]
+
+
+def test_a_path_too_long_is_named_shortened_in_its_refusal():
+    long = "vllm/" + "x" * 256 + "/a.py"
+    e = refused(udiff("vllm/a.py", "x\n", "y\n").replace("+++ b/vllm/a.py", f"+++ b/{long}"))
+    shown = ("b/" + long)[:60] + "..." + ("b/" + long)[-16:]
+    assert str(e) == (f"recipes/x.patch:3: path {shown!r} has a component of 256 bytes, more than a file system "
+                      "allows (255 a name, 4095 a path) (the patch file is damaged; regenerate it)")
+    # the longest path a file system holds is kept, one byte more is refused
+    for size, ok in ((4095, True), (4096, False)):
+        folders = "vllm/" + "/".join(["d" * 99] * 40) + "/"
+        path = folders + "f" * (size - len(folders))
+        assert len(path) == size
+        text = udiff("vllm/a.py", "x\n", "y\n").replace("a/vllm/a.py", f"a/{path}").replace("b/vllm/a.py", f"b/{path}")
+        if ok:
+            assert parse(text).touched == [path]
+        else:
+            assert refused(text).message == (f"path {'a/' + path[:58] + '...' + path[-16:]!r} has 4096 bytes, more "
+                                             "than a file system allows (255 a name, 4095 a path)")
+
+
+def test_binary_diffs_are_refused_at_their_line():
+    for line in ("GIT binary patch", "Binary files a/vllm/a.bin and b/vllm/a.bin differ"):
+        e = refused(f"Subject: x\n\ndiff --git a/vllm/a.bin b/vllm/a.bin\nindex 1..2 100644\n{line}\n")
+        assert str(e) == ("recipes/x.patch:5: binary patches are not supported (carry binary files outside the "
+                          "patch series)")
+    # a line that only speaks of them is not one
+    text = "Subject: Binary files are not supported\n" + udiff("vllm/a.py", "x\n", "y\n")
+    assert parse(text).touched == ["vllm/a.py"]
+
+
+def test_a_patch_file_that_cannot_be_read_is_named_as_the_caller_names_it(tmp_path):
+    from patchset.core.patchfile import read_patch
+
+    with pytest.raises(PatchFileError) as e:
+        read_patch(tmp_path / "gone.patch", display="recipes/gone.patch")
+    assert (str(e.value), e.value.line) == ("recipes/gone.patch: cannot read patch file: No such file or directory",
+                                            None)
+    with pytest.raises(PatchFileError) as e:
+        read_patch(tmp_path)
+    assert str(e.value) == f"{tmp_path}: cannot read patch file: Is a directory"
+    (tmp_path / "p.patch").write_text(udiff("v1/a.py", "x\n", "y\n"))
+    pf = read_patch(tmp_path / "p.patch", strip=1, root="vllm", display="recipes/p.patch")
+    assert (pf.path, pf.touched) == ("recipes/p.patch", ["vllm/v1/a.py"])
+    assert read_patch(tmp_path / "p.patch").path == str(tmp_path / "p.patch")
+    assert read_patch(str(tmp_path / "p.patch"), strip=2).touched == ["a.py"]
