@@ -313,13 +313,39 @@ def test_a_damaged_parse_is_never_used(tmp_path, monkeypatch):
         assert _cached_parse(SERIES_PATCH) == parsed
 
 
+def _file(kept: tuple, at: int, value: object) -> tuple:
+    """``kept`` (a kept parse of SERIES_PATCH) with field ``at`` of its first file set to ``value``."""
+    first = list(kept[3][0])
+    first[at] = value
+    return (*kept[:3], (tuple(first), *kept[3][1:]))
+
+
+def _hunk(kept: tuple, at: int, value: object) -> tuple:
+    """``kept`` with field ``at`` of its first hunk set to ``value``."""
+    hunk = list(kept[3][0][6][0])
+    hunk[at] = value
+    return _file(kept, 6, (tuple(hunk), *kept[3][0][6][1:]))
+
+
 @pytest.mark.parametrize("change", [
-    lambda kept: (kept[0], ((1, "x"),), kept[2]),  # a header field that is no text
-    lambda kept: (kept[0], kept[1], ((b"a.py", *kept[2][0][1:]),)),  # a path as bytes
-    # kinds and keys apart; a key as text; a kind that is none
-    lambda kept: (kept[0], kept[1], ((*kept[2][0][:6], ((1, 2, 3, 4, 5, 6, " -", (b"x\n",), ""),)),)),
-    lambda kept: (kept[0], kept[1], ((*kept[2][0][:6], ((1, 2, 3, 4, 5, 6, "-", ("x\n",), ""),)),)),
-    lambda kept: (kept[0], kept[1], ((*kept[2][0][:6], ((1, 2, 3, 4, 5, 6, "?", (b"x\n",), ""),)),)),
+    lambda kept: (kept[0], 0, *kept[2:]),  # crlf that is no bool
+    lambda kept: (*kept[:2], ((1, "x"),), kept[3]),  # a header field whose name or value is no text
+    lambda kept: (*kept[:2], (("From", b"x"),), kept[3]),
+    lambda kept: _file(kept, 0, b"vllm/v1/f.py"),  # a path as bytes
+    lambda kept: _file(kept, 1, b"vllm/v1/f.py"),
+    lambda kept: _file(kept, 2, "4"),  # the file's line as text, or True (a bool is no line number)
+    lambda kept: _file(kept, 2, True),
+    lambda kept: _file(kept, 3, 0),  # copy as a number
+    lambda kept: _file(kept, 4, "100644"),  # a mode as text
+    lambda kept: _file(kept, 5, 33188.0),
+    *[lambda kept, at=at: _hunk(kept, at, str(kept[3][0][6][0][at])) for at in range(6)],  # a hunk's number as text
+    lambda kept: _hunk(kept, 6, b" -+ "),  # kinds as bytes, keys as a list, section as bytes
+    lambda kept: _hunk(kept, 7, list(kept[3][0][6][0][7])),
+    lambda kept: _hunk(kept, 8, b""),
+    lambda kept: _hunk(kept, 6, " -+"),  # kinds and keys apart; a kind that is none; a key as text
+    lambda kept: _hunk(kept, 6, " -+?"),
+    lambda kept: _hunk(kept, 7, (b"ctx\r\n", "old\n", b"new\n", b"last\n")),
+    lambda kept: _hunk(kept, 7, (b"ctx\r\n", b"old\n", b"new\n", "last\n")),
 ])
 def test_a_whole_parse_of_other_types_is_never_used(tmp_path, monkeypatch, change):
     """Found writing the parse-cache fuzz target: a whole entry was trusted whatever types it held."""
@@ -336,6 +362,32 @@ def test_a_whole_parse_of_other_types_is_never_used(tmp_path, monkeypatch, chang
     entry.write_bytes(hashlib.sha256(payload).digest() + payload)
     assert patchfile._unkept(entry.read_bytes(), "p.patch", parsed.sha256) is None
     assert _cached_parse(SERIES_PATCH) == parsed
+
+
+def test_a_kept_parse_is_read_back_without_parsing_again(tmp_path, monkeypatch):
+    """What the cache is for (docs/records/performance.md): a patch parsed in one process is not parsed again in
+    the next. Each type check of a kept parse takes what the parser gives."""
+    from patchset.core import patchfile
+
+    monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("PATCHSET_NO_PARSE_CACHE", raising=False)
+    for text in (SERIES_PATCH, SERIES_PATCH.replace(b"\n", b"\r\n"), TWO_FILES.encode(),
+                 b"diff --git a/v1/n.py b/v1/n.py\nnew file mode 100644\n"
+                 b"diff --git a/v1/c.py b/v1/d.py\ncopy from v1/c.py\ncopy to v1/d.py\n"
+                 b"diff --git a/v1/g.py b/v1/g.py\ndeleted file mode 100644\n"):
+        before = set(_entries(tmp_path))
+        parsed = _cached_parse(text)
+        (entry,) = set(_entries(tmp_path)) - before
+
+        def parse_again(*args, **kw):
+            raise AssertionError("parsed again")
+
+        with monkeypatch.context() as m:
+            m.setattr(patchfile, "parse_patch", parse_again)
+            assert _cached_parse(text, "again.patch") == replace(parsed, path="again.patch")
+        # an entry of another patch's parse under this key is not taken for it
+        assert patchfile._unkept(entry.read_bytes(), "p.patch", "0" * 64) is None
+        assert patchfile._unkept(entry.read_bytes(), "p.patch", parsed.sha256) == parsed
 
 
 def test_refused_patches_and_a_cache_turned_off_keep_nothing(tmp_path, monkeypatch):
