@@ -829,3 +829,19 @@ def test_a_patch_file_that_cannot_be_read_is_named_as_the_caller_names_it(tmp_pa
     assert (pf.path, pf.touched) == ("recipes/p.patch", ["vllm/v1/a.py"])
     assert read_patch(tmp_path / "p.patch").path == str(tmp_path / "p.patch")
     assert read_patch(str(tmp_path / "p.patch"), strip=2).touched == ["a.py"]
+
+
+def test_bytes_that_are_not_utf8_are_kept_wherever_they_stand():
+    """A Latin-1 file name, section, header and line (old patches, old sources): read, never refused as
+    undecodable; each line's text gives back its bytes."""
+    text = (b"Description: caf\xe9\n\n--- a/vllm/x.py.orig\xe9\n+++ b/vllm/caf\xe9.py\n@@ -1,2 +1,2 @@ def caf\xe9():\n"
+            b"-caf\xe9\n+cafe\n x\xff\n\\ No newline at end of file\n")
+    pf = parse_patch(text, name="p.patch")
+    (h,) = pf.hunks
+    assert pf.header == {"Description": "caf\udce9"} and pf.touched == ["vllm/caf\udce9.py"]
+    assert h.section == "def caf\udce9():" and h.keys == (b"caf\xe9\n", b"cafe\n", b"x\xff")
+    assert [(ln.text, ln.eol) for ln in h.lines] == [("caf\udce9", "\n"), ("cafe", "\n"), ("x\udcff", "")]
+    assert tuple(ln.key for ln in h.lines) == h.keys
+    # a name that is not UTF-8 and leaves the tree is refused like any other
+    e = refused(b"--- a/../caf\xe9\n+++ b/vllm/a.py\n@@ -1 +1 @@\n-x\n+y\n")
+    assert e.message == "path 'a/../caf\\udce9' leaves the tree"
