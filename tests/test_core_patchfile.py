@@ -727,6 +727,11 @@ def test_no_newline_markers_take_the_newline_off_the_line_before_them(tmp_path):
     assert apply_patch(base, patch_of(text)).files["vllm/a.py"] == b"a\ny"
     assert gnu_patch(tmp_path, base, text, "-F0")[2]["vllm/a.py"] == b"a\ny"
     assert git_apply(tmp_path, base, text)[2]["vllm/a.py"] == b"a\ny"
+    # the file's last line a marker without its own newline: whole, as both tools read it
+    cut = text.removesuffix("\n")
+    assert parse(cut).hunks == [h] and apply_patch(base, patch_of(cut)).files["vllm/a.py"] == b"a\ny"
+    assert gnu_patch(tmp_path, base, cut, "-F0")[2]["vllm/a.py"] == git_apply(tmp_path, base, cut)[2]["vllm/a.py"] \
+        == b"a\ny"
     # the new side only, its last line after the old side's
     (h,) = parse("--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,2 +1,2 @@\n-a\n-x\n+y\n+z\n"
                  "\\ No newline at end of file\n").hunks
@@ -845,3 +850,15 @@ def test_bytes_that_are_not_utf8_are_kept_wherever_they_stand():
     # a name that is not UTF-8 and leaves the tree is refused like any other
     e = refused(b"--- a/../caf\xe9\n+++ b/vllm/a.py\n@@ -1 +1 @@\n-x\n+y\n")
     assert e.message == "path 'a/../caf\\udce9' leaves the tree"
+
+
+@needs_patch
+def test_a_git_creation_ending_at_its_minus_line_creates_the_empty_file_as_both_tools_do(tmp_path):
+    """The ``--- /dev/null`` of an empty new file without its ``+++`` line (a diff cut there, or written so):
+    git apply and GNU patch create the empty file; so does patchset, and the line alone is no file header."""
+    text = "diff --git a/vllm/a.py b/vllm/a.py\nnew file mode 100644\nindex 0000000..e69de29\n--- /dev/null\n"
+    (f,) = parse(text).files
+    assert (f.old_path, f.new_path, f.new_mode, f.hunks) == (None, "vllm/a.py", 0o100644, ())
+    assert apply_patch({}, patch_of(text)).files == {"vllm/a.py": b""}
+    assert git_apply(tmp_path, {}, text)[2] == {"vllm/a.py": b""}
+    assert gnu_patch(tmp_path, {}, text)[2] == {"vllm/a.py": b""}
