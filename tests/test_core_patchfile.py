@@ -862,3 +862,169 @@ def test_a_git_creation_ending_at_its_minus_line_creates_the_empty_file_as_both_
     assert apply_patch({}, patch_of(text)).files == {"vllm/a.py": b""}
     assert git_apply(tmp_path, {}, text)[2] == {"vllm/a.py": b""}
     assert gnu_patch(tmp_path, {}, text)[2] == {"vllm/a.py": b""}
+
+
+# --- issue 41, second round: the survivors of the first run's tests ----------------------------------------
+
+
+@needs_patch
+def test_a_last_line_cut_mid_line_is_refused_even_after_the_other_sides_marker(tmp_path):
+    """Found by mutation testing: ``-x``, its "No newline" marker, then ``+y`` as the file's last bytes with no
+    newline. The marker said the *removed* line has none, and patchset took it for the last line's: it read
+    ``+y`` as ``y\\n`` and applied it. git apply refuses it ("corrupt patch"), GNU patch stops ("malformed
+    patch"); so does patchset now, naming the line."""
+    base = {"vllm/a.py": b"x"}
+    text = "--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1 +1 @@\n-x\n\\ No newline at end of file\n+y"
+    e = refused(text)
+    assert str(e) == ("recipes/x.patch:6: the patch file ends in the middle of this line (no newline, and no '\\ No "
+                      "newline at end of file' after it): cut short? (git apply refuses it as corrupt; GNU patch reads "
+                      "the line as having no newline) (end the file with a newline if the line is whole, or "
+                      "regenerate the patch)")
+    rc, said, out = git_apply(tmp_path, base, text)
+    assert rc != 0 and "corrupt patch at line 6" in said and out == base
+    rc, said, out = gnu_patch(tmp_path, base, text, "-F0")
+    assert rc != 0 and out == base
+    # with its own marker it is whole, and both tools apply it as patchset does
+    whole = text + "\n\\ No newline at end of file\n"
+    assert apply_patch(base, patch_of(whole)).files["vllm/a.py"] == b"y"
+    assert git_apply(tmp_path, base, whole)[2] == gnu_patch(tmp_path, base, whole, "-F0")[2] == {"vllm/a.py": b"y"}
+
+
+@pytest.mark.parametrize("new", ["b/", "b/.", "b/v1/..", "b/./"])
+def test_a_path_that_names_only_the_root_folder_is_refused(new):
+    """Found by mutation testing: under ``root="vllm"``, ``+++ b/`` was read as the file ``vllm`` (the package
+    folder), and a check then said "the patch changes this file but it is not in the tree", a finding, where
+    the patch is bad input. Without a root it was refused already; now with one too."""
+    e = refused(f"Subject: x\n\n--- a/v1/a.py\n+++ {new}\n@@ -1 +1 @@\n-x\n+y\n", root="vllm")
+    assert str(e) == f"recipes/x.patch:4: path {new!r} names no file (expected '--- a/PATH' and '+++ b/PATH' lines)"
+
+
+def _git(cwd, *args: str) -> bytes:
+    import subprocess
+
+    return subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "core.quotePath=true",
+                           *args], cwd=cwd, check=True, capture_output=True).stdout
+
+
+@needs_patch
+def test_quoted_names_are_read_as_git_writes_them(tmp_path):
+    """Found by mutation testing: git quotes a name holding a byte that is not printable ASCII, a ``"`` or a
+    ``\\`` (``--- "a/vllm/caf\\303\\251.py"``), C-escaped. patchset took the escapes literally (the file
+    ``vllm/caf\\303\\251.py``, not in any tree). The diff here is git's own; git apply and GNU patch change the
+    same files patchset names."""
+    repo = tmp_path / "repo"
+    (repo / "vllm").mkdir(parents=True)
+    names = ["vllm/café.py", 'vllm/t"q.py', "vllm/back\\slash.py", "vllm/a b.py"]
+    for name in names:
+        (repo / name).write_bytes(b"x\n")
+    (repo / "vllm/old é.py").write_bytes(b"".join(b"line %d\n" % i for i in range(20)))
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    base = {str(p.relative_to(repo)): p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    for name in names:
+        (repo / name).write_bytes(b"y\n")
+    _git(repo, "mv", "vllm/old é.py", "vllm/new é.py")
+    (repo / "vllm/né.py").write_bytes(b"")
+    _git(repo, "add", "-A")
+    text = _git(repo, "diff", "--cached", "-M").decode()
+    assert '--- "a/vllm/caf\\303\\251.py"' in text and 'rename from "vllm/old \\303\\251.py"' in text
+    assert 'diff --git "a/vllm/n\\303\\251.py" "b/vllm/n\\303\\251.py"\nnew file mode 100644\n' in text
+    pf = parse(text)
+    assert pf.touched == sorted([*names, "vllm/old é.py", "vllm/new é.py", "vllm/né.py"])
+    moved = next(f for f in pf.files if f.is_rename)
+    assert (moved.old_path, moved.new_path) == ("vllm/old é.py", "vllm/new é.py")
+    ours = apply_patch(base, pf).files
+    want = {**{n: b"y\n" for n in names}, "vllm/new é.py": base["vllm/old é.py"], "vllm/né.py": b""}
+    assert {n: ours[n] for n in want} == want
+    rc, _, git = git_apply(tmp_path, base, text)
+    assert rc == 0 and git == want
+    rc, _, gnu = gnu_patch(tmp_path, base, text)
+    assert rc == 0 and gnu == want
+    # escapes git does not write are read as C reads them; a lone quote is no quoted name
+    assert parse('--- "a/vllm/t\\tab\\n\\101"\n+++ "b/vllm/t\\tab\\n\\101"\n@@ -1 +1 @@\n-x\n+y\n').touched == \
+        ["vllm/t\tab\nA"]
+    assert parse('--- a/vllm/"\n+++ b/vllm/"\n@@ -1 +1 @@\n-x\n+y\n').touched == ['vllm/"']
+
+
+@pytest.mark.parametrize("hunk, said", [
+    ("@@ -1,2 +1 @@\n+a\n+b\n-c\n-d\n", "-2 +1 lines but it has -0 +1"),  # an added line more, before the removed
+    ("@@ -1 +1,2 @@\n-a\n-b\n+c\n+d\n", "-1 +2 lines but it has -1 +0"),  # a removed line more, before the added
+    ("@@ -1 +1,2 @@\n-a\n b\n+c\n+d\n", "-1 +2 lines but it has -1 +0"),  # context after the old side is done
+    ("@@ -1,2 +1 @@\n+a\n b\n-c\n", "-2 +1 lines but it has -0 +1"),  # context after the new side is done
+])
+def test_a_hunk_whose_lines_do_not_fit_its_header_is_refused_at_its_header(hunk, said):
+    e = refused("Subject: x\n\n--- a/vllm/a.py\n+++ b/vllm/a.py\n" + hunk)
+    assert str(e) == (f"recipes/x.patch:5: malformed hunk: its header says {said} (regenerate the patch rather "
+                      "than editing hunks by hand)")
+
+
+def test_git_names_are_read_only_where_git_apply_reads_them(tmp_path):
+    """Where no ``---``/``+++`` or rename line names the file, the ``diff --git`` line does: git apply -p0
+    creates ``n.py`` from ``diff --git n.py n.py``; with a space after the names it refuses ("lacks filename
+    information"), as patchset does."""
+    creation = "new file mode 100644\nindex 0000000..e69de29\n"
+    for line, kw, path in (("vllm/n.py vllm/n.py", {"strip": 0}, "vllm/n.py"), ("n.py n.py", {"strip": 0}, "n.py"),
+                           ("n.py n.py", {"strip": 0, "root": "vllm"}, "vllm/n.py"),
+                           ("a/vllm/FIX b/vllm/FIX", {}, "vllm/FIX")):
+        (f,) = parse(f"diff --git {line}\n" + creation, **kw).files
+        assert (f.old_path, f.new_path) == (None, path), line
+    rc, _, out = git_apply(tmp_path, {}, "diff --git n.py n.py\n" + creation, "-p0")
+    assert rc == 0 and out == {"n.py": b""}
+    text = "diff --git a/vllm/a.py b/vllm/a.py \n" + creation
+    assert refused(text).message == "cannot tell which file this diff changes"
+    rc, said, _ = git_apply(tmp_path, {}, text)
+    assert rc != 0 and "lacks filename information" in said
+
+
+@needs_patch
+def test_plain_diff_names_as_gnu_patch_reads_them(tmp_path):
+    """A name ends at the first tab, whatever follows; a name may end in any letter; a quoted one keeps its
+    first letter under ``-p0``; an empty quoted name is no name (GNU patch: "can't find file to patch")."""
+    body = "@@ -1 +1 @@\n-x\n+y\n"
+    assert parse("--- a/vllm/FIX\t2024-01-01\t(x)\n+++ b/vllm/FIX\t2024-01-01\t(y)\n" + body).touched == ["vllm/FIX"]
+    assert parse('--- "vllm/a b.py"\n+++ "vllm/a b.py"\n' + body, strip=0).touched == ["vllm/a b.py"]
+    e = refused('--- ""\n+++ ""\n' + body, strip=0)
+    assert (e.line, e.message) == (1, "cannot tell which file this diff changes")
+    rc, said, _ = gnu_patch(tmp_path, {}, '--- ""\n+++ ""\n' + body, "-p0")
+    assert rc != 0 and "can't find file to patch" in said
+
+
+@pytest.mark.parametrize("path, whole, said", [
+    ("vllm/a\0b.py", True, "contains a NUL byte"),
+    # a name of 4-byte characters is too long in fewer than 80: 80 characters with its b/ are shown whole
+    ("vllm/" + "\U0001f600" * 64 + "x" * 9, True, "has a component of 265 bytes"),
+    ("vllm/" + "\U0001f600" * 64 + "x" * 10, False, "has a component of 266 bytes"),  # 81 are not
+    ("vllm/" + "a" * 256 + "/z.py", False, "has a component of 256 bytes"),  # the longest, not the last in order
+    ("vllm/" + "/".join(["d" * 255] * 16) + "/a.py", False, "has 4105 bytes"),  # names of 255 bytes are not too long
+])
+def test_a_path_no_file_system_holds_is_named_whole_or_shortened_past_80_characters(path, whole, said):
+    """Shortened, a path shows its first 60 characters and its last 16."""
+    raw = "b/" + path
+    assert (len(raw) <= 80) == whole
+    e = refused(udiff("vllm/a.py", "x\n", "y\n").replace("+++ b/vllm/a.py", f"+++ {raw}"))
+    shown = raw if whole else raw[:60] + "..." + raw[-16:]
+    allows = "" if "NUL" in said else ", more than a file system allows (255 a name, 4095 a path)"
+    assert str(e) == f"recipes/x.patch:3: path {shown!r} {said}{allows} (the patch file is damaged; regenerate it)"
+
+
+@pytest.mark.parametrize("root, touched", [("vllm/", "vllm/v1/a.py"), ("vllm ", "vllm /v1/a.py"),
+                                           ("vllm/X", "vllm/X/v1/a.py"), ("src/vllm", "src/vllm/v1/a.py")])
+def test_a_root_is_taken_as_written(root, touched):
+    assert parse("--- a/v1/a.py\n+++ b/v1/a.py\n@@ -1 +1 @@\n-x\n+y\n", root=root).touched == [touched]
+
+
+def test_a_root_counts_in_a_paths_length_and_may_not_leave_the_tree():
+    """The file system holds ``vllm/`` and the path: 4091 bytes after the strip are 4096 with the root, for the
+    name the diff edits and for the old name it does not use alike."""
+    long = "/".join(["d" * 99] * 40) + "/" + "f" * 91
+    assert len(long) == 4091
+    for old, new, line in ((long, "v1/a.py", 1), ("v1/a.py", long, 2)):
+        e = refused(f"--- a/{old}\n+++ b/{new}\n@@ -1 +1 @@\n-x\n+y\n", root="vllm")
+        raw = f"a/{old}" if line == 1 else f"b/{new}"
+        assert str(e) == (f"recipes/x.patch:{line}: path {raw[:60] + '...' + raw[-16:]!r} has 4096 bytes, more than a "
+                          "file system allows (255 a name, 4095 a path) (the patch file is damaged; regenerate it)")
+    assert parse(f"--- a/{long[:-1]}\n+++ b/{long[:-1]}\n@@ -1 +1 @@\n-x\n+y\n", root="vllm").touched == \
+        ["vllm/" + long[:-1]]
+    e = refused("--- a/v1/a.py\n+++ b/v1/a.py\n@@ -1 +1 @@\n-x\n+y\n", root="/vllm")
+    assert e.message == "path 'a/v1/a.py' leaves the tree"
