@@ -142,8 +142,8 @@ def test_hunk_longer_than_its_header_which_unidiff_ignores():
 
 
 def test_a_file_with_no_diff_is_refused():
-    with pytest.raises(PatchFileError, match="contains no diff"):
-        parse(HEADER)
+    e = refused(HEADER)
+    assert (str(e), e.line) == ("recipes/x.patch: contains no diff (expected '--- a/...' and '+++ b/...' lines)", None)
 
 
 def test_no_newline_marker_is_kept_on_the_line():
@@ -343,7 +343,7 @@ def _hunk(kept: tuple, at: int, value: object) -> tuple:
     lambda kept: _hunk(kept, 7, list(kept[3][0][6][0][7])),
     lambda kept: _hunk(kept, 8, b""),
     lambda kept: _hunk(kept, 6, " -+"),  # kinds and keys apart; a kind that is none; a key as text
-    lambda kept: _hunk(kept, 6, " -+?"),
+    lambda kept: _hunk(kept, 6, " -+X"),
     lambda kept: _hunk(kept, 7, (b"ctx\r\n", "old\n", b"new\n", b"last\n")),
     lambda kept: _hunk(kept, 7, (b"ctx\r\n", b"old\n", b"new\n", "last\n")),
 ])
@@ -586,6 +586,8 @@ def test_git_rename_and_copy_names_are_stripped_one_component_less_than_the_diff
 
 @pytest.mark.parametrize("header, line, kind", [
     ("new file mode 120000", 2, "symlinks (mode 120000)"),
+    ("new file mode 120777", 2, "symlinks (mode 120777)"),  # a symlink's st_mode, as a tool other than git writes it
+    ("new file mode 160755", 2, "submodules (mode 160755)"),
     ("deleted file mode 120000", 2, "symlinks (mode 120000)"),
     ("old mode 100644\nnew mode 120000", 3, "symlinks (mode 120000)"),
     ("old mode 160000\nnew mode 100644", 2, "submodules (mode 160000)"),
@@ -745,6 +747,7 @@ def test_no_newline_markers_take_the_newline_off_the_line_before_them(tmp_path):
     "@@ -1,2 +1,2 @@\n-a\n\\ No newline at end of file\n-x\n+y\n+z\n",  # the old side's first line
     "@@ -1,2 +1,2 @@\n-a\n-x\n+y\n\\ No newline at end of file\n+z\n",  # the new side's first line
     "@@ -1,2 +1,2 @@\n a\n\\ No newline at end of file\n x\n",  # a context line before another
+    "@@ -1,3 +1 @@\n-a\n-b\n\\ No newline at end of file\n-c\n+d\n",  # the middle one of three
 ])
 def test_a_no_newline_marker_before_the_end_of_a_side_is_refused_at_the_hunk(hunk):
     e = refused("--- a/vllm/a.py\n+++ b/vllm/a.py\n" + hunk)
@@ -833,6 +836,7 @@ def test_a_patch_file_that_cannot_be_read_is_named_as_the_caller_names_it(tmp_pa
     pf = read_patch(tmp_path / "p.patch", strip=1, root="vllm", display="recipes/p.patch")
     assert (pf.path, pf.touched) == ("recipes/p.patch", ["vllm/v1/a.py"])
     assert read_patch(tmp_path / "p.patch").path == str(tmp_path / "p.patch")
+    assert read_patch(tmp_path / "p.patch").touched == ["v1/a.py"]  # strip 1 unless asked
     assert read_patch(str(tmp_path / "p.patch"), strip=2).touched == ["a.py"]
 
 
@@ -1028,3 +1032,60 @@ def test_a_root_counts_in_a_paths_length_and_may_not_leave_the_tree():
         ["vllm/" + long[:-1]]
     e = refused("--- a/v1/a.py\n+++ b/v1/a.py\n@@ -1 +1 @@\n-x\n+y\n", root="/vllm")
     assert e.message == "path 'a/v1/a.py' leaves the tree"
+
+
+def test_a_git_diffs_path_is_refused_at_the_line_that_names_it():
+    for old, new, line in (("../x.py", "vllm/x.py", 3), ("vllm/x.py", "../x.py", 4)):
+        e = refused(f"diff --git a/vllm/x.py b/vllm/x.py\nindex 1111111..2222222 100644\n--- a/{old}\n+++ b/{new}\n"
+                    "@@ -1 +1 @@\n-x\n+y\n")
+        bad = f"a/{old}" if line == 3 else f"b/{new}"
+        assert (e.line, e.message) == (line, f"path {bad!r} leaves the tree")
+
+
+@needs_patch
+def test_plain_creations_and_deletions_are_read_as_both_tools_read_them(tmp_path):
+    """``/dev/null`` on either side of a plain (not git) diff, with or without ``-p0``: GNU patch and git apply
+    delete ``vllm/x.py``; a refused old name is named at its own line."""
+    deletion = "--- a/vllm/x.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+    (f,) = parse(deletion).files
+    assert (f.old_path, f.new_path, f.path, f.touched) == ("vllm/x.py", None, "vllm/x.py", ["vllm/x.py"])
+    base = {"vllm/x.py": b"x\n", "vllm/keep.py": b"k\n"}
+    assert apply_patch(base, patch_of(deletion)).files == {"vllm/x.py": None}  # deleted
+    assert gnu_patch(tmp_path, base, deletion, "-F0")[2] == git_apply(tmp_path, base, deletion)[2] == \
+        {"vllm/keep.py": b"k\n"}
+    (f,) = parse("--- vllm/x.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", strip=0).files
+    assert (f.old_path, f.new_path) == ("vllm/x.py", None)
+    (f,) = parse("--- /dev/null\n+++ vllm/n.py\n@@ -0,0 +1 @@\n+n\n", strip=0).files
+    assert (f.old_path, f.new_path) == (None, "vllm/n.py")
+    e = refused("Subject: x\n\n--- a/../x.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n")
+    assert (e.line, e.message) == (3, "path 'a/../x.py' leaves the tree")
+
+
+@needs_patch
+def test_a_hunk_ending_in_a_marker_is_followed_by_the_next_files_diff(tmp_path):
+    """GNU patch and git apply change both files."""
+    text = ("--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1 +1 @@\n-x\n\\ No newline at end of file\n+y\n"
+            "\\ No newline at end of file\n--- a/vllm/z.py\n+++ b/vllm/z.py\n@@ -1 +1 @@\n-a\n+b\n")
+    x, z = parse(text).files
+    assert (x.hunks[0].keys, z.path, z.line, z.hunks[0].keys, z.hunks[0].line) == \
+        ((b"x", b"y"), "vllm/z.py", 8, (b"a\n", b"b\n"), 10)
+    base = {"vllm/x.py": b"x", "vllm/z.py": b"a\n"}
+    want = {"vllm/x.py": b"y", "vllm/z.py": b"b\n"}
+    assert apply_patch(base, patch_of(text)).files == want
+    assert gnu_patch(tmp_path, base, text, "-F0")[2] == git_apply(tmp_path, base, text)[2] == want
+
+
+@pytest.mark.parametrize("header, shown", [
+    ("@@ -1,8 +1,8 @@ class FIX", "@@ -1,8 +1,8 @@ class FIX"),
+    ("@@ -1,8 +1,8 @@ ", "@@ -1,8 +1,8 @@ "),  # as it stands, its space kept
+    ("@@ -1,8 +1,8 @@ def caf\xe9(): " + "x" * 80, "@@ -1,8 +1,8 @@ def caf\ufffd(): " + "x" * 52),  # cut to 80
+])
+def test_a_cut_hunk_is_named_by_its_header_line(header, shown):
+    e = refused(b"--- a/vllm/a.py\n+++ b/vllm/a.py\n" + header.encode("latin-1") + b"\n a\n-b\n+B\n")
+    assert e.message == (f"malformed hunk: the patch file ends here, inside the hunk {shown}: it is cut short (its "
+                         "header says -8 +8 lines, it has -2 +2)")
+
+
+def test_a_hunks_section_is_the_text_after_its_header_whole():
+    (h,) = parse("--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1 +1 @@ class FIX\n-x\n+y\n").hunks
+    assert h.section == "class FIX"
