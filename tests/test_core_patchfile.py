@@ -894,7 +894,7 @@ def test_a_last_line_cut_mid_line_is_refused_even_after_the_other_sides_marker(t
     assert git_apply(tmp_path, base, whole)[2] == gnu_patch(tmp_path, base, whole, "-F0")[2] == {"vllm/a.py": b"y"}
 
 
-@pytest.mark.parametrize("new", ["b/", "b/.", "b/v1/..", "b/./"])
+@pytest.mark.parametrize("new", ["b/", "b/.", "b/v1/..", "b/./", "b/.."])
 def test_a_path_that_names_only_the_root_folder_is_refused(new):
     """Found by mutation testing: under ``root="vllm"``, ``+++ b/`` was read as the file ``vllm`` (the package
     folder), and a check then said "the patch changes this file but it is not in the tree", a finding, where
@@ -945,10 +945,13 @@ def test_quoted_names_are_read_as_git_writes_them(tmp_path):
     assert rc == 0 and git == want
     rc, _, gnu = gnu_patch(tmp_path, base, text)
     assert rc == 0 and gnu == want
-    # escapes git does not write are read as C reads them; a lone quote is no quoted name
+    # escapes git does not write are read as C reads them, an unknown one as its character; a lone quote, or
+    # one at a single end, is part of the name
     assert parse('--- "a/vllm/t\\tab\\n\\101"\n+++ "b/vllm/t\\tab\\n\\101"\n@@ -1 +1 @@\n-x\n+y\n').touched == \
         ["vllm/t\tab\nA"]
     assert parse('--- a/vllm/"\n+++ b/vllm/"\n@@ -1 +1 @@\n-x\n+y\n').touched == ['vllm/"']
+    assert parse('--- "\n+++ "\n@@ -1 +1 @@\n-x\n+y\n', strip=0).touched == ['"']
+    assert parse('--- "a/vllm/\\X\\\\"\n+++ "b/vllm/\\X\\\\"\n@@ -1 +1 @@\n-x\n+y\n').touched == ["vllm/X\\"]
 
 
 @pytest.mark.parametrize("hunk, said", [

@@ -493,7 +493,6 @@ class _Reader:
         if self.at(self.i).startswith(b"\\") and keys:  # "\ No newline at end of file": the last line has none
             keys[-1] = keys[-1].removesuffix(b"\n")
             self.i += 1
-            marked = True
         if old != old_want or new != new_want:
             raise self.short(at, old_want, new_want, old, new, kinds)
         self.refuse_cut_line()
@@ -538,7 +537,8 @@ class _Reader:
 
     def after_hunk(self, at: int, old_want: int, new_want: int, kinds: str, keys: list[bytes], marked: bool) -> None:
         """Refuse a hunk with lines beyond its header's counts, or one whose "No newline at end of file"
-        (``marked``: the hunk has one) stands before the last line of a side."""
+        (``marked``: one stands among its lines; one after its last line is never misplaced) stands before the
+        last line of a side."""
         nxt = self.at(self.i)
         extra = nxt[:1] in (b"+", b"-", b" ") and nxt not in SIGNATURE \
             and not (nxt.startswith(b"--- ") and self.at(self.i + 1).startswith(b"+++ "))
