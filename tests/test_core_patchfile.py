@@ -629,7 +629,7 @@ def test_the_dep3_header_is_read_up_to_the_diff():
     from patchset.core.patchfile import parse_dep3
 
     text = ("Description: one\n\tcontinued with a tab\n and a space\nX-Key-2:  v  \nnot a field\n cont after it\n"
-            " \n1st: no key\nEmpty:\nTight:x\r\nIndex: vllm/a.py\nLater: not read\n")
+            " \n1st: no key\n\rCR: no key\nEmpty:\nTight:x\r\nIndex: vllm/a.py\nLater: not read\n")
     fields = {"Description": "one\ncontinued with a tab\nand a space", "X-Key-2": "v\ncont after it",
               "Empty": "", "Tight": "x"}
     assert parse_dep3(text) == fields
@@ -767,6 +767,7 @@ def test_a_no_newline_marker_before_any_line_of_a_hunk_leaves_it_short():
     ("a/x", "b/vllm/./x/../a.py", {}, 4, "path 'b/vllm/./x/../a.py' leaves the tree"),
     ("a/x", "b//etc/x", {}, 4, "path 'b//etc/x' leaves the tree"),
     ("/etc/x", "/etc/x", {"strip": 0}, 3, "path '/etc/x' leaves the tree"),
+    ("/etc/x", "/etc/x", {"strip": 0, "root": "vllm"}, 3, "path '/etc/x' leaves the tree"),  # not vllm/etc/x
     ("x/../y", "x/../y", {"strip": 0}, 3, "path 'x/../y' leaves the tree"),
     ("x", "b/../y", {"root": "vllm"}, 4, "path 'b/../y' leaves the tree"),
     ("a/x", "b/vllm/..", {}, 4, "path 'b/vllm/..' names no file"),
