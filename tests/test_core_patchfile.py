@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 
 import pytest
@@ -141,8 +142,8 @@ def test_hunk_longer_than_its_header_which_unidiff_ignores():
 
 
 def test_a_file_with_no_diff_is_refused():
-    with pytest.raises(PatchFileError, match="contains no diff"):
-        parse(HEADER)
+    e = refused(HEADER)
+    assert (str(e), e.line) == ("recipes/x.patch: contains no diff (expected '--- a/...' and '+++ b/...' lines)", None)
 
 
 def test_no_newline_marker_is_kept_on_the_line():
@@ -312,13 +313,39 @@ def test_a_damaged_parse_is_never_used(tmp_path, monkeypatch):
         assert _cached_parse(SERIES_PATCH) == parsed
 
 
+def _file(kept: tuple, at: int, value: object) -> tuple:
+    """``kept`` (a kept parse of SERIES_PATCH) with field ``at`` of its first file set to ``value``."""
+    first = list(kept[3][0])
+    first[at] = value
+    return (*kept[:3], (tuple(first), *kept[3][1:]))
+
+
+def _hunk(kept: tuple, at: int, value: object) -> tuple:
+    """``kept`` with field ``at`` of its first hunk set to ``value``."""
+    hunk = list(kept[3][0][6][0])
+    hunk[at] = value
+    return _file(kept, 6, (tuple(hunk), *kept[3][0][6][1:]))
+
+
 @pytest.mark.parametrize("change", [
-    lambda kept: (kept[0], ((1, "x"),), kept[2]),  # a header field that is no text
-    lambda kept: (kept[0], kept[1], ((b"a.py", *kept[2][0][1:]),)),  # a path as bytes
-    # kinds and keys apart; a key as text; a kind that is none
-    lambda kept: (kept[0], kept[1], ((*kept[2][0][:6], ((1, 2, 3, 4, 5, 6, " -", (b"x\n",), ""),)),)),
-    lambda kept: (kept[0], kept[1], ((*kept[2][0][:6], ((1, 2, 3, 4, 5, 6, "-", ("x\n",), ""),)),)),
-    lambda kept: (kept[0], kept[1], ((*kept[2][0][:6], ((1, 2, 3, 4, 5, 6, "?", (b"x\n",), ""),)),)),
+    lambda kept: (kept[0], 0, *kept[2:]),  # crlf that is no bool
+    lambda kept: (*kept[:2], ((1, "x"),), kept[3]),  # a header field whose name or value is no text
+    lambda kept: (*kept[:2], (("From", b"x"),), kept[3]),
+    lambda kept: _file(kept, 0, b"vllm/v1/f.py"),  # a path as bytes
+    lambda kept: _file(kept, 1, b"vllm/v1/f.py"),
+    lambda kept: _file(kept, 2, "4"),  # the file's line as text, or True (a bool is no line number)
+    lambda kept: _file(kept, 2, True),
+    lambda kept: _file(kept, 3, 0),  # copy as a number
+    lambda kept: _file(kept, 4, "100644"),  # a mode as text
+    lambda kept: _file(kept, 5, 33188.0),
+    *[lambda kept, at=at: _hunk(kept, at, str(kept[3][0][6][0][at])) for at in range(6)],  # a hunk's number as text
+    lambda kept: _hunk(kept, 6, b" -+ "),  # kinds as bytes, keys as a list, section as bytes
+    lambda kept: _hunk(kept, 7, list(kept[3][0][6][0][7])),
+    lambda kept: _hunk(kept, 8, b""),
+    lambda kept: _hunk(kept, 6, " -+"),  # kinds and keys apart; a kind that is none; a key as text
+    lambda kept: _hunk(kept, 6, " -+X"),
+    lambda kept: _hunk(kept, 7, (b"ctx\r\n", "old\n", b"new\n", b"last\n")),
+    lambda kept: _hunk(kept, 7, (b"ctx\r\n", b"old\n", b"new\n", "last\n")),
 ])
 def test_a_whole_parse_of_other_types_is_never_used(tmp_path, monkeypatch, change):
     """Found writing the parse-cache fuzz target: a whole entry was trusted whatever types it held."""
@@ -335,6 +362,32 @@ def test_a_whole_parse_of_other_types_is_never_used(tmp_path, monkeypatch, chang
     entry.write_bytes(hashlib.sha256(payload).digest() + payload)
     assert patchfile._unkept(entry.read_bytes(), "p.patch", parsed.sha256) is None
     assert _cached_parse(SERIES_PATCH) == parsed
+
+
+def test_a_kept_parse_is_read_back_without_parsing_again(tmp_path, monkeypatch):
+    """What the cache is for (docs/records/performance.md): a patch parsed in one process is not parsed again in
+    the next. Each type check of a kept parse takes what the parser gives."""
+    from patchset.core import patchfile
+
+    monkeypatch.setenv("PATCHSET_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("PATCHSET_NO_PARSE_CACHE", raising=False)
+    for text in (SERIES_PATCH, SERIES_PATCH.replace(b"\n", b"\r\n"), TWO_FILES.encode(),
+                 b"diff --git a/v1/n.py b/v1/n.py\nnew file mode 100644\n"
+                 b"diff --git a/v1/c.py b/v1/d.py\ncopy from v1/c.py\ncopy to v1/d.py\n"
+                 b"diff --git a/v1/g.py b/v1/g.py\ndeleted file mode 100644\n"):
+        before = set(_entries(tmp_path))
+        parsed = _cached_parse(text)
+        (entry,) = set(_entries(tmp_path)) - before
+
+        def parse_again(*args, **kw):
+            raise AssertionError("parsed again")
+
+        with monkeypatch.context() as m:
+            m.setattr(patchfile, "parse_patch", parse_again)
+            assert _cached_parse(text, "again.patch") == replace(parsed, path="again.patch")
+        # an entry of another patch's parse under this key is not taken for it
+        assert patchfile._unkept(entry.read_bytes(), "p.patch", "0" * 64) is None
+        assert patchfile._unkept(entry.read_bytes(), "p.patch", parsed.sha256) == parsed
 
 
 def test_refused_patches_and_a_cache_turned_off_keep_nothing(tmp_path, monkeypatch):
@@ -380,3 +433,663 @@ def test_a_billion_line_hunk_header_is_refused_at_once():
     with pytest.raises(PatchFileError, match="header says -1000000000 \\+1000000000 lines, it has -1 \\+1"):
         parse(text)
     assert time.process_time() - started < 1.0
+
+
+# --- issue 41: what mutation testing found untested (docs/records/mutation.md) ----------------------------
+
+
+def refused(text: str | bytes, **kw) -> PatchFileError:
+    """The refusal of ``text``, named recipes/x.patch."""
+    with pytest.raises(PatchFileError) as e:
+        parse_patch(text if isinstance(text, bytes) else text.encode(), name="recipes/x.patch", **kw)
+    return e.value
+
+
+TWO_FILES = ("From: A Dev <dev@example.com>\nSubject: [PATCH] two files\n\n---\n"
+             "diff --git a/vllm/a.py b/vllm/a.py\nindex 1111111..2222222 100644\n--- a/vllm/a.py\n+++ b/vllm/a.py\n"
+             "@@ -1,3 +1,4 @@ def f():\n a\n-b\n+B\n+C\n c\n"
+             "@@ -10 +11 @@  class K: \n-x\n+y\n"
+             "diff --git a/vllm/b.py b/vllm/b.py\n--- a/vllm/b.py\n+++ b/vllm/b.py\n@@ -4,0 +5,2 @@\n+n1\n+n2\n")
+
+
+def test_every_field_of_a_parsed_patch_its_files_and_hunks():
+    """Hunks are numbered across the whole patch and named by their @@ line, as users count them; a count left
+    out of the header is 1; the words after the second @@ are the hunk's section."""
+    pf = parse(TWO_FILES)
+    assert pf.path == "recipes/x.patch" and not pf.crlf and pf.crlf_warning == ""
+    assert pf.sha256 == hashlib.sha256(TWO_FILES.encode()).hexdigest()
+    assert pf.header == {"From": "A Dev <dev@example.com>", "Subject": "[PATCH] two files"}
+    a, b = pf.files
+    assert (a.old_path, a.new_path, a.path, a.line, a.copy, a.old_mode, a.new_mode) == \
+        ("vllm/a.py", "vllm/a.py", "vllm/a.py", 5, False, None, None)
+    assert (a.is_rename, a.is_copy, a.mode_change, a.touched) == (False, False, None, ["vllm/a.py"])
+    assert (b.path, b.line) == ("vllm/b.py", 18)
+    assert pf.hunks == [*a.hunks, *b.hunks] and pf.touched == ["vllm/a.py", "vllm/b.py"]
+    fields = [(h.number, h.line, h.source_start, h.source_length, h.target_start, h.target_length, h.kinds,
+               h.keys, h.section, h.leading, h.trailing, h.unterminated) for h in pf.hunks]
+    assert fields == [(1, 9, 1, 3, 1, 4, " -++ ", (b"a\n", b"b\n", b"B\n", b"C\n", b"c\n"), "def f():", 1, 1, False),
+                      (2, 15, 10, 1, 11, 1, "-+", (b"x\n", b"y\n"), "class K:", 0, 0, False),
+                      (3, 21, 4, 0, 5, 2, "++", (b"n1\n", b"n2\n"), "", 0, 0, False)]
+    first, second, third = pf.hunks
+    assert [(ln.kind, ln.text) for ln in first.old] == [(" ", "a"), ("-", "b"), (" ", "c")]
+    assert [(ln.kind, ln.text) for ln in first.new] == [(" ", "a"), ("+", "B"), ("+", "C"), (" ", "c")]
+    assert first.old_keys == [b"a\n", b"b\n", b"c\n"] and first.new_keys == [b"a\n", b"B\n", b"C\n", b"c\n"]
+    assert third.old == [] and third.old_keys == [] and third.new_keys == [b"n1\n", b"n2\n"]
+    # flipped: the hunk that takes it back out, the same hunk of the same file by number, line and section
+    back = first.flipped()
+    assert (back.number, back.line, back.source_start, back.source_length, back.target_start, back.target_length,
+            back.kinds, back.keys, back.section) == (1, 9, 1, 4, 1, 3, " +-- ", first.keys, "def f():")
+    assert third.flipped().source_length == 2 and third.flipped().target_length == 0
+    assert back.flipped() == first
+
+
+@needs_patch
+def test_a_hunk_with_no_context_lines_is_read_as_both_tools_read_it(tmp_path):
+    """``@@ -4,0 +5,2 @@`` inserts after line 4, ``@@ -2 +1,0 @@`` removes line 2: GNU patch and git apply
+    (``--unidiff-zero``) write the same file patchset does."""
+    base = {"vllm/a.py": b"1\n2\n3\n4\n5\n"}
+    text = "--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -2 +1,0 @@\n-2\n@@ -4,0 +4,2 @@\n+n1\n+n2\n"
+    (cut, added) = parse(text).hunks
+    assert (cut.source_start, cut.source_length, cut.target_start, cut.target_length) == (2, 1, 1, 0)
+    assert (added.source_start, added.source_length, added.target_start, added.target_length) == (4, 0, 4, 2)
+    want = b"1\n3\n4\nn1\nn2\n5\n"
+    assert apply_patch(base, patch_of(text)).files["vllm/a.py"] == want
+    assert gnu_patch(tmp_path, base, text, "-F0")[2]["vllm/a.py"] == want
+    assert git_apply(tmp_path, base, text, "--unidiff-zero")[2]["vllm/a.py"] == want
+
+
+def test_a_hunk_before_any_file_header_is_refused_at_its_line():
+    e = refused("Subject: x\n\n@@ -1 +1 @@\n-x\n+y\n")
+    assert str(e) == ("recipes/x.patch:3: a hunk without '--- a/...' and '+++ b/...' file headers (regenerate the "
+                      "patch rather than editing it by hand)")
+    # a "--- " line without its "+++ " is no file header either
+    assert refused("--- a/vllm/a.py\n@@ -1 +1 @@\n-x\n+y\n").line == 2
+
+
+def test_a_diff_of_a_file_without_hunks_is_refused_unless_git_says_what_it_does():
+    plain = "--- a/vllm/a.py\n+++ b/vllm/a.py\n"
+    assert str(refused("Subject: x\n\n" + plain)) == \
+        "recipes/x.patch:3: the diff of vllm/a.py has no hunks (regenerate the patch rather than editing it by hand)"
+    # git's headers alone: only an index line says nothing; a creation, deletion, mode change or rename does
+    e = refused("diff --git a/vllm/a.py b/vllm/a.py\nindex 1111111..2222222 100644\n" + plain)
+    assert (e.line, e.message) == (1, "the diff of vllm/a.py has no hunks")
+    same_mode = "diff --git a/vllm/a.py b/vllm/a.py\nold mode 100644\nnew mode 100644\n"
+    assert refused(same_mode).message == "the diff of vllm/a.py has no hunks"
+    git = ("diff --git a/vllm/n.py b/vllm/n.py\nnew file mode 100644\nindex 0000000..e69de29\n"
+           "diff --git a/vllm/g.py b/vllm/g.py\ndeleted file mode 100755\nindex e69de29..0000000\n"
+           "diff --git a/vllm/m.py b/vllm/m.py\nold mode 100755\nnew mode 100644\n"
+           "diff --git a/vllm/c.py b/vllm/d.py\nsimilarity index 100%\nrename from vllm/c.py\nrename to vllm/d.py\n")
+    n, g, m, r = parse(git).files
+    assert (n.old_path, n.new_path, n.old_mode, n.new_mode, n.line) == (None, "vllm/n.py", None, 0o100644, 1)
+    assert (g.old_path, g.new_path, g.old_mode, g.new_mode, g.line, g.path) == \
+        ("vllm/g.py", None, 0o100755, None, 4, "vllm/g.py")
+    assert (n.mode_change, g.mode_change, m.mode_change) == (None, None, (0o100755, 0o100644))
+    assert (r.old_path, r.new_path, r.is_rename, r.copy, r.line) == ("vllm/c.py", "vllm/d.py", True, False, 10)
+
+
+def test_a_diff_that_both_creates_and_deletes_its_file_is_refused():
+    e = refused("Subject: x\n\n--- /dev/null\n+++ /dev/null\n@@ -0,0 +1 @@\n+x\n")
+    assert str(e) == "recipes/x.patch:3: the diff both creates and deletes its file"
+    e = refused("diff --git a/vllm/a.py b/vllm/a.py\nnew file mode 100644\ndeleted file mode 100644\n")
+    assert (e.line, e.message) == (1, "the diff both creates and deletes its file")
+
+
+def test_a_diff_whose_file_cannot_be_told_is_refused():
+    """``diff --git a/x b/y`` with no ``---``/``+++`` or rename lines: which is the file? git apply refuses it
+    too ("lacks filename information")."""
+    e = refused("diff --git a/vllm/x.py b/vllm/y.py\nnew file mode 100644\n")
+    assert str(e) == ("recipes/x.patch:1: cannot tell which file this diff changes (expected '--- a/PATH' and "
+                      "'+++ b/PATH' lines)")
+    # a "--- " line without a name, in a diff that creates nothing
+    for headers in ("--- \n+++ b/vllm/a.py\n", "--- a/vllm/a.py\n+++ \n"):
+        e = refused("Subject: x\n\n" + headers + "@@ -1 +1 @@\n-x\n+y\n")
+        assert (e.line, e.message) == (3, "cannot tell which file this diff changes")
+
+
+def test_git_names_with_spaces_are_read_where_the_two_halves_agree(tmp_path):
+    """``diff --git a/vllm/my file.py b/vllm/my file.py``: git apply creates ``vllm/my file.py``."""
+    text = "diff --git a/vllm/my file.py b/vllm/my file.py\nnew file mode 100644\n"
+    (f,) = parse(text).files
+    assert (f.old_path, f.new_path, f.new_mode) == (None, "vllm/my file.py", 0o100644)
+    rc, _, out = git_apply(tmp_path, {}, text)
+    assert rc == 0 and out == {"vllm/my file.py": b""}
+    # the halves of a name that is not two equal paths cannot be told apart
+    for names in ("a/vllm/x.py b/vllm/x.pyc", "a/vllm/x.py  b/vllm/x.py", "a/vllm/x.py"):
+        assert refused(f"diff --git {names}\nnew file mode 100644\n").message.startswith("cannot tell")
+    # a diff --git line with a CRLF end, in a patch not wholly CRLF: its names are read without the CR
+    (f,) = parse("diff --git a/vllm/a.py b/vllm/a.py\r\nnew file mode 100644\n").files
+    assert f.new_path == "vllm/a.py"
+
+
+def test_git_rename_and_copy_names_are_stripped_one_component_less_than_the_diffs():
+    """git writes ``rename from``/``copy from`` names without the ``a/``/``b/`` of its other lines; a fork patch
+    written relative to the package (``root="vllm"``) or with a deeper prefix (``strip=2``) maps them alike."""
+    body = "@@ -1 +1 @@\n-x\n+y\n"
+    (f,) = parse("diff --git a/v1/c.py b/v1/d.py\nsimilarity index 90%\nrename from v1/c.py\nrename to v1/d.py\n"
+                 "--- a/v1/c.py\n+++ b/v1/d.py\n" + body, root="vllm").files
+    assert (f.old_path, f.new_path, f.is_rename, f.is_copy, f.hunks[0].keys) == \
+        ("vllm/v1/c.py", "vllm/v1/d.py", True, False, (b"x\n", b"y\n"))
+    (f,) = parse("diff --git a/x/v1/c.py b/x/v1/d.py\ncopy from x/v1/c.py\ncopy to x/v1/d.py\n", strip=2,
+                 root="vllm").files
+    assert (f.old_path, f.new_path, f.is_copy, f.is_rename, f.copy) == \
+        ("vllm/v1/c.py", "vllm/v1/d.py", True, False, True)
+    (f,) = parse("diff --git vllm/c.py vllm/d.py\ncopy from vllm/c.py\ncopy to vllm/d.py\n", strip=0).files
+    assert (f.old_path, f.new_path, f.is_copy) == ("vllm/c.py", "vllm/d.py", True)
+    # a copy's name beside a diff of the copy
+    (f,) = parse("diff --git a/vllm/c.py b/vllm/d.py\ncopy from vllm/c.py\ncopy to vllm/d.py\n"
+                 "--- a/vllm/c.py\n+++ b/vllm/d.py\n" + body).files
+    assert (f.old_path, f.new_path, f.is_copy, len(f.hunks)) == ("vllm/c.py", "vllm/d.py", True, 1)
+    # "copy" on a created file copies nothing: there is no old file
+    (f,) = parse("diff --git a/vllm/d.py b/vllm/d.py\nnew file mode 100644\ncopy to vllm/d.py\n").files
+    assert (f.old_path, f.new_path, f.copy, f.is_copy) == (None, "vllm/d.py", False, False)
+
+
+@pytest.mark.parametrize("header, line, kind", [
+    ("new file mode 120000", 2, "symlinks (mode 120000)"),
+    ("new file mode 120777", 2, "symlinks (mode 120777)"),  # a symlink's st_mode, as a tool other than git writes it
+    ("new file mode 160755", 2, "submodules (mode 160755)"),
+    ("deleted file mode 120000", 2, "symlinks (mode 120000)"),
+    ("old mode 100644\nnew mode 120000", 3, "symlinks (mode 120000)"),
+    ("old mode 160000\nnew mode 100644", 2, "submodules (mode 160000)"),
+    ("new file mode 010644", 2, "special files (mode 010644)"),
+    ("new file mode 040000", 2, "special files (mode 040000)"),
+])
+def test_modes_other_than_a_regular_files_are_refused_at_their_line(header, line, kind):
+    e = refused(f"diff --git a/vllm/l b/vllm/l\n{header}\n")
+    assert str(e) == (f"recipes/x.patch:{line}: {kind} are not supported (carry symlinks and submodules outside "
+                      "the patch series)")
+
+
+def test_a_diffs_own_lines_in_crlf_in_a_patch_not_wholly_crlf_are_refused_at_their_line():
+    """GNU patch would strip every CR of such a diff and git apply keep them: refused, not guessed."""
+    for line, text in ((3, "Subject: x\n\n--- a/vllm/a.py\r\n+++ b/vllm/a.py\r\n@@ -1 +1 @@\n-x\n+y\n"),
+                       (4, "Subject: x\n\ndiff --git a/vllm/a.py b/vllm/a.py\n--- a/vllm/a.py\r\n+++ b/vllm/a.py\r\n"
+                        "@@ -1 +1 @@\n-x\n+y\n")):
+        e = refused(text)
+        assert str(e) == (
+            f"recipes/x.patch:{line}: the diff's own "
+            "lines end in CRLF but not every line of the file does: GNU patch would strip the CRs, git apply would "
+            "keep them (convert the patch file to LF line endings (dos2unix); a diff of CRLF files keeps its CRs "
+            "only on the content lines)")
+    # one header line in CRLF (the +++ one) is read as it stands: its name without the CR
+    (f,) = parse("--- a/vllm/a.py\n+++ b/vllm/a.py\r\n@@ -1 +1 @@\n-x\n+y\n").files
+    assert f.path == "vllm/a.py"
+    (f,) = parse("--- a/vllm/a.py\r\n+++ b/vllm/a.py\n@@ -1 +1 @@\n-x\n+y\n").files
+    assert f.path == "vllm/a.py"
+
+
+def test_all_crlf_asks_every_ended_line():
+    from patchset.core.patchfile import all_crlf
+
+    assert all_crlf(b"a\r\nb\r\n") and all_crlf(b"a\r\nb") and all_crlf(b"\r\n")
+    assert not all_crlf(b"a\r\nb\n") and not all_crlf(b"a\nb\n") and not all_crlf(b"a\rb\r") and not all_crlf(b"")
+
+
+def test_the_dep3_header_is_read_up_to_the_diff():
+    from patchset.core.patchfile import parse_dep3
+
+    text = ("Description: one\n\tcontinued with a tab\n and a space\nX-Key-2:  v  \nnot a field\n cont after it\n"
+            " \n1st: no key\n\rCR: no key\nEmpty:\nTight:x\r\nIndex: vllm/a.py\nLater: not read\n")
+    fields = {"Description": "one\ncontinued with a tab\nand a space", "X-Key-2": "v\ncont after it",
+              "Empty": "", "Tight": "x"}
+    assert parse_dep3(text) == fields
+    assert parse(text + "--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1 +1 @@\n-x\n+y\n").header == fields
+    # the header ends at the diff, at a "---" line (git format-patch's) or at "Index: " (svn, quilt)
+    for end in ("diff --git a/x b/x", "diff -u a b", "--- a/x", "---", "  ---  ", "Index: x", "---\r"):
+        assert parse_dep3(f" before\nA: x\n{end}\nB: y\n") == {"A": "x"}, end
+    # lines that only start like those do not end it
+    for line in ("diffs: y", "Indexes: y", "---- y", "-- "):
+        assert parse_dep3(f"A: x\n{line}\nB: y\n")["B"] == "y", line
+
+
+def test_a_plain_diffs_file_names_end_at_a_tab_and_may_be_quoted(tmp_path):
+    """GNU diff writes ``--- a/x<TAB>2024-01-01 ...``; names with spaces may be quoted. GNU patch edits the
+    same file."""
+    base = {"vllm/a b.py": b"x\n"}
+    for text in ("--- a/vllm/a b.py\t2024-01-01 10:00:00.000000000 +0000\n+++ b/vllm/a b.py\t2024-01-02\n",
+                 '--- "a/vllm/a b.py"\n+++ "b/vllm/a b.py"\n', '--- "a/vllm/a b.py"  \n+++  "b/vllm/a b.py"\t\n'):
+        (f,) = parse(text + "@@ -1 +1 @@\n-x\n+y\n").files
+        assert (f.old_path, f.new_path) == ("vllm/a b.py", "vllm/a b.py"), text
+    text = ("--- a/vllm/a b.py\t2024-01-01 10:00:00.000000000 +0000\n+++ b/vllm/a b.py\t2024-01-02\n"
+            "@@ -1 +1 @@\n-x\n+y\n")
+    rc, _, out = gnu_patch(tmp_path, base, text, "-F0")
+    assert rc == 0 and out == {"vllm/a b.py": b"y\n"}
+    # a lone quote is a name's character, not a quoted empty name
+    (f,) = parse('--- a/vllm/"\n+++ b/vllm/"\n@@ -1 +1 @@\n-x\n+y\n').files
+    assert f.path == 'vllm/"'
+
+
+@pytest.mark.parametrize("missing, hunk", [
+    (1, "@@ -1,3 +1,3 @@\n a\n-b\n+B\n"),
+    (3, "@@ -1,5 +1,5 @@\n a\n-b\n+B\n"),
+])
+def test_a_hunk_up_to_three_context_lines_short_at_the_files_end_says_they_may_be_blank(missing, hunk):
+    e = refused("--- a/vllm/a.py\n+++ b/vllm/a.py\n" + hunk)
+    n = 2 + missing
+    assert str(e) == (
+        f"recipes/x.patch:6: malformed hunk: the patch file ends here, inside the hunk @@ -1,{n} +1,{n} @@: it is "
+        f"cut short (its header says -{n} +{n} lines, it has -2 +2); {missing} context line(s) short: blank lines an "
+        "editor stripped? (GNU patch assumes so and reads them as blank context; git apply refuses the patch as "
+        f"corrupt) (if they were blank, restore the {missing} blank context line(s) (a single space each) at the end "
+        "of the file; else regenerate the patch)")
+
+
+@pytest.mark.parametrize("hunk, said", [
+    ("@@ -1,6 +1,6 @@\n a\n-b\n+B\n", "-6 +6 lines, it has -2 +2"),  # more than a diff's 3 lines of context
+    ("@@ -1,3 +1,4 @@\n a\n-b\n+B\n", "-3 +4 lines, it has -2 +2"),  # not as many on both sides
+    ("@@ -1,3 +1,3 @@\n a\n b\n", "-3 +3 lines, it has -2 +2"),  # cut before any change
+])
+def test_a_hunk_cut_otherwise_at_the_files_end_says_it_was_cut(hunk, said):
+    e = refused("--- a/vllm/a.py\n+++ b/vllm/a.py\n" + hunk)
+    assert e.line == len(hunk.splitlines()) + 2
+    assert e.message.endswith(f"it is cut short (its header says {said})")
+    assert e.hint == "the patch file was cut: regenerate it, or take it whole from where it came"
+
+
+def test_what_may_follow_a_hunk_and_what_is_a_line_too_many():
+    """After a hunk's counts are met: a mail signature (``-- ``), the next file's ``---``/``+++``, anything that
+    is not a hunk line. A ``+``, ``-`` or `` `` line there is one more than the header says."""
+    head = "Subject: x\n\n--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1 +1 @@\n-x\n+y\n"
+    for after in ("-- \n2.43.0\n", "--\n2.43.0\n", "-- \r\n2.43.0\n",
+                  "--- a/vllm/b.py\n+++ b/vllm/b.py\n@@ -1 +1 @@\n-x\n+y\n",
+                  "diff --git a/vllm/b.py b/vllm/b.py\nnew file mode 100644\n", "\n", "a word\n"):
+        assert parse(head + after).hunks[0].keys == (b"x\n", b"y\n"), after
+    for after in ("+z\n", "-z\n", " z\n", "--- a/vllm/b.py\nz\n", "---\n", "-- z\n"):
+        e = refused(head + after)
+        assert str(e) == ("recipes/x.patch:5: malformed hunk: more lines than its header -1 +1 says (regenerate "
+                          "the patch rather than editing hunks by hand)"), after
+
+
+@needs_patch
+def test_an_empty_line_in_a_hunk_is_a_blank_context_line_as_both_tools_read_it(tmp_path):
+    """An editor or a mailer strips a blank context line's leading space: GNU patch and git apply read the empty
+    line as that context line."""
+    base = {"vllm/a.py": b"a\n\nb\nc\n"}
+    text = "--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,4 +1,4 @@\n a\n\n-b\n+B\n c\n"
+    (h,) = parse(text).hunks
+    assert (h.kinds, h.keys) == ("  -+ ", (b"a\n", b"\n", b"b\n", b"B\n", b"c\n"))
+    want = b"a\n\nB\nc\n"
+    assert apply_patch(base, patch_of(text)).files["vllm/a.py"] == want
+    assert gnu_patch(tmp_path, base, text, "-F0")[2]["vllm/a.py"] == want
+    assert git_apply(tmp_path, base, text)[2]["vllm/a.py"] == want
+    # in a diff of CRLF files it is "\r\n": a blank CRLF context line
+    (h,) = parse(text.replace(" a\n\n", " a\r\n\r\n")).hunks
+    assert h.keys[:2] == (b"a\r\n", b"\r\n")
+
+
+@needs_patch
+def test_no_newline_markers_take_the_newline_off_the_line_before_them(tmp_path):
+    """On either side, or both; read as GNU patch and git apply read them."""
+    base = {"vllm/a.py": b"a\nx"}
+    text = ("--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,2 +1,2 @@\n a\n-x\n\\ No newline at end of file\n+y\n"
+            "\\ No newline at end of file\n")
+    (h,) = parse(text).hunks
+    assert (h.kinds, h.keys, h.unterminated) == (" -+", (b"a\n", b"x", b"y"), True)
+    assert [(ln.text, ln.eol) for ln in h.lines] == [("a", "\n"), ("x", ""), ("y", "")]
+    assert apply_patch(base, patch_of(text)).files["vllm/a.py"] == b"a\ny"
+    assert gnu_patch(tmp_path, base, text, "-F0")[2]["vllm/a.py"] == b"a\ny"
+    assert git_apply(tmp_path, base, text)[2]["vllm/a.py"] == b"a\ny"
+    # the file's last line a marker without its own newline: whole, as both tools read it
+    cut = text.removesuffix("\n")
+    assert parse(cut).hunks == [h] and apply_patch(base, patch_of(cut)).files["vllm/a.py"] == b"a\ny"
+    assert gnu_patch(tmp_path, base, cut, "-F0")[2]["vllm/a.py"] == git_apply(tmp_path, base, cut)[2]["vllm/a.py"] \
+        == b"a\ny"
+    # the new side only, its last line after the old side's
+    (h,) = parse("--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,2 +1,2 @@\n-a\n-x\n+y\n+z\n"
+                 "\\ No newline at end of file\n").hunks
+    assert (h.keys, h.old_keys, h.unterminated) == ((b"a\n", b"x\n", b"y\n", b"z"), [b"a\n", b"x\n"], True)
+    # a context line, the last of both sides
+    (h,) = parse("--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,2 +1,2 @@\n-a\n+b\n x\n\\ No newline at end of file\n").hunks
+    assert (h.keys, h.old_keys, h.new_keys) == ((b"a\n", b"b\n", b"x"), [b"a\n", b"x"], [b"b\n", b"x"])
+
+
+@pytest.mark.parametrize("hunk", [
+    "@@ -1,2 +1,2 @@\n-a\n\\ No newline at end of file\n-x\n+y\n+z\n",  # the old side's first line
+    "@@ -1,2 +1,2 @@\n-a\n-x\n+y\n\\ No newline at end of file\n+z\n",  # the new side's first line
+    "@@ -1,2 +1,2 @@\n a\n\\ No newline at end of file\n x\n",  # a context line before another
+    "@@ -1,3 +1 @@\n-a\n-b\n\\ No newline at end of file\n-c\n+d\n",  # the middle one of three
+])
+def test_a_no_newline_marker_before_the_end_of_a_side_is_refused_at_the_hunk(hunk):
+    e = refused("--- a/vllm/a.py\n+++ b/vllm/a.py\n" + hunk)
+    assert str(e) == "recipes/x.patch:3: malformed hunk: 'No newline at end of file' before the end of the hunk"
+
+
+def test_a_no_newline_marker_before_any_line_of_a_hunk_leaves_it_short():
+    e = refused("--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1 +1 @@\n\\ No newline at end of file\n-x\n+y\n")
+    assert str(e) == ("recipes/x.patch:3: malformed hunk: its header says -1 +1 lines but it has -0 +0 (regenerate "
+                      "the patch rather than editing hunks by hand)")
+
+
+@pytest.mark.parametrize("old, new, kw, line, said", [
+    ("a/x", "b/..", {}, 4, "path 'b/..' leaves the tree"),
+    ("a/x", "b/vllm/../..", {}, 4, "path 'b/vllm/../..' leaves the tree"),
+    # GNU patch and git apply refuse any ".." too
+    ("a/x", "b/vllm/./x/../a.py", {}, 4, "path 'b/vllm/./x/../a.py' leaves the tree"),
+    ("a/x", "b//etc/x", {}, 4, "path 'b//etc/x' leaves the tree"),
+    ("/etc/x", "/etc/x", {"strip": 0}, 3, "path '/etc/x' leaves the tree"),
+    ("/etc/x", "/etc/x", {"strip": 0, "root": "vllm"}, 3, "path '/etc/x' leaves the tree"),  # not vllm/etc/x
+    ("x/../y", "x/../y", {"strip": 0}, 3, "path 'x/../y' leaves the tree"),
+    ("x", "b/../y", {"root": "vllm"}, 4, "path 'b/../y' leaves the tree"),
+    ("a/x", "b/vllm/..", {}, 4, "path 'b/vllm/..' names no file"),
+    ("a/x", "b/", {}, 4, "path 'b/' names no file"),
+    ("a", "b", {}, 4, "path 'b' has fewer than 2 components"),
+    ("a/b", "a/b", {"strip": 2}, 4, "path 'a/b' has fewer than 3 components"),
+])
+def test_paths_are_refused_at_their_line_saying_why(old, new, kw, line, said):
+    e = refused(f"Subject: s\n\n--- {old}\n+++ {new}\n@@ -1 +1 @@\n-x\n+y\n", **kw)
+    hint = ("check the manifest's strip setting" if "components" in said else "expected '--- a/PATH' and '+++ b/PATH' "
+            "lines" if "no file" in said else "patch paths must stay inside the vLLM tree")
+    assert str(e) == f"recipes/x.patch:{line}: {said} ({hint})"
+
+
+@pytest.mark.parametrize("old, new, kw, path", [
+    ("/etc/x", "/etc/x", {}, "etc/x"),  # -p1 takes the empty component before the first /
+    ("a/vllm/a.py", "b/vllm/a.py/", {}, "vllm/a.py"),
+    ("a/b/c", "a/b/c", {"strip": 2}, "c"),
+    ("a/vllm/a.py", "b/vllm/a.py", {"strip": 0}, "b/vllm/a.py"),
+    ("a/v1/a.py", "b/v1/a.py", {"root": "vllm/"}, "vllm/v1/a.py"),
+    ("a/vllm/./a.py", "b/vllm/./a.py", {}, "vllm/a.py"),
+])
+def test_paths_are_stripped_and_mapped_to_the_repository_layout(old, new, kw, path):
+    assert parse(f"--- {old}\n+++ {new}\n@@ -1 +1 @@\n-x\n+y\n", **kw).touched == [path]
+
+
+def test_a_path_too_long_is_named_shortened_in_its_refusal():
+    long = "vllm/" + "x" * 256 + "/a.py"
+    e = refused(udiff("vllm/a.py", "x\n", "y\n").replace("+++ b/vllm/a.py", f"+++ b/{long}"))
+    shown = ("b/" + long)[:60] + "..." + ("b/" + long)[-16:]
+    assert str(e) == (f"recipes/x.patch:3: path {shown!r} has a component of 256 bytes, more than a file system "
+                      "allows (255 a name, 4095 a path) (the patch file is damaged; regenerate it)")
+    # the longest path a file system holds is kept, one byte more is refused
+    for size, ok in ((4095, True), (4096, False)):
+        folders = "vllm/" + "/".join(["d" * 99] * 40) + "/"
+        path = folders + "f" * (size - len(folders))
+        assert len(path) == size
+        text = udiff("vllm/a.py", "x\n", "y\n").replace("a/vllm/a.py", f"a/{path}").replace("b/vllm/a.py", f"b/{path}")
+        if ok:
+            assert parse(text).touched == [path]
+        else:
+            assert refused(text).message == (f"path {'a/' + path[:58] + '...' + path[-16:]!r} has 4096 bytes, more "
+                                             "than a file system allows (255 a name, 4095 a path)")
+
+
+def test_binary_diffs_are_refused_at_their_line():
+    for line in ("GIT binary patch", "Binary files a/vllm/a.bin and b/vllm/a.bin differ"):
+        e = refused(f"Subject: x\n\ndiff --git a/vllm/a.bin b/vllm/a.bin\nindex 1..2 100644\n{line}\n")
+        assert str(e) == ("recipes/x.patch:5: binary patches are not supported (carry binary files outside the "
+                          "patch series)")
+    # a line that only speaks of them is not one
+    text = "Subject: Binary files are not supported\n" + udiff("vllm/a.py", "x\n", "y\n")
+    assert parse(text).touched == ["vllm/a.py"]
+
+
+def test_a_patch_file_that_cannot_be_read_is_named_as_the_caller_names_it(tmp_path):
+    from patchset.core.patchfile import read_patch
+
+    with pytest.raises(PatchFileError) as e:
+        read_patch(tmp_path / "gone.patch", display="recipes/gone.patch")
+    assert (str(e.value), e.value.line) == ("recipes/gone.patch: cannot read patch file: No such file or directory",
+                                            None)
+    with pytest.raises(PatchFileError) as e:
+        read_patch(tmp_path)
+    assert str(e.value) == f"{tmp_path}: cannot read patch file: Is a directory"
+    (tmp_path / "p.patch").write_text(udiff("v1/a.py", "x\n", "y\n"))
+    pf = read_patch(tmp_path / "p.patch", strip=1, root="vllm", display="recipes/p.patch")
+    assert (pf.path, pf.touched) == ("recipes/p.patch", ["vllm/v1/a.py"])
+    assert read_patch(tmp_path / "p.patch").path == str(tmp_path / "p.patch")
+    assert read_patch(tmp_path / "p.patch").touched == ["v1/a.py"]  # strip 1 unless asked
+    assert read_patch(str(tmp_path / "p.patch"), strip=2).touched == ["a.py"]
+
+
+def test_bytes_that_are_not_utf8_are_kept_wherever_they_stand():
+    """A Latin-1 file name, section, header and line (old patches, old sources): read, never refused as
+    undecodable; each line's text gives back its bytes."""
+    text = (b"Description: caf\xe9\n\n--- a/vllm/x.py.orig\xe9\n+++ b/vllm/caf\xe9.py\n@@ -1,2 +1,2 @@ def caf\xe9():\n"
+            b"-caf\xe9\n+cafe\n x\xff\n\\ No newline at end of file\n")
+    pf = parse_patch(text, name="p.patch")
+    (h,) = pf.hunks
+    assert pf.header == {"Description": "caf\udce9"} and pf.touched == ["vllm/caf\udce9.py"]
+    assert h.section == "def caf\udce9():" and h.keys == (b"caf\xe9\n", b"cafe\n", b"x\xff")
+    assert [(ln.text, ln.eol) for ln in h.lines] == [("caf\udce9", "\n"), ("cafe", "\n"), ("x\udcff", "")]
+    assert tuple(ln.key for ln in h.lines) == h.keys
+    # a name that is not UTF-8 and leaves the tree is refused like any other
+    e = refused(b"--- a/../caf\xe9\n+++ b/vllm/a.py\n@@ -1 +1 @@\n-x\n+y\n")
+    assert e.message == "path 'a/../caf\\udce9' leaves the tree"
+
+
+@needs_patch
+def test_a_git_creation_ending_at_its_minus_line_creates_the_empty_file_as_both_tools_do(tmp_path):
+    """The ``--- /dev/null`` of an empty new file without its ``+++`` line (a diff cut there, or written so):
+    git apply and GNU patch create the empty file; so does patchset, and the line alone is no file header."""
+    text = "diff --git a/vllm/a.py b/vllm/a.py\nnew file mode 100644\nindex 0000000..e69de29\n--- /dev/null\n"
+    (f,) = parse(text).files
+    assert (f.old_path, f.new_path, f.new_mode, f.hunks) == (None, "vllm/a.py", 0o100644, ())
+    assert apply_patch({}, patch_of(text)).files == {"vllm/a.py": b""}
+    assert git_apply(tmp_path, {}, text)[2] == {"vllm/a.py": b""}
+    assert gnu_patch(tmp_path, {}, text)[2] == {"vllm/a.py": b""}
+
+
+# --- issue 41, second round: the survivors of the first run's tests ----------------------------------------
+
+
+@needs_patch
+def test_a_last_line_cut_mid_line_is_refused_even_after_the_other_sides_marker(tmp_path):
+    """Found by mutation testing: ``-x``, its "No newline" marker, then ``+y`` as the file's last bytes with no
+    newline. The marker said the *removed* line has none, and patchset took it for the last line's: it read
+    ``+y`` as ``y\\n`` and applied it. git apply refuses it ("corrupt patch"), GNU patch stops ("malformed
+    patch"); so does patchset now, naming the line."""
+    base = {"vllm/a.py": b"x"}
+    text = "--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1 +1 @@\n-x\n\\ No newline at end of file\n+y"
+    e = refused(text)
+    assert str(e) == ("recipes/x.patch:6: the patch file ends in the middle of this line (no newline, and no '\\ No "
+                      "newline at end of file' after it): cut short? (git apply refuses it as corrupt; GNU patch reads "
+                      "the line as having no newline) (end the file with a newline if the line is whole, or "
+                      "regenerate the patch)")
+    rc, said, out = git_apply(tmp_path, base, text)
+    assert rc != 0 and "corrupt patch at line 6" in said and out == base
+    rc, said, out = gnu_patch(tmp_path, base, text, "-F0")
+    assert rc != 0 and out == base
+    # with its own marker it is whole, and both tools apply it as patchset does
+    whole = text + "\n\\ No newline at end of file\n"
+    assert apply_patch(base, patch_of(whole)).files["vllm/a.py"] == b"y"
+    assert git_apply(tmp_path, base, whole)[2] == gnu_patch(tmp_path, base, whole, "-F0")[2] == {"vllm/a.py": b"y"}
+
+
+@pytest.mark.parametrize("new", ["b/", "b/.", "b/v1/..", "b/./", "b/.."])
+def test_a_path_that_names_only_the_root_folder_is_refused(new):
+    """Found by mutation testing: under ``root="vllm"``, ``+++ b/`` was read as the file ``vllm`` (the package
+    folder), and a check then said "the patch changes this file but it is not in the tree", a finding, where
+    the patch is bad input. Without a root it was refused already; now with one too."""
+    e = refused(f"Subject: x\n\n--- a/v1/a.py\n+++ {new}\n@@ -1 +1 @@\n-x\n+y\n", root="vllm")
+    assert str(e) == f"recipes/x.patch:4: path {new!r} names no file (expected '--- a/PATH' and '+++ b/PATH' lines)"
+
+
+def _git(cwd, *args: str) -> bytes:
+    import subprocess
+
+    return subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "core.quotePath=true",
+                           *args], cwd=cwd, check=True, capture_output=True).stdout
+
+
+@needs_patch
+def test_quoted_names_are_read_as_git_writes_them(tmp_path):
+    """Found by mutation testing: git quotes a name holding a byte that is not printable ASCII, a ``"`` or a
+    ``\\`` (``--- "a/vllm/caf\\303\\251.py"``), C-escaped. patchset took the escapes literally (the file
+    ``vllm/caf\\303\\251.py``, not in any tree). The diff here is git's own; git apply and GNU patch change the
+    same files patchset names."""
+    repo = tmp_path / "repo"
+    (repo / "vllm").mkdir(parents=True)
+    names = ["vllm/café.py", 'vllm/t"q.py', "vllm/back\\slash.py", "vllm/a b.py"]
+    for name in names:
+        (repo / name).write_bytes(b"x\n")
+    (repo / "vllm/old é.py").write_bytes(b"".join(b"line %d\n" % i for i in range(20)))
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    base = {str(p.relative_to(repo)): p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    for name in names:
+        (repo / name).write_bytes(b"y\n")
+    _git(repo, "mv", "vllm/old é.py", "vllm/new é.py")
+    (repo / "vllm/né.py").write_bytes(b"")
+    _git(repo, "add", "-A")
+    text = _git(repo, "diff", "--cached", "-M").decode()
+    assert '--- "a/vllm/caf\\303\\251.py"' in text and 'rename from "vllm/old \\303\\251.py"' in text
+    assert 'diff --git "a/vllm/n\\303\\251.py" "b/vllm/n\\303\\251.py"\nnew file mode 100644\n' in text
+    pf = parse(text)
+    assert pf.touched == sorted([*names, "vllm/old é.py", "vllm/new é.py", "vllm/né.py"])
+    moved = next(f for f in pf.files if f.is_rename)
+    assert (moved.old_path, moved.new_path) == ("vllm/old é.py", "vllm/new é.py")
+    ours = apply_patch(base, pf).files
+    want = {**{n: b"y\n" for n in names}, "vllm/new é.py": base["vllm/old é.py"], "vllm/né.py": b""}
+    assert {n: ours[n] for n in want} == want
+    rc, _, git = git_apply(tmp_path, base, text)
+    assert rc == 0 and git == want
+    rc, _, gnu = gnu_patch(tmp_path, base, text)
+    assert rc == 0 and gnu == want
+    # escapes git does not write are read as C reads them, an unknown one as its character; a lone quote, or
+    # one at a single end, is part of the name
+    assert parse('--- "a/vllm/t\\tab\\n\\101"\n+++ "b/vllm/t\\tab\\n\\101"\n@@ -1 +1 @@\n-x\n+y\n').touched == \
+        ["vllm/t\tab\nA"]
+    assert parse('--- a/vllm/"\n+++ b/vllm/"\n@@ -1 +1 @@\n-x\n+y\n').touched == ['vllm/"']
+    assert parse('--- "\n+++ "\n@@ -1 +1 @@\n-x\n+y\n', strip=0).touched == ['"']
+    assert parse('--- "a/vllm/\\X\\\\"\n+++ "b/vllm/\\X\\\\"\n@@ -1 +1 @@\n-x\n+y\n').touched == ["vllm/X\\"]
+
+
+@pytest.mark.parametrize("hunk, said", [
+    ("@@ -1,2 +1 @@\n+a\n+b\n-c\n-d\n", "-2 +1 lines but it has -0 +1"),  # an added line more, before the removed
+    ("@@ -1 +1,2 @@\n-a\n-b\n+c\n+d\n", "-1 +2 lines but it has -1 +0"),  # a removed line more, before the added
+    ("@@ -1 +1,2 @@\n-a\n b\n+c\n+d\n", "-1 +2 lines but it has -1 +0"),  # context after the old side is done
+    ("@@ -1,2 +1 @@\n+a\n b\n-c\n", "-2 +1 lines but it has -0 +1"),  # context after the new side is done
+])
+def test_a_hunk_whose_lines_do_not_fit_its_header_is_refused_at_its_header(hunk, said):
+    e = refused("Subject: x\n\n--- a/vllm/a.py\n+++ b/vllm/a.py\n" + hunk)
+    assert str(e) == (f"recipes/x.patch:5: malformed hunk: its header says {said} (regenerate the patch rather "
+                      "than editing hunks by hand)")
+
+
+def test_git_names_are_read_only_where_git_apply_reads_them(tmp_path):
+    """Where no ``---``/``+++`` or rename line names the file, the ``diff --git`` line does: git apply -p0
+    creates ``n.py`` from ``diff --git n.py n.py``; with a space after the names it refuses ("lacks filename
+    information"), as patchset does."""
+    creation = "new file mode 100644\nindex 0000000..e69de29\n"
+    for line, kw, path in (("vllm/n.py vllm/n.py", {"strip": 0}, "vllm/n.py"), ("n.py n.py", {"strip": 0}, "n.py"),
+                           ("n.py n.py", {"strip": 0, "root": "vllm"}, "vllm/n.py"),
+                           ("a/vllm/FIX b/vllm/FIX", {}, "vllm/FIX")):
+        (f,) = parse(f"diff --git {line}\n" + creation, **kw).files
+        assert (f.old_path, f.new_path) == (None, path), line
+    rc, _, out = git_apply(tmp_path, {}, "diff --git n.py n.py\n" + creation, "-p0")
+    assert rc == 0 and out == {"n.py": b""}
+    text = "diff --git a/vllm/a.py b/vllm/a.py \n" + creation
+    assert refused(text).message == "cannot tell which file this diff changes"
+    rc, said, _ = git_apply(tmp_path, {}, text)
+    assert rc != 0 and "lacks filename information" in said
+
+
+@needs_patch
+def test_plain_diff_names_as_gnu_patch_reads_them(tmp_path):
+    """A name ends at the first tab, whatever follows; a name may end in any letter; a quoted one keeps its
+    first letter under ``-p0``; an empty quoted name is no name (GNU patch: "can't find file to patch")."""
+    body = "@@ -1 +1 @@\n-x\n+y\n"
+    assert parse("--- a/vllm/FIX\t2024-01-01\t(x)\n+++ b/vllm/FIX\t2024-01-01\t(y)\n" + body).touched == ["vllm/FIX"]
+    assert parse('--- "vllm/a b.py"\n+++ "vllm/a b.py"\n' + body, strip=0).touched == ["vllm/a b.py"]
+    e = refused('--- ""\n+++ ""\n' + body, strip=0)
+    assert (e.line, e.message) == (1, "cannot tell which file this diff changes")
+    rc, said, _ = gnu_patch(tmp_path, {}, '--- ""\n+++ ""\n' + body, "-p0")
+    assert rc != 0 and "can't find file to patch" in said
+
+
+@pytest.mark.parametrize("path, whole, said", [
+    ("vllm/a\0b.py", True, "contains a NUL byte"),
+    # a name of 4-byte characters is too long in fewer than 80: 80 characters with its b/ are shown whole
+    ("vllm/" + "\U0001f600" * 64 + "x" * 9, True, "has a component of 265 bytes"),
+    ("vllm/" + "\U0001f600" * 64 + "x" * 10, False, "has a component of 266 bytes"),  # 81 are not
+    ("vllm/" + "a" * 256 + "/z.py", False, "has a component of 256 bytes"),  # the longest, not the last in order
+    ("vllm/" + "/".join(["d" * 255] * 16) + "/a.py", False, "has 4105 bytes"),  # names of 255 bytes are not too long
+])
+def test_a_path_no_file_system_holds_is_named_whole_or_shortened_past_80_characters(path, whole, said):
+    """Shortened, a path shows its first 60 characters and its last 16."""
+    raw = "b/" + path
+    assert (len(raw) <= 80) == whole
+    e = refused(udiff("vllm/a.py", "x\n", "y\n").replace("+++ b/vllm/a.py", f"+++ {raw}"))
+    shown = raw if whole else raw[:60] + "..." + raw[-16:]
+    allows = "" if "NUL" in said else ", more than a file system allows (255 a name, 4095 a path)"
+    assert str(e) == f"recipes/x.patch:3: path {shown!r} {said}{allows} (the patch file is damaged; regenerate it)"
+
+
+@pytest.mark.parametrize("root, touched", [("vllm/", "vllm/v1/a.py"), ("vllm ", "vllm /v1/a.py"),
+                                           ("vllm/X", "vllm/X/v1/a.py"), ("src/vllm", "src/vllm/v1/a.py")])
+def test_a_root_is_taken_as_written(root, touched):
+    assert parse("--- a/v1/a.py\n+++ b/v1/a.py\n@@ -1 +1 @@\n-x\n+y\n", root=root).touched == [touched]
+
+
+def test_a_root_counts_in_a_paths_length_and_may_not_leave_the_tree():
+    """The file system holds ``vllm/`` and the path: 4091 bytes after the strip are 4096 with the root, for the
+    name the diff edits and for the old name it does not use alike."""
+    long = "/".join(["d" * 99] * 40) + "/" + "f" * 91
+    assert len(long) == 4091
+    for old, new, line in ((long, "v1/a.py", 1), ("v1/a.py", long, 2)):
+        e = refused(f"--- a/{old}\n+++ b/{new}\n@@ -1 +1 @@\n-x\n+y\n", root="vllm")
+        raw = f"a/{old}" if line == 1 else f"b/{new}"
+        assert str(e) == (f"recipes/x.patch:{line}: path {raw[:60] + '...' + raw[-16:]!r} has 4096 bytes, more than a "
+                          "file system allows (255 a name, 4095 a path) (the patch file is damaged; regenerate it)")
+    assert parse(f"--- a/{long[:-1]}\n+++ b/{long[:-1]}\n@@ -1 +1 @@\n-x\n+y\n", root="vllm").touched == \
+        ["vllm/" + long[:-1]]
+    e = refused("--- a/v1/a.py\n+++ b/v1/a.py\n@@ -1 +1 @@\n-x\n+y\n", root="/vllm")
+    assert e.message == "path 'a/v1/a.py' leaves the tree"
+
+
+def test_a_git_diffs_path_is_refused_at_the_line_that_names_it():
+    for old, new, line in (("../x.py", "vllm/x.py", 3), ("vllm/x.py", "../x.py", 4)):
+        e = refused(f"diff --git a/vllm/x.py b/vllm/x.py\nindex 1111111..2222222 100644\n--- a/{old}\n+++ b/{new}\n"
+                    "@@ -1 +1 @@\n-x\n+y\n")
+        bad = f"a/{old}" if line == 3 else f"b/{new}"
+        assert (e.line, e.message) == (line, f"path {bad!r} leaves the tree")
+
+
+@needs_patch
+def test_plain_creations_and_deletions_are_read_as_both_tools_read_them(tmp_path):
+    """``/dev/null`` on either side of a plain (not git) diff, with or without ``-p0``: GNU patch and git apply
+    delete ``vllm/x.py``; a refused old name is named at its own line."""
+    deletion = "--- a/vllm/x.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+    (f,) = parse(deletion).files
+    assert (f.old_path, f.new_path, f.path, f.touched) == ("vllm/x.py", None, "vllm/x.py", ["vllm/x.py"])
+    base = {"vllm/x.py": b"x\n", "vllm/keep.py": b"k\n"}
+    assert apply_patch(base, patch_of(deletion)).files == {"vllm/x.py": None}  # deleted
+    assert gnu_patch(tmp_path, base, deletion, "-F0")[2] == git_apply(tmp_path, base, deletion)[2] == \
+        {"vllm/keep.py": b"k\n"}
+    (f,) = parse("--- vllm/x.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", strip=0).files
+    assert (f.old_path, f.new_path) == ("vllm/x.py", None)
+    (f,) = parse("--- /dev/null\n+++ vllm/n.py\n@@ -0,0 +1 @@\n+n\n", strip=0).files
+    assert (f.old_path, f.new_path) == (None, "vllm/n.py")
+    e = refused("Subject: x\n\n--- a/../x.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n")
+    assert (e.line, e.message) == (3, "path 'a/../x.py' leaves the tree")
+
+
+@needs_patch
+def test_a_hunk_ending_in_a_marker_is_followed_by_the_next_files_diff(tmp_path):
+    """GNU patch and git apply change both files."""
+    text = ("--- a/vllm/x.py\n+++ b/vllm/x.py\n@@ -1 +1 @@\n-x\n\\ No newline at end of file\n+y\n"
+            "\\ No newline at end of file\n--- a/vllm/z.py\n+++ b/vllm/z.py\n@@ -1 +1 @@\n-a\n+b\n")
+    x, z = parse(text).files
+    assert (x.hunks[0].keys, z.path, z.line, z.hunks[0].keys, z.hunks[0].line) == \
+        ((b"x", b"y"), "vllm/z.py", 8, (b"a\n", b"b\n"), 10)
+    base = {"vllm/x.py": b"x", "vllm/z.py": b"a\n"}
+    want = {"vllm/x.py": b"y", "vllm/z.py": b"b\n"}
+    assert apply_patch(base, patch_of(text)).files == want
+    assert gnu_patch(tmp_path, base, text, "-F0")[2] == git_apply(tmp_path, base, text)[2] == want
+
+
+@pytest.mark.parametrize("header, shown", [
+    ("@@ -1,8 +1,8 @@ class FIX", "@@ -1,8 +1,8 @@ class FIX"),
+    ("@@ -1,8 +1,8 @@ ", "@@ -1,8 +1,8 @@ "),  # as it stands, its space kept
+    ("@@ -1,8 +1,8 @@ def caf\xe9(): " + "x" * 80, "@@ -1,8 +1,8 @@ def caf\ufffd(): " + "x" * 52),  # cut to 80
+])
+def test_a_cut_hunk_is_named_by_its_header_line(header, shown):
+    e = refused(b"--- a/vllm/a.py\n+++ b/vllm/a.py\n" + header.encode("latin-1") + b"\n a\n-b\n+B\n")
+    assert e.message == (f"malformed hunk: the patch file ends here, inside the hunk {shown}: it is cut short (its "
+                         "header says -8 +8 lines, it has -2 +2)")
+
+
+def test_a_hunks_section_is_the_text_after_its_header_whole():
+    (h,) = parse("--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1 +1 @@ class FIX\n-x\n+y\n").hunks
+    assert h.section == "class FIX"

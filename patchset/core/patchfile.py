@@ -399,7 +399,7 @@ class _Reader:
             if mode:
                 self.mode(s, mode.group(1), int(mode.group(2), 8))
             elif moved:
-                what, value = moved.group(1), moved.group(2)
+                what, value = moved.group(1), _unquoted(moved.group(2))
                 s.copy = s.copy or what.startswith(b"copy")
                 if what.endswith(b"from"):
                     s.moved_from = value
@@ -493,10 +493,9 @@ class _Reader:
         if self.at(self.i).startswith(b"\\") and keys:  # "\ No newline at end of file": the last line has none
             keys[-1] = keys[-1].removesuffix(b"\n")
             self.i += 1
-            marked = True
         if old != old_want or new != new_want:
             raise self.short(at, old_want, new_want, old, new, kinds)
-        self.refuse_cut_line(at, marked)
+        self.refuse_cut_line()
         self.after_hunk(at, old_want, new_want, kinds, keys, marked)
         self.number += 1
         return Hunk(number=self.number, line=at, source_start=int(m.group(1)), source_length=old_want,
@@ -523,13 +522,14 @@ class _Reader:
             return self.error(said, end, "the patch file was cut: regenerate it, or take it whole from where it came")
         return self.error(said, at, "regenerate the patch rather than editing hunks by hand")
 
-    def refuse_cut_line(self, at: int, marked: bool) -> None:
+    def refuse_cut_line(self) -> None:
         """A patch file whose last line, a line of this hunk, has no newline and no "\\ No newline at end of
         file" after it ends in the middle of a line: git apply refuses it ("corrupt patch"); GNU patch warns
         ("patch unexpectedly ends in middle of line") and reads the line as one without a newline, so that a
-        hunk on a file whose line has one fails. Refused, as git apply does, naming the line."""
+        hunk on a file whose line has one fails. Refused, as git apply does, naming the line. A marker after an
+        earlier line (the other side's last) says nothing of this one."""
         last = len(self.lines)
-        if self.i == last and not marked and last and not self.lines[-1].endswith(b"\n"):
+        if self.i == last and last and not self.lines[-1].endswith(b"\n") and not self.lines[-1].startswith(b"\\"):
             raise self.error("the patch file ends in the middle of this line (no newline, and no '\\ No newline at "
                              "end of file' after it): cut short? (git apply refuses it as corrupt; GNU patch reads "
                              "the line as having no newline)", last,
@@ -537,7 +537,8 @@ class _Reader:
 
     def after_hunk(self, at: int, old_want: int, new_want: int, kinds: str, keys: list[bytes], marked: bool) -> None:
         """Refuse a hunk with lines beyond its header's counts, or one whose "No newline at end of file"
-        (``marked``: the hunk has one) stands before the last line of a side."""
+        (``marked``: one stands among its lines; one after its last line is never misplaced) stands before the
+        last line of a side."""
         nxt = self.at(self.i)
         extra = nxt[:1] in (b"+", b"-", b" ") and nxt not in SIGNATURE \
             and not (nxt.startswith(b"--- ") and self.at(self.i + 1).startswith(b"+++ "))
@@ -601,10 +602,24 @@ def _body(lines: list[bytes], i: int, old_want: int,
 
 
 def _name(raw: bytes) -> bytes:
-    name = raw.split(b"\t", 1)[0].rstrip(b"\r\n").strip()
-    if name.startswith(b'"') and name.endswith(b'"') and len(name) > 1:
-        name = name[1:-1]
-    return name
+    return _unquoted(raw.split(b"\t", 1)[0].rstrip(b"\r\n").strip())
+
+
+_ESCAPE = re.compile(rb"\\([0-7]{1,3}|.)", re.S)
+_C_ESCAPES = {b"a": b"\a", b"b": b"\b", b"t": b"\t", b"n": b"\n", b"v": b"\v", b"f": b"\f", b"r": b"\r"}
+
+
+def _unquoted(name: bytes) -> bytes:
+    """A name as git (and GNU diff) write one holding a byte that is not printable ASCII, a quote or a
+    backslash: in double quotes, C-escaped (``"a/vllm/caf\\303\\251.py"`` is ``a/vllm/café.py``)."""
+    if not (len(name) > 1 and name.startswith(b'"') and name.endswith(b'"')):
+        return name
+
+    def one(m: re.Match[bytes]) -> bytes:
+        e = m.group(1)
+        return bytes([int(e, 8) & 0xFF]) if e[:1] in b"01234567" else _C_ESCAPES.get(e, e)
+
+    return _ESCAPE.sub(one, name[1:-1])
 
 
 def _git_names(rest: bytes) -> tuple[bytes | None, bytes | None]:
@@ -613,7 +628,7 @@ def _git_names(rest: bytes) -> tuple[bytes | None, bytes | None]:
     half = (len(rest) - 1) // 2
     left, right = rest[:half], rest[half + 1:]
     if len(rest) % 2 == 1 and rest[half:half + 1] == b" " and left.split(b"/", 1)[-1] == right.split(b"/", 1)[-1]:
-        return left, right
+        return _unquoted(left), _unquoted(right)
     return None, None
 
 
@@ -645,6 +660,9 @@ def _refuse_escape(raw: str, strip: int, root: str, name: str, line: int) -> Non
     rel = _stripped(path, strip, root)
     norm = posixpath.normpath(rel)
     _refuse_unwritable(raw, norm, name, line)
+    if posixpath.normpath(_stripped(path, strip, "")) == ".":  # under a root too: "b/" is the root's folder
+        raise PatchFileError(f"path {raw!r} names no file", file=name, line=line,
+                             hint="expected '--- a/PATH' and '+++ b/PATH' lines")
     if path.startswith("/") and strip == 0 or norm.startswith(("../", "/")) or norm == ".." or "/../" in rel \
             or rel.startswith("../"):
         raise PatchFileError(f"path {raw!r} leaves the tree", file=name, line=line,
