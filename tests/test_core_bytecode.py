@@ -14,6 +14,7 @@ import json
 import marshal
 import os
 import py_compile
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -648,3 +649,149 @@ def test_which_file_names_are_taken_for_a_python():
         assert bytecode._looks_like_python(name), name
     for name in ("python3-config", "python3.11-config", "python.3", "pythonw", "xpython3", "PYTHON3", "pip3"):
         assert not bytecode._looks_like_python(name), name
+
+
+# --- another Python: a real second CPython judges the pycs of its own cache tag ---------------------------
+
+#: Where the tests look for a second CPython (another cache tag) when PATCHSET_OTHER_PYTHON is unset:
+#: ``sh .ci/other-python.sh`` puts Debian 11's python3.9 there.
+OTHER_PYTHON_ENV = "PATCHSET_OTHER_PYTHON"
+
+
+@pytest.fixture(scope="session")
+def another_python() -> tuple[str, str, str]:
+    """A real CPython of another version: (executable, its cache tag, its ``PycFinding.python``)."""
+    cache = os.environ.get("PATCHSET_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "patchset")
+    exe = os.environ.get(OTHER_PYTHON_ENV) or os.path.join(cache, "other-python", "usr", "bin", "python3.9")
+    probe = ("import sys; print(sys.implementation.cache_tag, sys.implementation.name, "
+             "'.'.join(map(str, sys.version_info[:3])))")
+    try:
+        tag, name, version = subprocess.run([exe, "-c", probe], capture_output=True, text=True,
+                                            timeout=60).stdout.split()
+    except (OSError, ValueError, subprocess.SubprocessError):
+        tag = name = version = ""
+    if not tag or tag == TAG:
+        reason = (f"no second Python with a cache tag other than {TAG} at {exe}: `sh .ci/other-python.sh` puts "
+                  f"Debian 11's python3.9 there (about 5 MB), or set {OTHER_PYTHON_ENV}")
+        if os.environ.get("CI"):  # .ci/run installs it: a green CI run must mean these tests ran
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    return exe, tag, f"{name} {version}"
+
+
+def executable(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def test_interpreters_finds_each_python_on_path_by_its_cache_tag(tmp_path, monkeypatch, another_python):
+    exe, tag, _ = another_python
+    folder = tmp_path / "tools and pythons"  # a space in a PATH folder
+    folder.mkdir()
+    ran = tmp_path / "ran"
+    executable(folder / "pip3", f"#!/bin/sh\necho $0 >> {ran}\n")  # not a Python: never run
+    (folder / "python3.9").symlink_to(exe)
+    executable(folder / "python2", "#!/bin/sh\necho 'pyenv: python2: command not found'\nexit 127\n")
+    executable(folder / "python3.0", "#!/bin/sh\necho None\n")  # a Python without a bytecode cache
+    executable(folder / "python3.8", "").write_bytes(b"\x7fELF\x02 not for this machine")  # exec fails
+    (folder / "python3.99").write_text(f"#!/bin/sh\necho $0 >> {ran}\n")  # not executable: never run
+    monkeypatch.setenv("PATH", str(tmp_path / "gone"))
+    usual = bytecode.interpreters()  # only /usr/bin and /usr/local/bin: a PATH folder that is gone is passed
+    assert usual[TAG] == sys.executable
+    monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "gone"), str(folder)]))
+    assert bytecode.interpreters() == {**usual, tag: str(folder / "python3.9")}
+    assert not ran.exists()
+    monkeypatch.delenv("PATH")
+    assert bytecode.interpreters() == usual
+
+
+def test_a_pyc_whose_python_cannot_judge_it_is_uninspected_and_says_why(tmp_path):
+    source = module(tmp_path)
+    pyc = write_pyc(pyc_path(source, tag="cpython-36"), hash_pyc(PRISTINE, PATCHED))
+    items = [(str(pyc), str(source), 0)]
+    unjudged = bytecode.PycFinding(str(pyc), str(source), "cpython-36", 0, bytecode._sha256(str(pyc)),
+                                   bytecode.NO_INTERPRETER, why="no Python here has cache tag cpython-36: never loaded")
+    assert bytecode._judged_elsewhere(None, "cpython-36", items) == [unjudged]
+    gone = str(tmp_path / "python3.6")
+    unjudged.verdict = bytecode.UNINSPECTED
+    unjudged.why = f"{gone} could not judge it: [Errno 2] No such file or directory: '{gone}'"
+    assert bytecode._judged_elsewhere(gone, "cpython-36", items) == [unjudged]
+    # a Python too old for the shipped text stops at its first line, here after 600 bytes of warnings
+    # and in a folder whose name is not UTF-8: the last 300 bytes of what it said, undecodable bytes replaced
+    said = (b"<frozen importlib._bootstrap>:1: ImportWarning: a stale path hook\n" * 9
+            + b'  File "/opt/caf\xe9/patchset-bytecode", line 26\n'
+            + b"SyntaxError: future feature annotations is not defined\n")
+    (tmp_path / "said").write_bytes(said)
+    old = executable(tmp_path / "python3.6", f"#!/bin/sh\ncat {tmp_path / 'said'} >&2\nexit 1\n")
+    unjudged.why = f"{old} could not judge it: {said.decode(errors='replace')[-300:]}"
+    assert len(said) > 600 and unjudged.why.endswith("caf\ufffd/patchset-bytecode\", line 26\nSyntaxError: future "
+                                                     "feature annotations is not defined\n")
+    assert bytecode._judged_elsewhere(str(old), "cpython-36", items) == [unjudged]
+
+
+def compile_with(python: str, source: Path, level: int, mode: str) -> Path:
+    """``py_compile`` run by that Python: the pyc it writes for ``source`` at ``level``."""
+    code = ("import sys, py_compile as p; print(p.compile(sys.argv[1], optimize=int(sys.argv[2]), doraise=True, "
+            "invalidation_mode=p.PycInvalidationMode[sys.argv[3]]))")
+    done = subprocess.run([python, "-B", "-c", code, str(source), str(level), mode], capture_output=True, text=True,
+                          check=True)
+    return Path(done.stdout.strip())
+
+
+def loaded_by(python: str, source: Path, level: int, old: bytes) -> str:
+    """Which code that Python really runs for the module at ``level``: the ``old`` source's or the current one's."""
+    code = ("import sys, importlib.machinery as m; sys.dont_write_bytecode = True; path, old = sys.argv[1:]; "
+            "got = m.SourceFileLoader('scheduler', path).get_code('scheduler'); "
+            "c = lambda s: compile(s, path, 'exec', dont_inherit=True, optimize=sys.flags.optimize); "
+            "print('old' if got == c(old) else 'current' if got == c(open(path, 'rb').read()) else 'other')")
+    flags = ["-O"] * level
+    return subprocess.run([python, *flags, "-c", code, str(source), old.decode()], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_another_python_judges_the_pycs_it_compiled_for_an_old_source(tmp_path, monkeypatch, another_python):
+    """An image whose second Python compiled the module before it was patched: that Python judges its pycs."""
+    exe, tag, python = another_python
+    source = module(tmp_path, PRISTINE)
+    old = compile_with(exe, source, 0, "UNCHECKED_HASH")  # loaded without looking at the source
+    ignored = compile_with(exe, source, 2, "TIMESTAMP")
+    source.write_bytes(PATCHED)  # patched after compiling; another size
+    fresh = compile_with(exe, source, 1, "CHECKED_HASH")
+    own = write_pyc(pyc_path(source), hash_pyc(PATCHED, PATCHED))
+    assert [loaded_by(exe, source, level, PRISTINE) for level in bytecode.LEVELS] == ["old", "current", "current"]
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "python3.9").symlink_to(exe)
+    monkeypatch.setenv("PATH", str(folder))
+
+    def finding(pyc: Path, level: int, verdict: str, kind: str, why: str) -> bytecode.PycFinding:
+        return bytecode.PycFinding(str(pyc), str(source), tag, level, bytecode._sha256(str(pyc)), verdict, kind, why,
+                                   python)
+
+    assert [p.name for p in (old, fresh, ignored)] == [f"scheduler.{tag}{s}.pyc" for s in ("", ".opt-1", ".opt-2")]
+    assert bytecode.inspect([str(source)]) == [
+        bytecode.judge(str(own), str(source)),  # in the order of the names
+        finding(fresh, 1, bytecode.MATCHES, bytecode.CHECKED_HASH, "checked-hash pyc holding the hash of the current "
+                "source"),
+        finding(ignored, 2, bytecode.IGNORED, bytecode.TIMESTAMP, "timestamp pyc of another mtime or size: "
+                "recompiled from source"),
+        finding(old, 0, bytecode.DIFFERS, bytecode.UNCHECKED_HASH, "unchecked-hash pyc: loaded without looking at "
+                "the source, but its code differs from the source's (first in <module>.watermark)")]
+    assert bytecode.judge(str(own), str(source)).verdict == bytecode.MATCHES
+
+
+def test_another_python_judging_writes_no_bytecode_of_its_own(tmp_path, monkeypatch, another_python):
+    """Judging runs the other Python with -B: nothing is written into that Python's own installation."""
+    exe, tag, _ = another_python
+    prefix = Path(exe).parents[2]
+    copy = tmp_path / "python"
+    shutil.copytree(prefix, copy, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    source = module(tmp_path, PRISTINE)
+    pyc = compile_with(exe, source, 0, "UNCHECKED_HASH")
+    source.write_bytes(PATCHED)
+    judge_with = str(copy / Path(exe).relative_to(prefix))
+    (finding,) = bytecode._judged_elsewhere(judge_with, tag, [(str(pyc), str(source), 0)])
+    assert finding.verdict == bytecode.DIFFERS
+    assert sorted(copy.rglob("__pycache__")) == []
