@@ -202,26 +202,68 @@ def test_the_shipped_text_runs_with_python_c_and_prints_one_json_line(tmp_path):
 # --- build's compile stage ----------------------------------------------------------------------------
 
 
-def test_compile_stage_writes_checked_pycs_and_records_their_sha256(tmp_path):
-    layer, site = tmp_path / "layer", "/usr/lib/python3/dist-packages"
-    staged = layer / site.lstrip("/") / "vllm" / "core" / "sched.py"
-    staged.parent.mkdir(parents=True)
-    staged.write_bytes(PATCHED)
-    record_file = layer / site.lstrip("/") / bytecode.RECORD_PATH
+def compile_stage(tmp_path: Path, site: str, touched: str, **env: str) -> tuple[Path, subprocess.CompletedProcess]:
+    """Build's compile stage on a layer holding a patched module, a text file and the provenance record (mode
+    0640), run as the Dockerfile runs it: (the layer's site folder, the finished process)."""
+    layer = tmp_path / "layer"
+    root = layer / site.strip("/")
+    (root / "vllm" / "core").mkdir(parents=True)
+    (root / "vllm" / "core" / "sched.py").write_bytes(PATCHED)
+    (root / "vllm" / "notes.txt").write_text("not Python\n")
+    record_file = root / bytecode.RECORD_PATH
     record_file.write_bytes(provenance.dumps({"schema": 1, "files": {}}))
-    script = tmp_path / "patchset-bytecode.py"  # as the Dockerfile runs it
+    record_file.chmod(0o640)
+    script = tmp_path / "patchset-bytecode.py"
     script.write_text(bytecode.script())
-    subprocess.run([sys.executable, str(script), "compile", str(layer), site, "vllm/core/sched.py vllm/x.txt"],
-                   check=True, capture_output=True)
+    done = subprocess.run([sys.executable, str(script), "compile", str(layer), site, touched], check=True,
+                          capture_output=True, text=True, env={**os.environ, **env})
+    return root, done
+
+
+def test_compile_stage_writes_checked_pycs_and_records_their_sha256(tmp_path):
+    site = "/usr/lib/python3/dist-packages"
+    # a text file, a module the series deleted, then the module: only the module is compiled
+    root, done = compile_stage(tmp_path, site, "vllm/notes.txt vllm/core/gone.py vllm/core/sched.py")
+    assert done.stdout == "patchset: compiled 3 bytecode files (3 optimisation levels)\n"
+    record_file = root / bytecode.RECORD_PATH
     record = provenance.loads(record_file.read_bytes())
     names = [f"vllm/core/__pycache__/sched.{TAG}{suffix}.pyc" for suffix in ("", ".opt-1", ".opt-2")]
     assert sorted(record["bytecode"]) == sorted(names)
-    for name in names:
-        data = (layer / site.lstrip("/") / name).read_bytes()
-        assert record["bytecode"][name] == bytecode._sha256(str(layer / site.lstrip("/") / name))
-        assert bytecode.parse_header(data).kind == bytecode.CHECKED_HASH
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) == sorted(
+        [*names, bytecode.RECORD_PATH, "vllm/core/sched.py", "vllm/notes.txt"])
+    for level, name in enumerate(names):
+        data = (root / name).read_bytes()
+        assert record["bytecode"][name] == bytecode._sha256(str(root / name))
+        header = bytecode.parse_header(data)
+        assert (header.kind, header.source_hash) == (bytecode.CHECKED_HASH, importlib.util.source_hash(PATCHED))
+        assert marshal.loads(data[16:]) == code_of(PATCHED, level)
         assert marshal.loads(data[16:]).co_filename == f"{site}/vllm/core/sched.py"
     assert record_file.read_bytes() == provenance.dumps(record)  # the layout provenance writes
+    assert record_file.stat().st_mode & 0o7777 == 0o640
+
+
+def test_compile_stage_records_where_python_reads_the_pycs(tmp_path):
+    """A site given with a trailing slash names the same pycs; under PYTHONPYCACHEPREFIX they are the
+    prefix's, recorded by their absolute path."""
+    root, _ = compile_stage(tmp_path / "slash", "/usr/lib/python3/dist-packages/", "vllm/core/sched.py")
+    assert sorted(provenance.loads((root / bytecode.RECORD_PATH).read_bytes())["bytecode"]) == [
+        f"vllm/core/__pycache__/sched.{TAG}{suffix}.pyc" for suffix in (".opt-1", ".opt-2", "")]
+    site = "/usr/lib/python3/dist-packages"
+    root, _ = compile_stage(tmp_path / "prefix", site, "vllm/core/sched.py", PYTHONPYCACHEPREFIX="/pycache")
+    names = [f"/pycache{site}/vllm/core/sched.{TAG}{suffix}.pyc" for suffix in (".opt-1", ".opt-2", "")]
+    layer = tmp_path / "prefix" / "layer"
+    assert provenance.loads((root / bytecode.RECORD_PATH).read_bytes())["bytecode"] == {
+        name: bytecode._sha256(str(layer) + name) for name in names}
+    assert not (root / "vllm" / "core" / "__pycache__").exists()
+
+
+def test_the_shipped_text_says_its_usage_and_exits_2(tmp_path):
+    for argv in ([], ["inspect"], ["compile", "x"], ["inspect", "{}", "x"], ["judge", "a", "b", "c"],
+                 ["compile", "a", "b", "c", "d"]):
+        done = subprocess.run([sys.executable, "-B", "-c", bytecode.BOOT, *argv], capture_output=True, text=True,
+                              env={**os.environ, bytecode.SCRIPT_ENV: bytecode.script()}, cwd=tmp_path)
+        assert (done.returncode, done.stdout, done.stderr) == (
+            2, "", "usage: inspect JSON | compile LAYER SITE TOUCHED\n"), argv
 
 
 def test_the_record_path_is_provenances():
@@ -706,15 +748,22 @@ def test_interpreters_finds_each_python_on_path_by_its_cache_tag(tmp_path, monke
     assert bytecode.interpreters() == usual
 
 
-def test_a_pyc_whose_python_cannot_judge_it_is_uninspected_and_says_why(tmp_path):
+def test_a_pyc_of_a_tag_no_python_here_has_is_named_exactly(tmp_path):
     source = module(tmp_path)
     pyc = write_pyc(pyc_path(source, tag="cpython-36"), hash_pyc(PRISTINE, PATCHED))
     items = [(str(pyc), str(source), 0)]
     unjudged = bytecode.PycFinding(str(pyc), str(source), "cpython-36", 0, bytecode._sha256(str(pyc)),
                                    bytecode.NO_INTERPRETER, why="no Python here has cache tag cpython-36: never loaded")
     assert bytecode._judged_elsewhere(None, "cpython-36", items) == [unjudged]
+
+
+def test_a_python_that_cannot_run_the_shipped_text_leaves_its_pycs_uninspected_and_says_why(tmp_path):
+    source = module(tmp_path)
+    pyc = write_pyc(pyc_path(source, tag="cpython-36"), hash_pyc(PRISTINE, PATCHED))
+    items = [(str(pyc), str(source), 0)]
     gone = str(tmp_path / "python3.6")
-    unjudged.verdict = bytecode.UNINSPECTED
+    unjudged = bytecode.PycFinding(str(pyc), str(source), "cpython-36", 0, bytecode._sha256(str(pyc)),
+                                   bytecode.UNINSPECTED)
     unjudged.why = f"{gone} could not judge it: [Errno 2] No such file or directory: '{gone}'"
     assert bytecode._judged_elsewhere(gone, "cpython-36", items) == [unjudged]
     # a Python too old for the shipped text stops at its first line, here after 600 bytes of warnings
@@ -750,8 +799,9 @@ def loaded_by(python: str, source: Path, level: int, old: bytes) -> str:
                           check=True).stdout.strip()
 
 
-def test_another_python_judges_the_pycs_it_compiled_for_an_old_source(tmp_path, monkeypatch, another_python):
-    """An image whose second Python compiled the module before it was patched: that Python judges its pycs."""
+def pycs_of_another_python(tmp_path: Path, monkeypatch, another_python) -> tuple[Path, list[bytecode.PycFinding]]:
+    """An image whose second Python compiled the module before it was patched, that Python on PATH: the
+    module, and the findings expected for its pycs (this interpreter's own first)."""
     exe, tag, python = another_python
     source = module(tmp_path, PRISTINE)
     old = compile_with(exe, source, 0, "UNCHECKED_HASH")  # loaded without looking at the source
@@ -760,25 +810,43 @@ def test_another_python_judges_the_pycs_it_compiled_for_an_old_source(tmp_path, 
     fresh = compile_with(exe, source, 1, "CHECKED_HASH")
     own = write_pyc(pyc_path(source), hash_pyc(PATCHED, PATCHED))
     assert [loaded_by(exe, source, level, PRISTINE) for level in bytecode.LEVELS] == ["old", "current", "current"]
+    assert [p.name for p in (old, fresh, ignored)] == [f"scheduler.{tag}{s}.pyc" for s in ("", ".opt-1", ".opt-2")]
     folder = tmp_path / "bin"
     folder.mkdir()
     (folder / "python3.9").symlink_to(exe)
-    monkeypatch.setenv("PATH", str(folder))
+    monkeypatch.setenv("PATH", os.pathsep.join([str(folder), os.environ.get("PATH", "")]))
 
     def finding(pyc: Path, level: int, verdict: str, kind: str, why: str) -> bytecode.PycFinding:
         return bytecode.PycFinding(str(pyc), str(source), tag, level, bytecode._sha256(str(pyc)), verdict, kind, why,
                                    python)
 
-    assert [p.name for p in (old, fresh, ignored)] == [f"scheduler.{tag}{s}.pyc" for s in ("", ".opt-1", ".opt-2")]
-    assert bytecode.inspect([str(source)]) == [
-        bytecode.judge(str(own), str(source)),  # in the order of the names
-        finding(fresh, 1, bytecode.MATCHES, bytecode.CHECKED_HASH, "checked-hash pyc holding the hash of the current "
-                "source"),
-        finding(ignored, 2, bytecode.IGNORED, bytecode.TIMESTAMP, "timestamp pyc of another mtime or size: "
-                "recompiled from source"),
-        finding(old, 0, bytecode.DIFFERS, bytecode.UNCHECKED_HASH, "unchecked-hash pyc: loaded without looking at "
-                "the source, but its code differs from the source's (first in <module>.watermark)")]
-    assert bytecode.judge(str(own), str(source)).verdict == bytecode.MATCHES
+    own_finding = bytecode.PycFinding(str(own), str(source), TAG, 0, bytecode._sha256(str(own)), bytecode.MATCHES,
+                                      bytecode.CHECKED_HASH, "checked-hash pyc holding the hash of the current source",
+                                      f"{sys.implementation.name} {'.'.join(map(str, sys.version_info[:3]))}")
+    return source, [own_finding,  # then the other Python's, in the order of their names
+                    finding(fresh, 1, bytecode.MATCHES, bytecode.CHECKED_HASH, "checked-hash pyc holding the hash of "
+                            "the current source"),
+                    finding(ignored, 2, bytecode.IGNORED, bytecode.TIMESTAMP, "timestamp pyc of another mtime or "
+                            "size: recompiled from source"),
+                    finding(old, 0, bytecode.DIFFERS, bytecode.UNCHECKED_HASH, "unchecked-hash pyc: loaded without "
+                            "looking at the source, but its code differs from the source's (first in "
+                            "<module>.watermark)")]
+
+
+def test_another_python_judges_the_pycs_it_compiled_for_an_old_source(tmp_path, monkeypatch, another_python):
+    source, expected = pycs_of_another_python(tmp_path, monkeypatch, another_python)
+    assert bytecode.inspect([str(source)]) == expected
+
+
+def test_the_shipped_text_run_as_the_audit_runs_it_has_another_python_judge_its_pycs(
+        tmp_path, monkeypatch, another_python):
+    """The audit runs this file's text with the image's Python, which hands another tag's pycs to that Python."""
+    source, expected = pycs_of_another_python(tmp_path, monkeypatch, another_python)
+    argv = ["inspect", json.dumps({"sources": [str(source)]})]
+    done = subprocess.run([sys.executable, "-B", "-c", bytecode.BOOT, *argv],
+                          env={**os.environ, bytecode.SCRIPT_ENV: bytecode.script()}, capture_output=True, check=True,
+                          cwd=tmp_path, text=True)
+    assert done.stdout == json.dumps([f.to_json() for f in expected]) + "\n"
 
 
 def test_another_python_judging_writes_no_bytecode_of_its_own(tmp_path, monkeypatch, another_python):
