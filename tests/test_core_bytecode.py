@@ -849,6 +849,28 @@ def test_the_shipped_text_run_as_the_audit_runs_it_has_another_python_judge_its_
     assert done.stdout == json.dumps([f.to_json() for f in expected]) + "\n"
 
 
+def test_another_python_running_the_shipped_text_without_path_finds_usr_bins_python(
+        tmp_path, monkeypatch, another_python):
+    """An image whose Python runs with a PATH that leaves out /usr/bin still has /usr/bin's Python judge its pycs."""
+    probe = "import sys; print(sys.implementation.cache_tag, sys.implementation.name, sys.version.split()[0])"
+    try:
+        usr_tag, *usr_python = subprocess.run(["/usr/bin/python3", "-c", probe], capture_output=True, text=True,
+                                              check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        usr_tag = ""
+    if usr_tag != TAG:
+        pytest.skip(f"/usr/bin/python3 is not a Python of cache tag {TAG}")
+    exe, tag, python = another_python
+    source, expected = pycs_of_another_python(tmp_path, monkeypatch, another_python)
+    own, *others = expected
+    own.python = " ".join(usr_python)  # /usr/bin's judged it
+    env = {k: v for k, v in os.environ.items() if k != "PATH"}
+    done = subprocess.run([exe, "-B", "-c", bytecode.BOOT, "inspect", json.dumps({"sources": [str(source)]})],
+                          env={**env, bytecode.SCRIPT_ENV: bytecode.script()}, capture_output=True, check=True,
+                          cwd=tmp_path, text=True)
+    assert json.loads(done.stdout) == [f.to_json() for f in [*others, own]]
+
+
 def test_another_python_judging_writes_no_bytecode_of_its_own(tmp_path, monkeypatch, another_python):
     """Judging runs the other Python with -B: nothing is written into that Python's own installation."""
     exe, tag, _ = another_python
