@@ -8,7 +8,7 @@
 set -eu
 DEST="${1:-${PATCHSET_CACHE:-$HOME/.cache/patchset}/other-python}"
 EXE="$DEST/usr/bin/python3.9"
-if [ -x "$EXE" ] && "$EXE" -c 'import json, dis, subprocess, tempfile, hashlib' 2>/dev/null; then
+if [ -x "$EXE" ] && "$EXE" -B -c 'import json, dis, subprocess, tempfile, hashlib' 2>/dev/null; then
   echo "$EXE"; exit 0
 fi
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/other-python.XXXXXX")"
@@ -26,6 +26,8 @@ apt-get $APT -qq update >&2
 (cd "$WORK/debs" && apt-get $APT -qq download python3.9-minimal libpython3.9-minimal libpython3.9-stdlib >&2)
 rm -rf "$DEST.part" && mkdir -p "$DEST.part"
 for deb in "$WORK"/debs/*.deb; do dpkg -x "$deb" "$DEST.part"; done
+# Its standard library compiled once, as Debian's own install does: otherwise every run recompiles it.
+"$DEST.part/usr/bin/python3.9" -m compileall -q "$DEST.part/usr/lib/python3.9" >/dev/null 2>&1 || true
 rm -rf "$DEST" && mv "$DEST.part" "$DEST"
 "$EXE" -c 'import sys; assert sys.implementation.cache_tag == "cpython-39"' >&2
 echo "$EXE"
