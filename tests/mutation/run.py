@@ -21,6 +21,7 @@ CI (far too slow); ``make mutate`` runs it at the lowest CPU priority.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import json
 import os
@@ -61,6 +62,8 @@ PLAIN: dict[str, list[str]] = {
     "core/bytecode": ["tests/test_core_bytecode.py", "-k",
                       "shipped_text or another_python or compile_stage or own_mode"],
 }
+#: Seconds the PLAIN tests may take on one mutant (about 10 s unmutated here) before it counts as killed.
+PLAIN_TIMEOUT = 120
 #: mutmut's words for a mutant's fate -> ours. A test process killed by a signal (mutmut: "segfault")
 #: did not pass: the crash tests' own kill hook or a child that returned into pytest ended it.
 KILLED = {"killed", "segfault", "timeout", "caught by type check"}
@@ -168,10 +171,19 @@ def run_plain(module: str, dest: Path, names: list[str]) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(plain)}  # the copy's patchset, in the tests' own subprocesses too
 
     def passes() -> bool:
+        """The tests pass. Run in a session of their own, which is ended whatever they leave running: a
+        mutant can make the text re-run itself without end (one that drops ``inspect``'s tag); one that
+        runs past PLAIN_TIMEOUT is killed, as mutmut's timeouts are."""
+        proc = subprocess.Popen(pytest, cwd=plain, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
         try:
-            return subprocess.run(pytest, cwd=plain, env=env, capture_output=True, timeout=600).returncode == 0
+            return proc.wait(timeout=PLAIN_TIMEOUT) == 0
         except subprocess.TimeoutExpired:
             return False
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
     if not passes():
         raise RuntimeError(f"the plain copy in {plain} fails {' '.join(PLAIN[module])} unmutated")
