@@ -14,9 +14,11 @@ import json
 import marshal
 import os
 import py_compile
+import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -202,21 +204,26 @@ def test_the_shipped_text_runs_with_python_c_and_prints_one_json_line(tmp_path):
 # --- build's compile stage ----------------------------------------------------------------------------
 
 
-def compile_stage(tmp_path: Path, site: str, touched: str, **env: str) -> tuple[Path, subprocess.CompletedProcess]:
+#: a module whose code differs at each optimisation level (-O drops the assert, -OO the docstring too)
+SCHED = b'"""The scheduler."""\n' + PATCHED + b"assert watermark\n"
+
+
+def compile_stage(tmp_path: Path, site: str, touched: str, check: bool = True, preexec_fn=None,
+                  record: dict | None = None, **env: str) -> tuple[Path, subprocess.CompletedProcess]:
     """Build's compile stage on a layer holding a patched module, a text file and the provenance record (mode
     0640), run as the Dockerfile runs it: (the layer's site folder, the finished process)."""
     layer = tmp_path / "layer"
     root = layer / site.strip("/")
     (root / "vllm" / "core").mkdir(parents=True)
-    (root / "vllm" / "core" / "sched.py").write_bytes(PATCHED)
+    (root / "vllm" / "core" / "sched.py").write_bytes(SCHED)
     (root / "vllm" / "notes.txt").write_text("not Python\n")
     record_file = root / bytecode.RECORD_PATH
-    record_file.write_bytes(provenance.dumps({"schema": 1, "files": {}}))
+    record_file.write_bytes(provenance.dumps(record or {"schema": 1, "files": {}}))
     record_file.chmod(0o640)
     script = tmp_path / "patchset-bytecode.py"
     script.write_text(bytecode.script())
-    done = subprocess.run([sys.executable, str(script), "compile", str(layer), site, touched], check=True,
-                          capture_output=True, text=True, env={**os.environ, **env})
+    done = subprocess.run([sys.executable, str(script), "compile", str(layer), site, touched], check=check,
+                          capture_output=True, text=True, env={**os.environ, **env}, preexec_fn=preexec_fn)
     return root, done
 
 
@@ -235,9 +242,10 @@ def test_compile_stage_writes_checked_pycs_and_records_their_sha256(tmp_path):
         data = (root / name).read_bytes()
         assert record["bytecode"][name] == bytecode._sha256(str(root / name))
         header = bytecode.parse_header(data)
-        assert (header.kind, header.source_hash) == (bytecode.CHECKED_HASH, importlib.util.source_hash(PATCHED))
-        assert marshal.loads(data[16:]) == code_of(PATCHED, level)
+        assert (header.kind, header.source_hash) == (bytecode.CHECKED_HASH, importlib.util.source_hash(SCHED))
+        assert marshal.loads(data[16:]) == code_of(SCHED, level)
         assert marshal.loads(data[16:]).co_filename == f"{site}/vllm/core/sched.py"
+    assert len({code_of(SCHED, level) for level in bytecode.LEVELS}) == 3
     assert record_file.read_bytes() == provenance.dumps(record)  # the layout provenance writes
     assert record_file.stat().st_mode & 0o7777 == 0o640
 
@@ -255,6 +263,40 @@ def test_compile_stage_records_where_python_reads_the_pycs(tmp_path):
     assert provenance.loads((root / bytecode.RECORD_PATH).read_bytes())["bytecode"] == {
         name: bytecode._sha256(str(layer) + name) for name in names}
     assert not (root / "vllm" / "core" / "__pycache__").exists()
+
+
+def test_compile_stage_replaces_the_record_in_its_own_folder_whatever_tmpdir(tmp_path):
+    """With TMPDIR on another file system (a tmpfs), the record is still replaced whole, and nothing is left there."""
+    other = Path("/dev/shm")
+    if not other.is_dir() or other.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("no folder on another file system than the tests' temporary folder (/dev/shm)")
+    tmpdir = Path(tempfile.mkdtemp(dir=other))
+    try:
+        root, _ = compile_stage(tmp_path, "/usr/lib/python3/dist-packages", "vllm/core/sched.py", TMPDIR=str(tmpdir))
+        assert list(tmpdir.iterdir()) == []
+    finally:
+        shutil.rmtree(tmpdir)
+    assert len(provenance.loads((root / bytecode.RECORD_PATH).read_bytes())["bytecode"]) == 3
+
+
+def test_compile_stage_that_cannot_write_the_record_fails_and_leaves_it_whole(tmp_path):
+    """A file system that refuses the new record (here: a file size limit below its size, as a full disk
+    would) fails the stage, and the old record stays, with no temporary beside it."""
+    record = {"schema": 1, "files": {}, "vllm": "0.29.0", "source": f"sdist vllm-0.29.0.tar.gz {'0' * 64}"}
+    names = [f"vllm/core/__pycache__/sched.{TAG}{suffix}.pyc" for suffix in ("", ".opt-1", ".opt-2")]
+    written = len(provenance.dumps({**record, "bytecode": {name: "0" * 64 for name in names}}))
+    limit = max(16 + len(marshal.dumps(code_of(SCHED, level))) for level in bytecode.LEVELS) + 1
+    assert written > limit  # every pyc fits under the limit, the new record does not
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    root, done = compile_stage(tmp_path, "/usr/lib/python3/dist-packages", "vllm/core/sched.py", check=False,
+                               preexec_fn=small_files, record=record)
+    assert done.returncode == 1 and done.stderr.splitlines()[-1] == "OSError: [Errno 27] File too large"
+    assert provenance.loads((root / bytecode.RECORD_PATH).read_bytes()) == record
+    assert sorted(p.name for p in (root / "vllm").iterdir()) == [".patchset-provenance.json", "core", "notes.txt"]
+    assert sorted(str(p.relative_to(root)) for p in (root / "vllm" / "core" / "__pycache__").iterdir()) == sorted(names)
 
 
 def test_the_shipped_text_says_its_usage_and_exits_2(tmp_path):
