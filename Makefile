@@ -68,7 +68,7 @@ $(VENV)/.mutate: $(VENV)/.dev
 
 mutate: $(VENV)/.mutate
 	nice -n 19 $(BIN)/python tests/mutation/planted.py
-	nice -n 19 $(BIN)/python tests/mutation/run.py $(foreach m,$(MODULES),--module $(m)) --minutes $(or $(MINUTES),0)
+	nice -n 19 $(BIN)/python tests/mutation/run.py $(foreach m,$(MODULES),--module $(m)) --minutes $(or $(MINUTES),0) --plain
 
 lint: dev
 	$(BIN)/ruff check .

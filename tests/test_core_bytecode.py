@@ -14,8 +14,11 @@ import json
 import marshal
 import os
 import py_compile
+import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -201,26 +204,108 @@ def test_the_shipped_text_runs_with_python_c_and_prints_one_json_line(tmp_path):
 # --- build's compile stage ----------------------------------------------------------------------------
 
 
-def test_compile_stage_writes_checked_pycs_and_records_their_sha256(tmp_path):
-    layer, site = tmp_path / "layer", "/usr/lib/python3/dist-packages"
-    staged = layer / site.lstrip("/") / "vllm" / "core" / "sched.py"
-    staged.parent.mkdir(parents=True)
-    staged.write_bytes(PATCHED)
-    record_file = layer / site.lstrip("/") / bytecode.RECORD_PATH
-    record_file.write_bytes(provenance.dumps({"schema": 1, "files": {}}))
-    script = tmp_path / "patchset-bytecode.py"  # as the Dockerfile runs it
+#: a module whose code differs at each optimisation level (-O drops the assert, -OO the docstring too)
+SCHED = b'"""The scheduler."""\n' + PATCHED + b"assert watermark\n"
+
+
+def compile_stage(tmp_path: Path, site: str, touched: str, check: bool = True, preexec_fn=None,
+                  record: dict | None = None, **env: str) -> tuple[Path, subprocess.CompletedProcess]:
+    """Build's compile stage on a layer holding a patched module, a text file and the provenance record (mode
+    0640), run as the Dockerfile runs it: (the layer's site folder, the finished process)."""
+    layer = tmp_path / "layer"
+    root = layer / site.strip("/")
+    (root / "vllm" / "core").mkdir(parents=True)
+    (root / "vllm" / "core" / "sched.py").write_bytes(SCHED)
+    (root / "vllm" / "notes.txt").write_text("not Python\n")
+    record_file = root / bytecode.RECORD_PATH
+    record_file.write_bytes(provenance.dumps(record or {"schema": 1, "files": {}}))
+    record_file.chmod(0o640)
+    script = tmp_path / "patchset-bytecode.py"
     script.write_text(bytecode.script())
-    subprocess.run([sys.executable, str(script), "compile", str(layer), site, "vllm/core/sched.py vllm/x.txt"],
-                   check=True, capture_output=True)
+    done = subprocess.run([sys.executable, str(script), "compile", str(layer), site, touched], check=check,
+                          capture_output=True, text=True, env={**os.environ, **env}, preexec_fn=preexec_fn)
+    return root, done
+
+
+def test_compile_stage_writes_checked_pycs_and_records_their_sha256(tmp_path):
+    site = "/usr/lib/python3/dist-packages"
+    # a text file, a module the series deleted, then the module: only the module is compiled
+    root, done = compile_stage(tmp_path, site, "vllm/notes.txt vllm/core/gone.py vllm/core/sched.py")
+    assert done.stdout == "patchset: compiled 3 bytecode files (3 optimisation levels)\n"
+    record_file = root / bytecode.RECORD_PATH
     record = provenance.loads(record_file.read_bytes())
     names = [f"vllm/core/__pycache__/sched.{TAG}{suffix}.pyc" for suffix in ("", ".opt-1", ".opt-2")]
     assert sorted(record["bytecode"]) == sorted(names)
-    for name in names:
-        data = (layer / site.lstrip("/") / name).read_bytes()
-        assert record["bytecode"][name] == bytecode._sha256(str(layer / site.lstrip("/") / name))
-        assert bytecode.parse_header(data).kind == bytecode.CHECKED_HASH
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) == sorted(
+        [*names, bytecode.RECORD_PATH, "vllm/core/sched.py", "vllm/notes.txt"])
+    for level, name in enumerate(names):
+        data = (root / name).read_bytes()
+        assert record["bytecode"][name] == bytecode._sha256(str(root / name))
+        header = bytecode.parse_header(data)
+        assert (header.kind, header.source_hash) == (bytecode.CHECKED_HASH, importlib.util.source_hash(SCHED))
+        assert marshal.loads(data[16:]) == code_of(SCHED, level)
         assert marshal.loads(data[16:]).co_filename == f"{site}/vllm/core/sched.py"
+    assert len({code_of(SCHED, level) for level in bytecode.LEVELS}) == 3
     assert record_file.read_bytes() == provenance.dumps(record)  # the layout provenance writes
+    assert record_file.stat().st_mode & 0o7777 == 0o640
+
+
+def test_compile_stage_records_where_python_reads_the_pycs(tmp_path):
+    """A site given with a trailing slash names the same pycs; under PYTHONPYCACHEPREFIX they are the
+    prefix's, recorded by their absolute path."""
+    root, _ = compile_stage(tmp_path / "slash", "/usr/lib/python3/dist-packages/", "vllm/core/sched.py")
+    assert sorted(provenance.loads((root / bytecode.RECORD_PATH).read_bytes())["bytecode"]) == [
+        f"vllm/core/__pycache__/sched.{TAG}{suffix}.pyc" for suffix in (".opt-1", ".opt-2", "")]
+    site = "/usr/lib/python3/dist-packages"
+    root, _ = compile_stage(tmp_path / "prefix", site, "vllm/core/sched.py", PYTHONPYCACHEPREFIX="/pycache")
+    names = [f"/pycache{site}/vllm/core/sched.{TAG}{suffix}.pyc" for suffix in (".opt-1", ".opt-2", "")]
+    layer = tmp_path / "prefix" / "layer"
+    assert provenance.loads((root / bytecode.RECORD_PATH).read_bytes())["bytecode"] == {
+        name: bytecode._sha256(str(layer) + name) for name in names}
+    assert not (root / "vllm" / "core" / "__pycache__").exists()
+
+
+def test_compile_stage_replaces_the_record_in_its_own_folder_whatever_tmpdir(tmp_path):
+    """With TMPDIR on another file system (a tmpfs), the record is still replaced whole, and nothing is left there."""
+    other = Path("/dev/shm")
+    if not other.is_dir() or other.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("no folder on another file system than the tests' temporary folder (/dev/shm)")
+    tmpdir = Path(tempfile.mkdtemp(dir=other))
+    try:
+        root, _ = compile_stage(tmp_path, "/usr/lib/python3/dist-packages", "vllm/core/sched.py", TMPDIR=str(tmpdir))
+        assert list(tmpdir.iterdir()) == []
+    finally:
+        shutil.rmtree(tmpdir)
+    assert len(provenance.loads((root / bytecode.RECORD_PATH).read_bytes())["bytecode"]) == 3
+
+
+def test_compile_stage_that_cannot_write_the_record_fails_and_leaves_it_whole(tmp_path):
+    """A file system that refuses the new record (here: a file size limit below its size, as a full disk
+    would) fails the stage, and the old record stays, with no temporary beside it."""
+    record = {"schema": 1, "files": {}, "vllm": "0.29.0", "source": f"sdist vllm-0.29.0.tar.gz {'0' * 64}"}
+    names = [f"vllm/core/__pycache__/sched.{TAG}{suffix}.pyc" for suffix in ("", ".opt-1", ".opt-2")]
+    written = len(provenance.dumps({**record, "bytecode": {name: "0" * 64 for name in names}}))
+    limit = max(16 + len(marshal.dumps(code_of(SCHED, level))) for level in bytecode.LEVELS) + 1
+    assert written > limit  # every pyc fits under the limit, the new record does not
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    root, done = compile_stage(tmp_path, "/usr/lib/python3/dist-packages", "vllm/core/sched.py", check=False,
+                               preexec_fn=small_files, record=record)
+    assert done.returncode == 1 and done.stderr.splitlines()[-1] == "OSError: [Errno 27] File too large"
+    assert provenance.loads((root / bytecode.RECORD_PATH).read_bytes()) == record
+    assert sorted(p.name for p in (root / "vllm").iterdir()) == [".patchset-provenance.json", "core", "notes.txt"]
+    assert sorted(str(p.relative_to(root)) for p in (root / "vllm" / "core" / "__pycache__").iterdir()) == sorted(names)
+
+
+def test_the_shipped_text_says_its_usage_and_exits_2(tmp_path):
+    for argv in ([], ["inspect"], ["compile", "x"], ["inspect", "{}", "x"], ["judge", "a", "b", "c"],
+                 ["compile", "a", "b", "c", "d"]):
+        done = subprocess.run([sys.executable, "-B", "-c", bytecode.BOOT, *argv], capture_output=True, text=True,
+                              env={**os.environ, bytecode.SCRIPT_ENV: bytecode.script()}, cwd=tmp_path)
+        assert (done.returncode, done.stdout, done.stderr) == (
+            2, "", "usage: inspect JSON | compile LAYER SITE TOUCHED\n"), argv
 
 
 def test_the_record_path_is_provenances():
@@ -648,3 +733,197 @@ def test_which_file_names_are_taken_for_a_python():
         assert bytecode._looks_like_python(name), name
     for name in ("python3-config", "python3.11-config", "python.3", "pythonw", "xpython3", "PYTHON3", "pip3"):
         assert not bytecode._looks_like_python(name), name
+
+
+# --- another Python: a real second CPython judges the pycs of its own cache tag ---------------------------
+
+#: Where the tests look for a second CPython (another cache tag) when PATCHSET_OTHER_PYTHON is unset:
+#: ``sh .ci/other-python.sh`` puts Debian 11's python3.9 there.
+OTHER_PYTHON_ENV = "PATCHSET_OTHER_PYTHON"
+
+
+@pytest.fixture(scope="session")
+def another_python() -> tuple[str, str, str]:
+    """A real CPython of another version: (executable, its cache tag, its ``PycFinding.python``)."""
+    cache = os.environ.get("PATCHSET_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "patchset")
+    exe = os.environ.get(OTHER_PYTHON_ENV) or os.path.join(cache, "other-python", "usr", "bin", "python3.9")
+    probe = ("import sys; print(sys.implementation.cache_tag, sys.implementation.name, "
+             "'.'.join(map(str, sys.version_info[:3])))")
+    try:
+        tag, name, version = subprocess.run([exe, "-c", probe], capture_output=True, text=True,
+                                            timeout=60).stdout.split()
+    except (OSError, ValueError, subprocess.SubprocessError):
+        tag = name = version = ""
+    if not tag or tag == TAG:
+        reason = (f"no second Python with a cache tag other than {TAG} at {exe}: `sh .ci/other-python.sh` puts "
+                  f"Debian 11's python3.9 there (about 5 MB), or set {OTHER_PYTHON_ENV}")
+        if os.environ.get("CI"):  # .ci/run installs it: a green CI run must mean these tests ran
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    return exe, tag, f"{name} {version}"
+
+
+def executable(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def test_interpreters_finds_each_python_on_path_by_its_cache_tag(tmp_path, monkeypatch, another_python):
+    exe, tag, _ = another_python
+    folder = tmp_path / "tools and pythons"  # a space in a PATH folder
+    folder.mkdir()
+    ran = tmp_path / "ran"
+    executable(folder / "pip3", f"#!/bin/sh\necho $0 >> {ran}\n")  # not a Python: never run
+    (folder / "python3.9").symlink_to(exe)
+    executable(folder / "python2", "#!/bin/sh\necho 'pyenv: python2: command not found'\nexit 127\n")
+    executable(folder / "python3.0", "#!/bin/sh\necho None\n")  # a Python without a bytecode cache
+    executable(folder / "python3.8", "").write_bytes(b"\x7fELF\x02 not for this machine")  # exec fails
+    (folder / "python3.99").write_text(f"#!/bin/sh\necho $0 >> {ran}\n")  # not executable: never run
+    monkeypatch.setenv("PATH", str(tmp_path / "gone"))
+    usual = bytecode.interpreters()  # only /usr/bin and /usr/local/bin: a PATH folder that is gone is passed
+    assert usual[TAG] == sys.executable
+    monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "gone"), str(folder)]))
+    assert bytecode.interpreters() == {**usual, tag: str(folder / "python3.9")}
+    assert not ran.exists()
+    monkeypatch.delenv("PATH")
+    assert bytecode.interpreters() == usual
+
+
+def test_a_pyc_of_a_tag_no_python_here_has_is_named_exactly(tmp_path):
+    source = module(tmp_path)
+    pyc = write_pyc(pyc_path(source, tag="cpython-36"), hash_pyc(PRISTINE, PATCHED))
+    items = [(str(pyc), str(source), 0)]
+    unjudged = bytecode.PycFinding(str(pyc), str(source), "cpython-36", 0, bytecode._sha256(str(pyc)),
+                                   bytecode.NO_INTERPRETER, why="no Python here has cache tag cpython-36: never loaded")
+    assert bytecode._judged_elsewhere(None, "cpython-36", items) == [unjudged]
+
+
+def test_a_python_that_cannot_run_the_shipped_text_leaves_its_pycs_uninspected_and_says_why(tmp_path):
+    source = module(tmp_path)
+    pyc = write_pyc(pyc_path(source, tag="cpython-36"), hash_pyc(PRISTINE, PATCHED))
+    items = [(str(pyc), str(source), 0)]
+    gone = str(tmp_path / "python3.6")
+    unjudged = bytecode.PycFinding(str(pyc), str(source), "cpython-36", 0, bytecode._sha256(str(pyc)),
+                                   bytecode.UNINSPECTED)
+    unjudged.why = f"{gone} could not judge it: [Errno 2] No such file or directory: '{gone}'"
+    assert bytecode._judged_elsewhere(gone, "cpython-36", items) == [unjudged]
+    # a Python too old for the shipped text stops at its first line, here after 600 bytes of warnings
+    # and in a folder whose name is not UTF-8: the last 300 bytes of what it said, undecodable bytes replaced
+    said = (b"<frozen importlib._bootstrap>:1: ImportWarning: a stale path hook\n" * 9
+            + b'  File "/opt/caf\xe9/patchset-bytecode", line 26\n'
+            + b"SyntaxError: future feature annotations is not defined\n")
+    (tmp_path / "said").write_bytes(said)
+    old = executable(tmp_path / "python3.6", f"#!/bin/sh\ncat {tmp_path / 'said'} >&2\nexit 1\n")
+    unjudged.why = f"{old} could not judge it: {said.decode(errors='replace')[-300:]}"
+    assert len(said) > 600 and unjudged.why.endswith("caf\ufffd/patchset-bytecode\", line 26\nSyntaxError: future "
+                                                     "feature annotations is not defined\n")
+    assert bytecode._judged_elsewhere(str(old), "cpython-36", items) == [unjudged]
+
+
+def compile_with(python: str, source: Path, level: int, mode: str) -> Path:
+    """``py_compile`` run by that Python: the pyc it writes for ``source`` at ``level``."""
+    code = ("import sys, py_compile as p; print(p.compile(sys.argv[1], optimize=int(sys.argv[2]), doraise=True, "
+            "invalidation_mode=p.PycInvalidationMode[sys.argv[3]]))")
+    done = subprocess.run([python, "-B", "-c", code, str(source), str(level), mode], capture_output=True, text=True,
+                          check=True)
+    return Path(done.stdout.strip())
+
+
+def loaded_by(python: str, source: Path, level: int, old: bytes) -> str:
+    """Which code that Python really runs for the module at ``level``: the ``old`` source's or the current one's."""
+    code = ("import sys, importlib.machinery as m; sys.dont_write_bytecode = True; path, old = sys.argv[1:]; "
+            "got = m.SourceFileLoader('scheduler', path).get_code('scheduler'); "
+            "c = lambda s: compile(s, path, 'exec', dont_inherit=True, optimize=sys.flags.optimize); "
+            "print('old' if got == c(old) else 'current' if got == c(open(path, 'rb').read()) else 'other')")
+    flags = ["-O"] * level
+    return subprocess.run([python, *flags, "-c", code, str(source), old.decode()], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def pycs_of_another_python(tmp_path: Path, monkeypatch, another_python) -> tuple[Path, list[bytecode.PycFinding]]:
+    """An image whose second Python compiled the module before it was patched, that Python on PATH: the
+    module, and the findings expected for its pycs (this interpreter's own first)."""
+    exe, tag, python = another_python
+    source = module(tmp_path, PRISTINE)
+    old = compile_with(exe, source, 0, "UNCHECKED_HASH")  # loaded without looking at the source
+    ignored = compile_with(exe, source, 2, "TIMESTAMP")
+    source.write_bytes(PATCHED)  # patched after compiling; another size
+    fresh = compile_with(exe, source, 1, "CHECKED_HASH")
+    own = write_pyc(pyc_path(source), hash_pyc(PATCHED, PATCHED))
+    assert [loaded_by(exe, source, level, PRISTINE) for level in bytecode.LEVELS] == ["old", "current", "current"]
+    assert [p.name for p in (old, fresh, ignored)] == [f"scheduler.{tag}{s}.pyc" for s in ("", ".opt-1", ".opt-2")]
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "python3.9").symlink_to(exe)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(folder), os.environ.get("PATH", "")]))
+
+    def finding(pyc: Path, level: int, verdict: str, kind: str, why: str) -> bytecode.PycFinding:
+        return bytecode.PycFinding(str(pyc), str(source), tag, level, bytecode._sha256(str(pyc)), verdict, kind, why,
+                                   python)
+
+    own_finding = bytecode.PycFinding(str(own), str(source), TAG, 0, bytecode._sha256(str(own)), bytecode.MATCHES,
+                                      bytecode.CHECKED_HASH, "checked-hash pyc holding the hash of the current source",
+                                      f"{sys.implementation.name} {'.'.join(map(str, sys.version_info[:3]))}")
+    return source, [own_finding,  # then the other Python's, in the order of their names
+                    finding(fresh, 1, bytecode.MATCHES, bytecode.CHECKED_HASH, "checked-hash pyc holding the hash of "
+                            "the current source"),
+                    finding(ignored, 2, bytecode.IGNORED, bytecode.TIMESTAMP, "timestamp pyc of another mtime or "
+                            "size: recompiled from source"),
+                    finding(old, 0, bytecode.DIFFERS, bytecode.UNCHECKED_HASH, "unchecked-hash pyc: loaded without "
+                            "looking at the source, but its code differs from the source's (first in "
+                            "<module>.watermark)")]
+
+
+def test_another_python_judges_the_pycs_it_compiled_for_an_old_source(tmp_path, monkeypatch, another_python):
+    source, expected = pycs_of_another_python(tmp_path, monkeypatch, another_python)
+    assert bytecode.inspect([str(source)]) == expected
+
+
+def test_the_shipped_text_run_as_the_audit_runs_it_has_another_python_judge_its_pycs(
+        tmp_path, monkeypatch, another_python):
+    """The audit runs this file's text with the image's Python, which hands another tag's pycs to that Python."""
+    source, expected = pycs_of_another_python(tmp_path, monkeypatch, another_python)
+    argv = ["inspect", json.dumps({"sources": [str(source)]})]
+    done = subprocess.run([sys.executable, "-B", "-c", bytecode.BOOT, *argv],
+                          env={**os.environ, bytecode.SCRIPT_ENV: bytecode.script()}, capture_output=True, check=True,
+                          cwd=tmp_path, text=True)
+    assert done.stdout == json.dumps([f.to_json() for f in expected]) + "\n"
+
+
+def test_another_python_running_the_shipped_text_without_path_finds_usr_bins_python(
+        tmp_path, monkeypatch, another_python):
+    """An image whose Python runs with a PATH that leaves out /usr/bin still has /usr/bin's Python judge its pycs."""
+    probe = "import sys; print(sys.implementation.cache_tag, sys.implementation.name, sys.version.split()[0])"
+    try:
+        usr_tag, *usr_python = subprocess.run(["/usr/bin/python3", "-c", probe], capture_output=True, text=True,
+                                              check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        usr_tag = ""
+    if usr_tag != TAG:
+        pytest.skip(f"/usr/bin/python3 is not a Python of cache tag {TAG}")
+    exe, tag, python = another_python
+    source, expected = pycs_of_another_python(tmp_path, monkeypatch, another_python)
+    own, *others = expected
+    own.python = " ".join(usr_python)  # /usr/bin's judged it
+    env = {k: v for k, v in os.environ.items() if k != "PATH"}
+    done = subprocess.run([exe, "-B", "-c", bytecode.BOOT, "inspect", json.dumps({"sources": [str(source)]})],
+                          env={**env, bytecode.SCRIPT_ENV: bytecode.script()}, capture_output=True, check=True,
+                          cwd=tmp_path, text=True)
+    assert json.loads(done.stdout) == [f.to_json() for f in [*others, own]]
+
+
+def test_another_python_judging_writes_no_bytecode_of_its_own(tmp_path, monkeypatch, another_python):
+    """Judging runs the other Python with -B: nothing is written into that Python's own installation."""
+    exe, tag, _ = another_python
+    prefix = Path(exe).parents[2]
+    copy = tmp_path / "python"
+    shutil.copytree(prefix, copy, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    source = module(tmp_path, PRISTINE)
+    pyc = compile_with(exe, source, 0, "UNCHECKED_HASH")
+    source.write_bytes(PATCHED)
+    judge_with = str(copy / Path(exe).relative_to(prefix))
+    (finding,) = bytecode._judged_elsewhere(judge_with, tag, [(str(pyc), str(source), 0)])
+    assert finding.verdict == bytecode.DIFFERS
+    assert sorted(copy.rglob("__pycache__")) == []
