@@ -1047,3 +1047,188 @@ def test_a_hunkless_deletion_of_a_file_that_has_lines_is_refused_at_hunk_0(tmp_p
     assert gnu[F] == b"a\n"
     git_rc, git_log, _ = git_apply(tmp_path, {F: b"a\n"}, diff)
     assert git_rc != 0 and "removal patch leaves file contents" in git_log
+
+
+# --- the engine's mutation survivors, third round: every word and number a refusal shows -----------------
+
+
+@needs_patch
+def test_a_lone_context_free_hunk_read_as_the_whole_file_names_where_its_lines_stand(tmp_path):
+    """``@@ -1,3 +1 @@`` without context on a file whose three lines stand one line down: GNU patch and
+    ``git apply --unidiff-zero`` both edit them at line 2; read as the whole file it is refused, naming line 2."""
+    tree, diff = b"z\n# a\n# b\n\nimport x\n", HEAD + "@@ -1,3 +1 @@\n-# a\n-# b\n-\n+patched = 1\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.line, h.candidates, h.message) for h in out.hunks] == [
+        (1, "failed", 1, (2,), "the lines this lone context-free hunk at line 1 removes stand at line 2, but it is "
+         "read as the whole file (as git apply reads it without --unidiff-zero), so it must land at the start and "
+         "the end of the file, and this file has other lines: refused rather than guess (GNU patch and git apply "
+         "--unidiff-zero edit those lines in place); regenerate the patch with context")]
+    rc, log, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    assert rc == 0 and "Hunk #1 succeeded at 2 (offset 1 line)." in log and gnu[F] == b"z\npatched = 1\nimport x\n"
+    assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[2][F] == gnu[F]
+    assert git_apply(tmp_path, {F: tree}, diff)[0] != 0
+
+
+@needs_patch
+@pytest.mark.parametrize(("before", "after", "tree", "message"), [
+    (BASE, "# header\n" + BASE, "# licence\n" + BASE,
+     "the context matches at line 2, but this hunk must land at the start of the file (its context is anchored "
+     "there; GNU patch and git apply refuse it too)"),
+    (BASE, BASE + "appended\n", BASE + "line 39\nline 40\nmore\n",
+     "the context matches at line 38, but this hunk must land at the end of the file (its context is anchored "
+     "there; GNU patch and git apply refuse it too)"),
+], ids=["start", "end"])
+def test_an_anchored_hunk_whose_lines_stand_elsewhere_names_that_line(tmp_path, before, after, tree, message):
+    diff = udiff(F, before, after)
+    out = apply_patch({F: tree.encode()}, patch_of(diff))
+    assert out.status == "failed" and [(h.status, h.message) for h in out.hunks] == [("failed", message)]
+    both_refuse(tmp_path, {F: tree.encode()}, diff)
+
+
+@needs_patch
+def test_a_patch_whose_line_endings_differ_from_the_files_names_the_line_and_what_to_do(tmp_path):
+    before = "zero\none\ntwo\nthree\nfour\n"
+    diff = udiff(F, before, before.replace("two\n", "two\nadded\n"), n=2)
+    tree = ("top\n" + before).replace("\n", "\r\n").encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and [(h.status, h.line, h.message) for h in out.hunks] == [
+        ("failed", 2, "the context matches at line 3 only when line endings are ignored (CRLF against LF, or the "
+                      "newline at the end of the file): refused, as git apply does; regenerate the patch from this "
+                      "file's bytes")]
+    both_refuse(tmp_path, {F: tree}, diff)
+
+
+@needs_patch
+def test_an_ambiguous_hunk_names_its_first_six_places_and_counts_them_all(tmp_path):
+    """Seven copies of the hunk's lines, none at the stated line 20 (the nearest at 19): GNU patch and git apply
+    both take line 19; refused, naming six places and counting seven, every one a candidate."""
+    tree, diff = b"x\nk\ny\n" * 7, HEAD + "@@ -20,3 +20,3 @@\n x\n-k\n+K\n y\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and [(h.line, h.candidates, h.message) for h in out.hunks] == [
+        (20, (1, 4, 7, 10, 13, 16, 19),
+         "ambiguous: the context matches at 7 places (lines 1, 4, 7, 10, 13, 16), none at the stated line")]
+    rc, log, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    assert rc == 0 and "Hunk #1 succeeded at 19 (offset -1 lines)." in log
+    assert git_apply(tmp_path, {F: tree}, diff)[2][F] == gnu[F] == b"x\nk\ny\n" * 6 + b"x\nK\ny\n"
+
+
+@needs_patch
+def test_a_patch_partly_in_the_tree_names_the_hunks_found_applied(tmp_path):
+    """Three hunks, the first two in the tree already: neither pristine nor patched, and the message names
+    both (GNU patch -N says it is reversed or applied and skips it; git apply refuses it)."""
+    before = lines(60)
+    after = before.replace("line 10\n", "line 10!\n").replace("line 30\n", "line 30!\n").replace(
+        "line 50\n", "line 50!\n")
+    diff = udiff(F, before, after)
+    half = before.replace("line 10\n", "line 10!\n").replace("line 30\n", "line 30!\n").encode()
+    out = apply_patch({F: half}, patch_of(diff))
+    assert (out.status, out.files, out.message) == (
+        "failed", {}, "partly applied already (hunks 1, 2): the tree is neither pristine nor patched")
+    assert [(h.number, h.status, h.applied, h.line) for h in out.hunks] == [
+        (1, "already-applied", False, 7), (2, "already-applied", False, 27), (3, "exact", True, 47)]
+    assert git_apply(tmp_path, {F: half}, diff)[0] != 0
+    rc, log, gnu = gnu_patch(tmp_path, {F: half}, diff, "-F0", "-N")
+    assert rc == 1 and "Reversed (or previously applied) patch detected!  Skipping patch." in log
+    assert gnu[F] == half
+
+
+@needs_patch
+def test_a_patch_with_two_sections_for_one_file_applies_the_second_to_what_the_first_wrote(tmp_path):
+    """Both sections name ``pkg/mod.py``; the second changes a line only the first wrote. GNU patch and git
+    apply both apply them in turn; so does the engine, and a plain edit sets no mode."""
+    tree, diff = b"a\nb\nc\n", HEAD + "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n" + HEAD + "@@ -1,3 +1,3 @@\n a\n-B\n+X\n c\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert (out.status, out.files, out.modes) == ("applies", {F: b"a\nX\nc\n"}, {})
+    assert [(h.number, h.status, h.line, h.patch_line) for h in out.hunks] == [(1, "exact", 1, 4), (2, "exact", 1, 12)]
+    assert both_write(tmp_path, {F: tree}, diff, F) == b"a\nX\nc\n"
+
+
+@needs_patch
+def test_a_creation_without_a_git_header_applies_as_both_tools_apply_it(tmp_path):
+    diff = f"--- /dev/null\n+++ b/{F}\n@@ -0,0 +1 @@\n+x\n"
+    out = apply_patch({F: None}, patch_of(diff))
+    assert (out.status, out.files, out.modes) == ("applies", {F: b"x\n"}, {})
+    assert [(h.number, h.status, h.line, h.message) for h in out.hunks] == [(1, "exact", 1, "")]
+    assert gnu_patch(tmp_path, {}, diff, "-F0")[2] == git_apply(tmp_path, {}, diff)[2] == {F: b"x\n"}
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "diff", "message"), [
+    # at line 1: its old lines and its new lines both stand at the start
+    (b"a\na\na\nz\n", "@@ -1,2 +1,3 @@\n a\n+a\n a\n",
+     "ambiguous: both readings fit, applying it and its being applied already (at line 1; its added lines repeat "
+     "its context): refused; regenerate the patch with more context"),
+    # the same at line 4, after a hunk that added two lines: still the file's own line
+    (b"top\nq\nr\na\na\na\nz\n", "@@ -1,2 +1,4 @@\n top\n+n1\n+n2\n q\n@@ -4,2 +6,3 @@\n a\n+a\n a\n",
+     "ambiguous: both readings fit, applying it and its being applied already (at line 4; its added lines repeat "
+     "its context): refused; regenerate the patch with more context"),
+], ids=["line-1", "after-a-hunk"])
+def test_a_hunk_whose_added_lines_repeat_its_context_where_both_stand_is_refused_by_its_line(tmp_path, tree, diff,
+                                                                                          message):
+    out = apply_patch({F: tree}, patch_of(HEAD + diff))
+    assert out.status == "failed" and out.files == {} and (out.hunks[-1].status, out.hunks[-1].message) == (
+        "failed", message)
+    rc, _, gnu = gnu_patch(tmp_path, {F: tree}, HEAD + diff, "-F0")
+    assert rc == 0 and gnu[F] == git_apply(tmp_path, {F: tree}, HEAD + diff)[2][F]
+
+
+@needs_patch
+def test_a_hunk_that_removes_and_adds_the_same_line_applies_as_both_tools_apply_it(tmp_path):
+    tree, diff = b"a\nb\nc\n", HEAD + "@@ -1,3 +1,3 @@\n a\n-b\n+b\n c\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert (out.status, out.files) == ("applies", {F: tree})
+    assert [(h.status, h.line) for h in out.hunks] == [("exact", 1)]
+    assert both_write(tmp_path, {F: tree}, diff, F) == tree
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "diff", "verdicts"), [
+    # old lines at line 1 (git apply, which anchors nothing here, applies there), new lines at the end: GNU
+    # patch -N takes it for applied, git apply applies it again
+    (b"c\nd\ne\nf\ng\nh\nc\nd\ne\nX\nf\n", "@@ -5,4 +5,5 @@\n c\n d\n e\n+X\n f\n",
+     [(1, "failed", 7, (1, 7),
+       "its old lines at line 1, where git apply would apply it, and its new lines at line 7")]),
+    # the same after a hunk that added two lines: the file's own lines
+    (b"top\nq\nc\nd\ne\nf\ng\nh\nc\nd\ne\nX\nf\n",
+     "@@ -1,2 +1,4 @@\n top\n+n1\n+n2\n q\n@@ -7,4 +9,5 @@\n c\n d\n e\n+X\n f\n",
+     [(1, "exact", 1, (), ""),
+      (2, "failed", 9, (3, 9),
+       "its old lines at line 3, where git apply would apply it, and its new lines at line 9")]),
+], ids=["alone", "after-a-hunk"])
+def test_a_hunk_already_at_the_end_whose_old_lines_git_apply_would_take_is_refused_naming_both(tmp_path, tree, diff,
+                                                                                               verdicts):
+    out = apply_patch({F: tree}, patch_of(HEAD + diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.line, h.candidates, h.message) for h in out.hunks] == [
+        (n, s, ln, c, m and "ambiguous: both readings fit, applying it and its being applied already (" + m
+         + "): refused; regenerate the patch with more context") for n, s, ln, c, m in verdicts]
+    git_rc, _, git = git_apply(tmp_path, {F: tree}, HEAD + diff)
+    assert git_rc == 0 and git[F].count(b"X\n") == 2
+    gnu_rc, log, _ = gnu_patch(tmp_path, {F: tree}, HEAD + diff, "-F0", "-N")
+    assert gnu_rc == 1 and ("Reversed (or previously applied) patch detected!" in log or "Hunk #2 FAILED at 9." in log)
+
+
+_TWENTY = lines(20)
+
+
+@needs_patch
+@pytest.mark.parametrize(("after", "tree", "line"), [
+    # the line it replaces stands elsewhere too: its new lines are there, it is applied
+    (_TWENTY.replace("line 10\n", "line 10 fixed\n"), _TWENTY.replace("line 10\n", "line 10 fixed\n") + "line 10\n", 7),
+    # a deletion of two lines apart, both gone
+    (_TWENTY.replace("line 8\n", "").replace("line 10\n", ""), _TWENTY.replace("line 8\n", "").replace("line 10\n", ""),
+     5),
+    # its new lines twice, one of them at the stated line
+    (_TWENTY.replace("line 10\n", "line 10 fixed\n"),
+     _TWENTY.replace("line 10\n", "line 10 fixed\n") + "".join(f"line {i}\n" for i in (7, 8, 9)) + "line 10 fixed\n"
+     + "".join(f"line {i}\n" for i in (11, 12, 13)), 7),
+], ids=["replaced-line-elsewhere", "two-deletions", "new-lines-twice"])
+def test_a_hunk_in_the_tree_already_is_already_applied_where_gnu_patch_finds_it_reversed(tmp_path, after, tree, line):
+    diff = udiff(F, _TWENTY, after)
+    out = apply_patch({F: tree.encode()}, patch_of(diff))
+    assert (out.status, out.files, out.message) == ("already-applied", {}, "every hunk is already in the tree")
+    assert [(h.status, h.applied, h.line, h.message) for h in out.hunks] == [("already-applied", False, line, "")]
+    rc, log, _ = gnu_patch(tmp_path, {F: tree.encode()}, diff, "-F0", "-N")
+    assert rc == 1 and "Reversed (or previously applied) patch detected!  Skipping patch." in log
+    assert git_apply(tmp_path, {F: tree.encode()}, diff, "-R", "--check")[0] == 0
