@@ -1232,3 +1232,46 @@ def test_a_hunk_in_the_tree_already_is_already_applied_where_gnu_patch_finds_it_
     rc, log, _ = gnu_patch(tmp_path, {F: tree.encode()}, diff, "-F0", "-N")
     assert rc == 1 and "Reversed (or previously applied) patch detected!  Skipping patch." in log
     assert git_apply(tmp_path, {F: tree.encode()}, diff, "-R", "--check")[0] == 0
+
+
+_JOINS = "the result would join two lines (a line without its newline mid-file)"
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "hunk", "verdict", "gnu", "git"), [
+    (b"a\nb\nc\n", "@@ -2,0 +3 @@", ("failed", 3, _JOINS), b"a\nb\nx\nc\n", b"a\nb\nxc\n"),
+    (b"a\nb\nc", "@@ -2,0 +3 @@", ("failed", 3, _JOINS), b"a\nb\nx\nc", b"a\nb\nxc"),
+    (b"a\r\nb\r\nc\r\n", "@@ -2,0 +3 @@", ("failed", 3, _MIXED), b"a\r\nb\r\nx\nc\r\n", b"a\r\nb\r\nxc\r\n"),
+    # stated at the end, it lands there, as with both tools
+    (b"a\nb\nc\n", "@@ -3,0 +4 @@", ("exact", 4, ""), b"a\nb\nc\nx", b"a\nb\nc\nx"),
+], ids=["mid-file", "no-final-newline", "crlf", "at-the-end"])
+def test_a_context_free_insertion_of_a_line_without_its_newline_is_placed_by_its_header_alone(
+        tmp_path, tree, hunk, verdict, gnu, git):
+    """``-U0``, ``+x`` without its newline, stated after line 2 of three: GNU patch -F0 inserts it there with a
+    newline added, ``git apply --unidiff-zero`` glues ``c`` onto it. The engine used to move it to the end of the
+    file (offset 1, where neither tool puts it); it is refused at line 3, naming why."""
+    diff = HEAD + hunk + "\n+x\n\\ No newline at end of file\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert [(h.status, h.line, h.message) for h in out.hunks] == [verdict]
+    assert out.files == ({F: gnu} if verdict[0] == "exact" else {})
+    assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[2][F] == gnu
+    assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[2][F] == git
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "hunks", "after", "verdicts"), [
+    # CRLF lines two lines above and two below the insertion point: the lines beside it end in LF, as it does
+    (b"a\r\nb\nc\nd\r\n", "@@ -2,0 +3 @@\n+new\n", b"a\r\nb\nnew\nc\nd\r\n", [("exact", 3, "")]),
+    # a CRLF line at the top, the file's first line LF: refused, not written mixed
+    (b"a\nb\nc\nd\r\n", "@@ -0,0 +1 @@\n+top\r\n@@ -2,0 +4 @@\n+new\n", None,
+     [("failed", 1, _MIXED), ("exact", 3, "")]),
+], ids=["beside", "top"])
+def test_a_context_free_insertion_looks_at_the_line_endings_of_the_lines_beside_it(tmp_path, tree, hunks, after,
+                                                                                 verdicts):
+    diff = HEAD + hunks
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert [(h.status, h.line, h.message) for h in out.hunks] == verdicts
+    assert out.files == ({F: after} if after else {})
+    if after:
+        assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[2][F] == after
+        assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[2][F] == after

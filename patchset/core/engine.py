@@ -513,7 +513,7 @@ class _Placement:
             return self.failure("this context-free hunk at line 0 says the file was empty, and it must land at "
                                 "the start of an empty file; this file has lines (git apply refuses it too; "
                                 "regenerate the patch with context)", 0)
-        at = 0 if self.start else len(lines) if self.end else self.expected
+        at = 0 if self.start else self.expected  # by its header alone: one without its newline is not moved
         if at < self.floor or at > len(lines) or (self.start and self.floor):
             return self.failure(f"the insertion point (line {at - self.shift}) is outside the file or before "
                                 "the previous hunk")
