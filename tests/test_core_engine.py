@@ -1275,3 +1275,61 @@ def test_a_context_free_insertion_looks_at_the_line_endings_of_the_lines_beside_
     if after:
         assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[2][F] == after
         assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[2][F] == after
+
+
+_OVERLAP = ("the context matches only at line 5, before the end of the previous hunk: the hunks are out of order "
+            "or overlap")
+_SIXTY = lines(60)
+_TAIL = _SIXTY[_SIXTY.index("line 37\n"):_SIXTY.index("line 44\n")]  # lines 37-43 again, at the end
+
+
+@needs_patch
+def test_after_a_hunk_that_failed_the_next_is_looked_for_where_gnu_patch_looks(tmp_path):
+    """Hunk 1 lands 3 lines down and adds two, hunk 2 fails, hunk 3's lines stand twice: at the stated line moved by
+    hunk 1's offset, and at the end. GNU patch -F0 carries hunk 1's offset past the failed hunk and takes the first;
+    so does the engine (git apply refuses the patch)."""
+    after = _SIXTY.replace("line 10\n", "line 10\nadd1\nadd2\n").replace("line 25\n", "line 25!\n").replace(
+        "line 40\n", "line 40!\n")
+    diff = udiff(F, _SIXTY, after)
+    tree = ("x\n" * 3 + _SIXTY.replace("line 25\n", "line twentyfive\n") + _TAIL).encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert [(h.number, h.status, h.line, h.offset, h.message) for h in out.hunks] == [
+        (1, "offset", 11, 3, ""), (2, "failed", 25, 3, "context not found; nearest candidate at line 25"),
+        (3, "offset", 40, 3, "")]
+    rc, log, _ = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    assert rc == 1 and "Hunk #2 FAILED at 24.\nHunk #3 succeeded at 42 (offset 3 lines)." in log  # 40, two lines added
+
+
+@needs_patch
+def test_a_patch_in_the_tree_already_on_a_file_moved_down_is_found_where_gnu_patch_reverses_it(tmp_path):
+    """Applied already, on a file with three lines more at the top; hunk 2's new lines stand twice (at the end too).
+    After hunk 1, found applied with offset 3 and two lines added, hunk 2 is looked for 5 lines down: the copy
+    ``patch -R`` reverts (GNU reports it at 40, once hunk 1's two lines are gone)."""
+    after = _SIXTY.replace("line 10\n", "line 10\nadd1\nadd2\n").replace("line 40\n", "line 40!\n")
+    diff = udiff(F, _SIXTY, after)
+    tree = ("x\n" * 3 + after + _TAIL.replace("line 40\n", "line 40!\n")).encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert (out.status, out.files) == ("already-applied", {})
+    assert [(h.number, h.status, h.line, h.offset) for h in out.hunks] == [
+        (1, "already-applied", 11, 3), (2, "already-applied", 42, 5)]
+    rc, log, _ = gnu_patch(tmp_path, {F: tree}, diff, "-F0", "-R", "--dry-run")
+    assert rc == 0 and "Hunk #1 succeeded at 11 (offset 3 lines).\nHunk #2 succeeded at 40 (offset 3 lines)." in log
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "hunks", "verdicts"), [
+    # hunk 2 fails; hunk 3's ``E`` stands only where hunk 1 wrote it
+    (b"a\nb\nc\nd\ne\nf\ng\nh\n", "@@ -5 +5 @@\n-e\n+E\n@@ -6 +6 @@\n-zz\n+y\n@@ -8 +8 @@\n-E\n+x\n",
+     [(1, "exact", 5, ""), (2, "failed", 6, "context not found"), (3, "failed", 8, _OVERLAP)]),
+    # hunk 1 is in the tree already; hunk 2's ``E`` is hunk 1's own line
+    (b"a\nb\nc\nd\nE\nf\ng\nh\n", "@@ -5 +5 @@\n-e\n+E\n@@ -8 +8 @@\n-E\n+x\n",
+     [(1, "already-applied", 5, ""), (2, "failed", 8, _OVERLAP)]),
+], ids=["after-a-failed-hunk", "after-an-applied-one"])
+def test_a_hunk_is_never_placed_inside_the_previous_one_whatever_came_between(tmp_path, tree, hunks, verdicts):
+    diff = HEAD + hunks
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.line, h.message) for h in out.hunks] == verdicts
+    assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[0] == 1
+    rc, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0", "-N")
+    assert rc == 1 and not gnu[F].endswith(b"x\n") and b"\nx\n" not in gnu[F]
