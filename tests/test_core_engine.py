@@ -1333,3 +1333,57 @@ def test_a_hunk_is_never_placed_inside_the_previous_one_whatever_came_between(tm
     assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[0] == 1
     rc, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0", "-N")
     assert rc == 1 and not gnu[F].endswith(b"x\n") and b"\nx\n" not in gnu[F]
+
+
+def _ls(numbers) -> bytes:
+    return "".join(f"l{i}\n" for i in numbers).encode()
+
+
+_MID = "@@ -5,7 +5,7 @@\n l5\n l6\n l7\n-l8\n+L\n l9\n l10\n l11\n"
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "hunks", "allowed", "verdict", "gnu_says"), [
+    # two lines of context before, three after, mid-file: fuzz 1 ignores only a trailing line (GNU's asymmetric
+    # rule), so a changed first and last line need fuzz 2
+    (_ls(range(1, 21)).replace(b"l10\n", b"x10\n").replace(b"l15\n", b"x15\n"),
+     "@@ -10,6 +10,6 @@\n l10\n l11\n-l12\n+L\n l13\n l14\n l15\n", 1, ("fuzz", False, 10, 2), "Hunk #1 FAILED at 10."),
+    (_ls(range(1, 21)).replace(b"l10\n", b"x10\n").replace(b"l15\n", b"x15\n"),
+     "@@ -10,6 +10,6 @@\n l10\n l11\n-l12\n+L\n l13\n l14\n l15\n", 2, ("fuzz", True, 10, 2),
+     "Hunk #1 succeeded at 10 with fuzz 2."),
+    # the same shape at line 1, on a file with a line more at the top: with fuzz 1 it is no longer anchored at the
+    # start
+    (b"top\n" + _ls(range(1, 11)).replace(b"l6\n", b"x6\n"), "@@ -1,6 +1,6 @@\n l1\n l2\n-l3\n+L\n l4\n l5\n l6\n", 1,
+     ("fuzz", True, 2, 1), "Hunk #1 succeeded at 2 with fuzz 1 (offset 1 line)."),
+    # one line of context before, three after, at line 2: never anchored at the start
+    (_ls(range(1, 11)).replace(b"l6\n", b"x6\n"), "@@ -2,5 +2,5 @@\n l2\n-l3\n+L\n l4\n l5\n l6\n", 1,
+     ("fuzz", True, 2, 1), "Hunk #1 succeeded at 2 with fuzz 1."),
+    # three before, two after: anchored at the end without fuzz, not with fuzz 1
+    (_ls(range(1, 21)).replace(b"l5\n", b"x5\n"), "@@ -5,6 +5,6 @@\n l5\n l6\n l7\n-l8\n+L\n l9\n l10\n", 1,
+     ("fuzz", True, 5, 1), "Hunk #1 succeeded at 5 with fuzz 1."),
+    # its lines but the first stand twice, once where it says: placed there
+    (_ls(range(1, 21)).replace(b"l5\n", b"x5\n") + _ls(range(6, 12)), _MID, 1, ("fuzz", True, 5, 1),
+     "Hunk #1 succeeded at 5 with fuzz 1."),
+    # hunk 2's first context line, ignored, is hunk 1's last line
+    (b"a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n", "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n@@ -3,5 +3,5 @@\n Q\n d\n-e\n+E\n f\n g\n", 1,
+     ("fuzz", True, 3, 1), "Hunk #2 succeeded at 3 with fuzz 1."),
+    # its last two context lines are past the end of the file: fuzz 2 places it, as GNU does
+    (_ls(range(1, 10)), _MID, 1, ("fuzz", False, 5, 2), "Hunk #1 FAILED at 5."),
+    (_ls(range(1, 10)), _MID, 2, ("fuzz", True, 5, 2), "Hunk #1 succeeded at 5 with fuzz 2."),
+    # its first context lines would be before line 1: GNU patch refuses it with any fuzz; the engine used to place
+    # it "at line 0" (fuzz 1) or "line -1" (fuzz 2)
+    (_ls(range(6, 20)), _MID, 2, ("failed", False, 5, 0), "Hunk #1 FAILED at 5."),
+    (_ls(range(7, 20)), _MID, 2, ("failed", False, 5, 0), "Hunk #1 FAILED at 5."),
+], ids=["less-leading-fuzz-1", "less-leading-fuzz-2", "line-1", "line-2", "less-trailing", "twice", "at-the-previous",
+        "past-the-end-fuzz-1", "past-the-end-fuzz-2", "before-the-start", "before-the-start-by-2"])
+def test_fuzz_places_a_hunk_where_gnu_patch_does_with_as_much_fuzz(tmp_path, tree, hunks, allowed, verdict, gnu_says):
+    """Hand-written hunks whose contexts are not as long, or lie at the file's edges: the fuzz each needs, and where
+    it lands, as GNU patch -F1 / -F2 on the same bytes (git apply, which has no fuzz, refuses every one)."""
+    diff = HEAD + hunks
+    out = apply_patch({F: tree}, patch_of(diff), max_fuzz=allowed)
+    last = out.hunks[-1]
+    assert (last.status, last.applied, last.line, last.fuzz) == verdict
+    rc, log, gnu = gnu_patch(tmp_path, {F: tree}, diff, f"-F{allowed}")
+    assert gnu_says in log, log
+    assert (rc == 0) == out.ok and (not out.ok or out.files[F] == gnu[F])
+    assert git_apply(tmp_path, {F: tree}, diff)[0] != 0

@@ -622,7 +622,7 @@ class _Placement:
             start = pre < 0 and self.hunk.source_start <= 1
             found = self.buf.find(trimmed, 0, start, suf < 0 or self.unterminated)
             pick, _ = _choose(found, self.expected + head)
-            if pick is None or pick < self.floor:
+            if pick is None or pick < self.floor or pick < head:  # GNU patch: no context line before line 1
                 continue
             if fuzz <= self.max_fuzz:
                 return self.apply(pick, head, tail, fuzz)
