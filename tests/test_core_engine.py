@@ -1387,3 +1387,53 @@ def test_fuzz_places_a_hunk_where_gnu_patch_does_with_as_much_fuzz(tmp_path, tre
     assert gnu_says in log, log
     assert (rc == 0) == out.ok and (not out.ok or out.files[F] == gnu[F])
     assert git_apply(tmp_path, {F: tree}, diff)[0] != 0
+
+
+def _filler_with(blocks: dict[int, str], n: int = 40) -> bytes:
+    """``n`` filler lines with each block's lines from its 1-based line on."""
+    out = [f"f{i}\n" for i in range(1, n + 1)]
+    for at, block in blocks.items():
+        for i, line in enumerate(block.splitlines(keepends=True)):
+            out[at - 1 + i] = line
+    return "".join(out).encode()
+
+
+_NEAR = "@@ -20,5 +20,5 @@\n a\n b\n-c\n+C\n d  \n e\n"  # a context line with trailing blanks
+_FOUR, _THREE = "a\nb\ncX\nd  \ne\n", "a\nb\ncX\nY\ne\n"  # four and three of its five lines
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "candidate", "differ"), [
+    # the most lines in common wins, wherever it is
+    (_filler_with({10: _FOUR, 30: _THREE}), 10, ("@@ -2,3 +2,3 @@", " b", "-c", "+cX", " d  ")),
+    # as many in common: the nearer to the stated line 20 wins, before or after it
+    (_filler_with({15: _FOUR, 22: _FOUR}), 22, ("@@ -2,3 +2,3 @@", " b", "-c", "+cX", " d  ")),
+    # as near, before and after: the one before
+    (_filler_with({15: _FOUR, 25: _FOUR}), 15, ("@@ -2,3 +2,3 @@", " b", "-c", "+cX", " d  ")),
+    # its first line is the file's last: no window of five lines holds it
+    (_filler_with({40: "a\n"}), None, ()),
+], ids=["most-in-common", "nearer-after", "before-on-a-tie", "past-the-end"])
+def test_a_failed_hunks_nearest_candidate_is_the_window_most_like_it_nearest_the_stated_line(tmp_path, tree, candidate,
+                                                                                           differ):
+    """What `check` shows for a hunk that fails: the place most like it (the most lines in common, then the nearest
+    to where it should be, then the earlier) and the lines that differ there, blanks and all."""
+    diff = HEAD + _NEAR
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed"
+    (h,) = out.hunks
+    assert (h.status, h.line, h.message, h.candidates, h.differ) == (
+        "failed", 20, CONTEXT + (f"; nearest candidate at line {candidate}" if candidate else ""),
+        (candidate,) if candidate else (), ("--- patch expects", "+++ tree has", *differ) if differ else ())
+    both_refuse(tmp_path, {F: tree}, diff)
+
+
+CONTEXT = "context not found"
+
+
+def test_a_hunk_that_differs_from_the_file_only_in_its_final_newline_shows_no_other_difference():
+    """Made on a file without a final newline, on one that has it: refused for the line endings, and the lines
+    shown as differing are none (they differ only in the newline the message names)."""
+    diff = udiff(F, "a\nb\nc", "a\nb\nc\nd")
+    (h,) = apply_patch({F: b"a\nb\nc\n"}, patch_of(diff)).hunks
+    assert (h.status, h.candidates, h.differ) == ("failed", (1,), ())
+    assert h.message.startswith("the context matches at line 1 only when line endings are ignored")
