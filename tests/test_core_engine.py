@@ -1437,3 +1437,81 @@ def test_a_hunk_that_differs_from_the_file_only_in_its_final_newline_shows_no_ot
     (h,) = apply_patch({F: b"a\nb\nc\n"}, patch_of(diff)).hunks
     assert (h.status, h.candidates, h.differ) == ("failed", (1,), ())
     assert h.message.startswith("the context matches at line 1 only when line endings are ignored")
+
+
+_L40 = "".join(f"l{i}\n" for i in range(1, 41))
+_ADD2 = "@@ -2,2 +2,4 @@\n l2\n+n1\n+n2\n l3\n"  # hunk 1 of each: two lines added after line 2
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "hunk", "verdict", "gnu_rc", "git"), [
+    # its line stands at lines 20 and 33, not at 27: GNU patch takes 33, git apply 20
+    (_L40.replace("l20\n", "k\n").replace("l33\n", "k\n"), "@@ -27 +29 @@\n-k\n+K\n",
+     (27, (20, 33), "ambiguous: the context matches at 2 places (lines 20, 33), none at the stated line"), 0,
+     ("--unidiff-zero", 0)),
+    # hunk 2 writes ``E`` at line 10; hunk 3 removes an ``E`` stated at 14
+    (_L40, "@@ -10 +12 @@\n-l10\n+E\n@@ -14 +16 @@\n-E\n+x\n",
+     (14, (), "the context matches only at line 10, before the end of the previous hunk: the hunks are out of order "
+              "or overlap"), 1, ("--unidiff-zero", 1)),
+    # three lines of context before, none after: anchored at the end by both tools, it stands at line 20
+    (_L40, "@@ -20,4 +22,4 @@\n l20\n l21\n l22\n-l23\n+X\n",
+     (20, (20,), "the context matches at line 20, but this hunk must land at the end of the file (its context is "
+                 "anchored there; GNU patch and git apply refuse it too)"), 1, ("--check", 1)),
+    # three before, one after: GNU patch anchors it at the end, git apply does not and places it at line 20
+    (_L40, "@@ -20,5 +22,5 @@\n l20\n l21\n l22\n-l23\n+X\n l24\n",
+     (20, (20,), "the context matches at line 20, where git apply places it (offset 0); GNU patch refuses it: for "
+                 "GNU patch it must land at the end of the file, having less trailing context than leading. "
+                 + DISAGREE),
+     1, ("--check", 0)),
+], ids=["ambiguous", "overlap", "anchored-both", "anchored-gnu"])
+def test_after_a_hunk_that_added_lines_a_refusal_names_the_files_own_lines(tmp_path, tree, hunk, verdict, gnu_rc, git):
+    """Each after hunk 1 added two lines near the top: the lines a refusal names, in its message and as candidates,
+    are the file's own (as `check` shows them beside the file), not the lines of the file as patched so far."""
+    diff = HEAD + _ADD2 + hunk
+    out = apply_patch({F: tree.encode()}, patch_of(diff))
+    assert out.status == "failed" and out.hunks[0].status == "exact"
+    assert (out.hunks[-1].status, out.hunks[-1].line, out.hunks[-1].candidates, out.hunks[-1].message) == (
+        "failed", *verdict)
+    assert gnu_patch(tmp_path, {F: tree.encode()}, diff, "-F0")[0] == gnu_rc
+    assert git_apply(tmp_path, {F: tree.encode()}, diff, git[0])[0] == git[1]
+
+
+@needs_patch
+@pytest.mark.parametrize(("after", "tree", "line", "message"), [
+    ("# header\n" + _TWENTY, "# licence\n# header\n" + _TWENTY, 1,
+     "the context matches at line 3, but this hunk must land at the start of the file (its context is anchored "
+     "there; GNU patch and git apply refuse it too)"),
+    (_TWENTY + "appended\n", _TWENTY + "appended\nmore\n", 18,
+     "the context matches at line 18, but this hunk must land at the end of the file (its context is anchored "
+     "there; GNU patch and git apply refuse it too)"),
+], ids=["start", "end"])
+def test_an_anchored_hunk_whose_new_lines_stand_elsewhere_is_not_already_applied(tmp_path, after, tree, line, message):
+    """Its new lines stand, but not at the start (or end) where it is anchored: not applied already (git apply -R
+    refuses it as well), refused where its old lines stand."""
+    diff = udiff(F, _TWENTY, after)
+    out = apply_patch({F: tree.encode()}, patch_of(diff))
+    assert out.status == "failed" and [(h.status, h.line, h.message) for h in out.hunks] == [
+        ("failed", line, message)]
+    both_refuse(tmp_path, {F: tree.encode()}, diff)
+    assert git_apply(tmp_path, {F: tree.encode()}, diff, "-R", "--check")[0] != 0
+
+
+@needs_patch
+def test_a_drifted_pure_deletion_whose_removed_line_stands_at_line_1_says_so(tmp_path):
+    block = "    a = 1\n    b = 2\n    c = 3\n    remove_me()\n    d = 4\n    e = 5\n    f = 6\n"
+    before = "def f():\n" + block + "\n" * 20
+    diff = udiff(F, before, before.replace("    remove_me()\n", ""))
+    tree = ("    remove_me()\n" + "\n" * 5 + before.replace("    remove_me()\n", "")).encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and [(h.status, h.line, h.message) for h in out.hunks] == [
+        ("failed", 2, "the context around the removed lines is joined at line 8 but the lines it removes still stand "
+                      "at line 1: neither applied nor applicable")]
+    assert git_apply(tmp_path, {F: tree}, diff)[0] != 0
+
+
+def test_more_distinct_edits_than_the_engine_keeps_each_get_their_own_result():
+    """A long series checked on many releases makes more distinct edits than the engine remembers (4,096): each
+    still gets its own verdict and bytes."""
+    for i in range(4200):
+        out = apply_patch({F: f"x{i}\n".encode()}, patch_of(f"--- a/{F}\n+++ b/{F}\n@@ -1 +1 @@\n-x{i}\n+y{i}\n"))
+        assert (out.status, out.files) == ("applies", {F: f"y{i}\n".encode()})

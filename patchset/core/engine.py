@@ -408,7 +408,7 @@ class _Placement:
             return self.insert_only()
         # Matches before the previous hunk count for ambiguity: git apply would consider them.
         found = self.buf.find(self.old, 0, self.start, self.end)
-        pick, why = _choose(found, self.expected)
+        pick, why = _choose(found, self.expected, self.shift)
         if pick is not None and pick >= self.floor:
             disagree = self.tools_disagree(pick, None if self.start or self.end else found)
             if disagree:
@@ -646,8 +646,8 @@ class _Placement:
                    "lines in place); regenerate the patch with context")
         elif free and (self.start or self.end):
             where = "start" if self.start else "end"
-            msg = (f"the context matches at line {free[0] + 1}, but this hunk must land at the {where} of the "
-                   f"file (its context is anchored there; GNU patch and git apply refuse it too)")
+            msg = (f"the context matches at line {free[0] - self.shift + 1}, but this hunk must land at the {where} "
+                   f"of the file (its context is anchored there; GNU patch and git apply refuse it too)")
         elif loose is not None:
             msg = (f"the context matches at line {loose + 1} only when line endings are ignored (CRLF against "
                    "LF, or the newline at the end of the file): refused, as git apply does; regenerate the "
@@ -713,14 +713,16 @@ def _occurrences(lines: list[bytes], pattern: list[bytes], floor: int) -> list[i
     return found
 
 
-def _choose(found: list[int], expected: int) -> tuple[int | None, str]:
+def _choose(found: list[int], expected: int, shift: int = 0) -> tuple[int | None, str]:
+    """The place among ``found`` (buffer positions) a hunk takes, or None and why (naming the file's own lines:
+    the positions less ``shift``, the lines the hunks before added)."""
     if not found:
         return None, ""
     if expected in found:
         return expected, ""
     if len(found) == 1:
         return found[0], ""
-    lines = ", ".join(str(p + 1) for p in found[:6])
+    lines = ", ".join(str(p - shift + 1) for p in found[:6])
     return None, f"ambiguous: the context matches at {len(found)} places (lines {lines}), none at the stated line"
 
 
