@@ -383,6 +383,8 @@ _A, _B = {"pkg/a.py": b"keep\nme\n"}, {"pkg/b.py": b"keep\nyou\n"}
      [("pkg/e.sh", 0, "exact", True, 1, "creates an empty file (mode 100755)")]),
     ("diff --git a/pkg/e.py b/pkg/e.py\nnew file mode 100644\n", {"pkg/e.py": None}, "applies",
      [("pkg/e.py", 0, "exact", True, 1, "creates an empty file (mode 100644)")]),
+    ("diff --git a/pkg/e.py b/pkg/e.py\n--- /dev/null\n+++ b/pkg/e.py\n", {"pkg/e.py": None}, "applies",
+     [("pkg/e.py", 0, "exact", True, 1, "creates an empty file")]),
     (_EDIT, {"pkg/m.py": None}, "failed", [("pkg/m.py", 1, "failed", False, None, _MISSING),
                                            ("pkg/m.py", 2, "failed", False, None, _MISSING)]),
     (_GONE, {"pkg/g.py": None}, "already-applied",
