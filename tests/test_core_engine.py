@@ -1369,6 +1369,9 @@ _MID = "@@ -5,7 +5,7 @@\n l5\n l6\n l7\n-l8\n+L\n l9\n l10\n l11\n"
     # hunk 2's first context line, ignored, is hunk 1's last line
     (b"a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n", "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n@@ -3,5 +3,5 @@\n Q\n d\n-e\n+E\n f\n g\n", 1,
      ("fuzz", True, 3, 1), "Hunk #2 succeeded at 3 with fuzz 1."),
+    # at line 1 without leading context, its last line changed: placed at line 1, the trailing line ignored
+    (_ls(range(1, 11)).replace(b"l4\n", b"x4\n"), "@@ -1,4 +1,4 @@\n-l1\n+L\n l2\n l3\n l4\n", 1,
+     ("fuzz", True, 1, 1), "Hunk #1 succeeded at 1 with fuzz 1."),
     # its last two context lines are past the end of the file: fuzz 2 places it, as GNU does
     (_ls(range(1, 10)), _MID, 1, ("fuzz", False, 5, 2), "Hunk #1 FAILED at 5."),
     (_ls(range(1, 10)), _MID, 2, ("fuzz", True, 5, 2), "Hunk #1 succeeded at 5 with fuzz 2."),
@@ -1377,6 +1380,7 @@ _MID = "@@ -5,7 +5,7 @@\n l5\n l6\n l7\n-l8\n+L\n l9\n l10\n l11\n"
     (_ls(range(6, 20)), _MID, 2, ("failed", False, 5, 0), "Hunk #1 FAILED at 5."),
     (_ls(range(7, 20)), _MID, 2, ("failed", False, 5, 0), "Hunk #1 FAILED at 5."),
 ], ids=["less-leading-fuzz-1", "less-leading-fuzz-2", "line-1", "line-2", "less-trailing", "twice", "at-the-previous",
+        "at-line-1",
         "past-the-end-fuzz-1", "past-the-end-fuzz-2", "before-the-start", "before-the-start-by-2"])
 def test_fuzz_places_a_hunk_where_gnu_patch_does_with_as_much_fuzz(tmp_path, tree, hunks, allowed, verdict, gnu_says):
     """Hand-written hunks whose contexts are not as long, or lie at the file's edges: the fuzz each needs, and where
