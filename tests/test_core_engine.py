@@ -1521,3 +1521,19 @@ def test_more_distinct_edits_than_the_engine_keeps_each_get_their_own_result():
     for i in range(4200):
         out = apply_patch({F: f"x{i}\n".encode()}, patch_of(f"--- a/{F}\n+++ b/{F}\n@@ -1 +1 @@\n-x{i}\n+y{i}\n"))
         assert (out.status, out.files) == ("applies", {F: f"y{i}\n".encode()})
+
+
+@needs_patch
+def test_a_context_free_insertion_at_line_0_after_another_hunk_is_refused_as_misordered(tmp_path):
+    """``-U0``: hunk 1 deletes line 1, hunk 2 inserts at line 0, before it. GNU patch -F0 refuses hunk 2
+    ("misordered hunks"), ``git apply --unidiff-zero`` inserts it: the tools part, the engine refuses it (it used to
+    insert it, naming "line 2, offset 1")."""
+    tree, diff = b"a\nb\nc\n", HEAD + "@@ -1 +0,0 @@\n-a\n@@ -0,0 +1 @@\n+x\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.line, h.message) for h in out.hunks] == [
+        (1, "exact", 1, ""), (2, "failed", 1, f"the insertion point (line 0) {_WHERE}")]
+    rc, log, _ = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    assert rc == 1 and "misordered hunks! output would be garbled\nHunk #2 FAILED at 0." in log
+    git_rc, _, git = git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")
+    assert git_rc == 0 and git[F] == b"x\nb\nc\n"

@@ -514,9 +514,9 @@ class _Placement:
                                 "the start of an empty file; this file has lines (git apply refuses it too; "
                                 "regenerate the patch with context)", 0)
         at = 0 if self.start else self.expected  # by its header alone: one without its newline is not moved
-        if at < self.floor or at > len(lines) or (self.start and self.floor):
-            return self.failure(f"the insertion point (line {at - self.shift}) is outside the file or before "
-                                "the previous hunk")
+        if at < self.floor or at > len(lines) or (self.start and (self.floor or self.shift)):  # line 0 comes first
+            return self.failure(f"the insertion point (line {0 if self.start else at - self.shift}) is outside the "
+                                "file or before the previous hunk")
         if lines[at:at + len(self.new)] == self.new:
             return self.failure(f"the lines this context-free hunk inserts already stand at line {at + 1}: "
                                 "cannot tell a re-application from a coincidence", at)
