@@ -1537,3 +1537,25 @@ def test_a_context_free_insertion_at_line_0_after_another_hunk_is_refused_as_mis
     assert rc == 1 and "misordered hunks! output would be garbled\nHunk #2 FAILED at 0." in log
     git_rc, _, git = git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")
     assert git_rc == 0 and git[F] == b"x\nb\nc\n"
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "status", "verdicts"), [
+    (b"x\na\nb\n", "applies", [(1, "offset", 2), (2, "offset", 3)]),
+    # hunk 2's ``B`` stands where it would put it (the file's line 3, line 1 of its new side): applied already
+    (b"x\na\nB\n", "failed", [(1, "offset", 2), (2, "already-applied", 3)]),
+], ids=["applies", "second-already"])
+def test_context_free_hunks_at_the_top_moved_down_are_found_applied_where_they_would_land(tmp_path, tree, status,
+                                                                                         verdicts):
+    """``-U0``: hunk 1 deletes ``a`` (stated at line 1, found at 2), hunk 2 replaces ``b`` (its new side at line 1).
+    Where GNU patch -F0 and git apply place both, so does the engine; where hunk 2's result is there already, it is
+    found there (GNU patch fails hunk 2, git apply the patch)."""
+    diff = HEAD + "@@ -1 +0,0 @@\n-a\n@@ -2 +1 @@\n-b\n+B\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == status and [(h.number, h.status, h.line) for h in out.hunks] == verdicts
+    rc, log, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    git_rc, _, git = git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")
+    if out.ok:
+        assert rc == 0 and git_rc == 0 and gnu[F] == git[F] == out.files[F] == b"x\nB\n"
+    else:
+        assert rc == 1 and "Hunk #2 FAILED at 1." in log and git_rc == 1
