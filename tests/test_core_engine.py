@@ -1559,3 +1559,16 @@ def test_context_free_hunks_at_the_top_moved_down_are_found_applied_where_they_w
         assert rc == 0 and git_rc == 0 and gnu[F] == git[F] == out.files[F] == b"x\nB\n"
     else:
         assert rc == 1 and "Hunk #2 FAILED at 1." in log and git_rc == 1
+
+
+@needs_patch
+def test_a_lone_context_free_insertion_stated_after_line_1_is_read_as_the_whole_file_as_git_apply_reads_it(tmp_path):
+    """``@@ -1,0 +2 @@`` alone: git apply (without --unidiff-zero) reads it as a whole file that was empty and refuses
+    it; GNU patch and ``git apply --unidiff-zero`` insert after line 1. Refused at line 1, naming its header's line."""
+    tree, diff = b"a\nb\n", HEAD + "@@ -1,0 +2 @@\n+x\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and [(h.status, h.line, h.message) for h in out.hunks] == [
+        ("failed", 1, "this context-free hunk at line 1 says the file was empty, and it must land at the start of an "
+                      "empty file; this file has lines (git apply refuses it too; regenerate the patch with context)")]
+    assert git_apply(tmp_path, {F: tree}, diff)[0] != 0
+    assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[2][F] == b"a\nx\nb\n"

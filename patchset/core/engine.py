@@ -510,9 +510,9 @@ class _Placement:
         """A hunk without context or removed lines: its header is all there is to place it by."""
         lines = self.buf.lines
         if self.whole and lines:
-            return self.failure("this context-free hunk at line 0 says the file was empty, and it must land at "
-                                "the start of an empty file; this file has lines (git apply refuses it too; "
-                                "regenerate the patch with context)", 0)
+            return self.failure(f"this context-free hunk at line {self.hunk.source_start} says the file was empty, "
+                                "and it must land at the start of an empty file; this file has lines (git apply "
+                                "refuses it too; regenerate the patch with context)", 0)
         at = 0 if self.start else self.expected  # by its header alone: one without its newline is not moved
         if at < self.floor or at > len(lines) or (self.start and (self.floor or self.shift)):  # line 0 comes first
             return self.failure(f"the insertion point (line {0 if self.start else at - self.shift}) is outside the "
