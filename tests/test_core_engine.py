@@ -383,6 +383,8 @@ _A, _B = {"pkg/a.py": b"keep\nme\n"}, {"pkg/b.py": b"keep\nyou\n"}
      [("pkg/e.sh", 0, "exact", True, 1, "creates an empty file (mode 100755)")]),
     ("diff --git a/pkg/e.py b/pkg/e.py\nnew file mode 100644\n", {"pkg/e.py": None}, "applies",
      [("pkg/e.py", 0, "exact", True, 1, "creates an empty file (mode 100644)")]),
+    ("diff --git a/pkg/e.py b/pkg/e.py\n--- /dev/null\n+++ b/pkg/e.py\n", {"pkg/e.py": None}, "applies",
+     [("pkg/e.py", 0, "exact", True, 1, "creates an empty file")]),
     (_EDIT, {"pkg/m.py": None}, "failed", [("pkg/m.py", 1, "failed", False, None, _MISSING),
                                            ("pkg/m.py", 2, "failed", False, None, _MISSING)]),
     (_GONE, {"pkg/g.py": None}, "already-applied",
@@ -1047,3 +1049,526 @@ def test_a_hunkless_deletion_of_a_file_that_has_lines_is_refused_at_hunk_0(tmp_p
     assert gnu[F] == b"a\n"
     git_rc, git_log, _ = git_apply(tmp_path, {F: b"a\n"}, diff)
     assert git_rc != 0 and "removal patch leaves file contents" in git_log
+
+
+# --- the engine's mutation survivors, third round: every word and number a refusal shows -----------------
+
+
+@needs_patch
+def test_a_lone_context_free_hunk_read_as_the_whole_file_names_where_its_lines_stand(tmp_path):
+    """``@@ -1,3 +1 @@`` without context on a file whose three lines stand one line down: GNU patch and
+    ``git apply --unidiff-zero`` both edit them at line 2; read as the whole file it is refused, naming line 2."""
+    tree, diff = b"z\n# a\n# b\n\nimport x\n", HEAD + "@@ -1,3 +1 @@\n-# a\n-# b\n-\n+patched = 1\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.line, h.candidates, h.message) for h in out.hunks] == [
+        (1, "failed", 1, (2,), "the lines this lone context-free hunk at line 1 removes stand at line 2, but it is "
+         "read as the whole file (as git apply reads it without --unidiff-zero), so it must land at the start and "
+         "the end of the file, and this file has other lines: refused rather than guess (GNU patch and git apply "
+         "--unidiff-zero edit those lines in place); regenerate the patch with context")]
+    rc, log, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    assert rc == 0 and "Hunk #1 succeeded at 2 (offset 1 line)." in log and gnu[F] == b"z\npatched = 1\nimport x\n"
+    assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[2][F] == gnu[F]
+    assert git_apply(tmp_path, {F: tree}, diff)[0] != 0
+
+
+@needs_patch
+@pytest.mark.parametrize(("before", "after", "tree", "message"), [
+    (BASE, "# header\n" + BASE, "# licence\n" + BASE,
+     "the context matches at line 2, but this hunk must land at the start of the file (its context is anchored "
+     "there; GNU patch and git apply refuse it too)"),
+    (BASE, BASE + "appended\n", BASE + "line 39\nline 40\nmore\n",
+     "the context matches at line 38, but this hunk must land at the end of the file (its context is anchored "
+     "there; GNU patch and git apply refuse it too)"),
+], ids=["start", "end"])
+def test_an_anchored_hunk_whose_lines_stand_elsewhere_names_that_line(tmp_path, before, after, tree, message):
+    diff = udiff(F, before, after)
+    out = apply_patch({F: tree.encode()}, patch_of(diff))
+    assert out.status == "failed" and [(h.status, h.message) for h in out.hunks] == [("failed", message)]
+    both_refuse(tmp_path, {F: tree.encode()}, diff)
+
+
+@needs_patch
+def test_a_patch_whose_line_endings_differ_from_the_files_names_the_line_and_what_to_do(tmp_path):
+    before = "zero\none\ntwo\nthree\nfour\n"
+    diff = udiff(F, before, before.replace("two\n", "two\nadded\n"), n=2)
+    tree = ("top\n" + before).replace("\n", "\r\n").encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and [(h.status, h.line, h.message) for h in out.hunks] == [
+        ("failed", 2, "the context matches at line 3 only when line endings are ignored (CRLF against LF, or the "
+                      "newline at the end of the file): refused, as git apply does; regenerate the patch from this "
+                      "file's bytes")]
+    both_refuse(tmp_path, {F: tree}, diff)
+
+
+@needs_patch
+def test_an_ambiguous_hunk_names_its_first_six_places_and_counts_them_all(tmp_path):
+    """Seven copies of the hunk's lines, none at the stated line 20 (the nearest at 19): GNU patch and git apply
+    both take line 19; refused, naming six places and counting seven, every one a candidate."""
+    tree, diff = b"x\nk\ny\n" * 7, HEAD + "@@ -20,3 +20,3 @@\n x\n-k\n+K\n y\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and [(h.line, h.candidates, h.message) for h in out.hunks] == [
+        (20, (1, 4, 7, 10, 13, 16, 19),
+         "ambiguous: the context matches at 7 places (lines 1, 4, 7, 10, 13, 16), none at the stated line")]
+    rc, log, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    assert rc == 0 and "Hunk #1 succeeded at 19 (offset -1 lines)." in log
+    assert git_apply(tmp_path, {F: tree}, diff)[2][F] == gnu[F] == b"x\nk\ny\n" * 6 + b"x\nK\ny\n"
+
+
+@needs_patch
+def test_a_patch_partly_in_the_tree_names_the_hunks_found_applied(tmp_path):
+    """Three hunks, the first two in the tree already: neither pristine nor patched, and the message names
+    both (GNU patch -N says it is reversed or applied and skips it; git apply refuses it)."""
+    before = lines(60)
+    after = before.replace("line 10\n", "line 10!\n").replace("line 30\n", "line 30!\n").replace(
+        "line 50\n", "line 50!\n")
+    diff = udiff(F, before, after)
+    half = before.replace("line 10\n", "line 10!\n").replace("line 30\n", "line 30!\n").encode()
+    out = apply_patch({F: half}, patch_of(diff))
+    assert (out.status, out.files, out.message) == (
+        "failed", {}, "partly applied already (hunks 1, 2): the tree is neither pristine nor patched")
+    assert [(h.number, h.status, h.applied, h.line) for h in out.hunks] == [
+        (1, "already-applied", False, 7), (2, "already-applied", False, 27), (3, "exact", True, 47)]
+    assert git_apply(tmp_path, {F: half}, diff)[0] != 0
+    rc, log, gnu = gnu_patch(tmp_path, {F: half}, diff, "-F0", "-N")
+    assert rc == 1 and "Reversed (or previously applied) patch detected!  Skipping patch." in log
+    assert gnu[F] == half
+
+
+@needs_patch
+def test_a_patch_with_two_sections_for_one_file_applies_the_second_to_what_the_first_wrote(tmp_path):
+    """Both sections name ``pkg/mod.py``; the second changes a line only the first wrote. GNU patch and git
+    apply both apply them in turn; so does the engine, and a plain edit sets no mode."""
+    tree, diff = b"a\nb\nc\n", HEAD + "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n" + HEAD + "@@ -1,3 +1,3 @@\n a\n-B\n+X\n c\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert (out.status, out.files, out.modes) == ("applies", {F: b"a\nX\nc\n"}, {})
+    assert [(h.number, h.status, h.line, h.patch_line) for h in out.hunks] == [(1, "exact", 1, 4), (2, "exact", 1, 12)]
+    assert both_write(tmp_path, {F: tree}, diff, F) == b"a\nX\nc\n"
+
+
+@needs_patch
+def test_a_creation_without_a_git_header_applies_as_both_tools_apply_it(tmp_path):
+    diff = f"--- /dev/null\n+++ b/{F}\n@@ -0,0 +1 @@\n+x\n"
+    out = apply_patch({F: None}, patch_of(diff))
+    assert (out.status, out.files, out.modes) == ("applies", {F: b"x\n"}, {})
+    assert [(h.number, h.status, h.line, h.message) for h in out.hunks] == [(1, "exact", 1, "")]
+    assert gnu_patch(tmp_path, {}, diff, "-F0")[2] == git_apply(tmp_path, {}, diff)[2] == {F: b"x\n"}
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "diff", "message"), [
+    # at line 1: its old lines and its new lines both stand at the start
+    (b"a\na\na\nz\n", "@@ -1,2 +1,3 @@\n a\n+a\n a\n",
+     "ambiguous: both readings fit, applying it and its being applied already (at line 1; its added lines repeat "
+     "its context): refused; regenerate the patch with more context"),
+    # the same at line 4, after a hunk that added two lines: still the file's own line
+    (b"top\nq\nr\na\na\na\nz\n", "@@ -1,2 +1,4 @@\n top\n+n1\n+n2\n q\n@@ -4,2 +6,3 @@\n a\n+a\n a\n",
+     "ambiguous: both readings fit, applying it and its being applied already (at line 4; its added lines repeat "
+     "its context): refused; regenerate the patch with more context"),
+], ids=["line-1", "after-a-hunk"])
+def test_a_hunk_whose_added_lines_repeat_its_context_where_both_stand_is_refused_by_its_line(tmp_path, tree, diff,
+                                                                                          message):
+    out = apply_patch({F: tree}, patch_of(HEAD + diff))
+    assert out.status == "failed" and out.files == {} and (out.hunks[-1].status, out.hunks[-1].message) == (
+        "failed", message)
+    rc, _, gnu = gnu_patch(tmp_path, {F: tree}, HEAD + diff, "-F0")
+    assert rc == 0 and gnu[F] == git_apply(tmp_path, {F: tree}, HEAD + diff)[2][F]
+
+
+@needs_patch
+def test_a_hunk_that_removes_and_adds_the_same_line_applies_as_both_tools_apply_it(tmp_path):
+    tree, diff = b"a\nb\nc\n", HEAD + "@@ -1,3 +1,3 @@\n a\n-b\n+b\n c\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert (out.status, out.files) == ("applies", {F: tree})
+    assert [(h.status, h.line) for h in out.hunks] == [("exact", 1)]
+    assert both_write(tmp_path, {F: tree}, diff, F) == tree
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "diff", "verdicts"), [
+    # old lines at line 1 (git apply, which anchors nothing here, applies there), new lines at the end: GNU
+    # patch -N takes it for applied, git apply applies it again
+    (b"c\nd\ne\nf\ng\nh\nc\nd\ne\nX\nf\n", "@@ -5,4 +5,5 @@\n c\n d\n e\n+X\n f\n",
+     [(1, "failed", 7, (1, 7),
+       "its old lines at line 1, where git apply would apply it, and its new lines at line 7")]),
+    # the same after a hunk that added two lines: the file's own lines
+    (b"top\nq\nc\nd\ne\nf\ng\nh\nc\nd\ne\nX\nf\n",
+     "@@ -1,2 +1,4 @@\n top\n+n1\n+n2\n q\n@@ -7,4 +9,5 @@\n c\n d\n e\n+X\n f\n",
+     [(1, "exact", 1, (), ""),
+      (2, "failed", 9, (3, 9),
+       "its old lines at line 3, where git apply would apply it, and its new lines at line 9")]),
+], ids=["alone", "after-a-hunk"])
+def test_a_hunk_already_at_the_end_whose_old_lines_git_apply_would_take_is_refused_naming_both(tmp_path, tree, diff,
+                                                                                               verdicts):
+    out = apply_patch({F: tree}, patch_of(HEAD + diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.line, h.candidates, h.message) for h in out.hunks] == [
+        (n, s, ln, c, m and "ambiguous: both readings fit, applying it and its being applied already (" + m
+         + "): refused; regenerate the patch with more context") for n, s, ln, c, m in verdicts]
+    git_rc, _, git = git_apply(tmp_path, {F: tree}, HEAD + diff)
+    assert git_rc == 0 and git[F].count(b"X\n") == 2
+    gnu_rc, log, _ = gnu_patch(tmp_path, {F: tree}, HEAD + diff, "-F0", "-N")
+    assert gnu_rc == 1 and ("Reversed (or previously applied) patch detected!" in log or "Hunk #2 FAILED at 9." in log)
+
+
+_TWENTY = lines(20)
+
+
+@needs_patch
+@pytest.mark.parametrize(("after", "tree", "line"), [
+    # the line it replaces stands elsewhere too: its new lines are there, it is applied
+    (_TWENTY.replace("line 10\n", "line 10 fixed\n"), _TWENTY.replace("line 10\n", "line 10 fixed\n") + "line 10\n", 7),
+    # a deletion of two lines apart, both gone
+    (_TWENTY.replace("line 8\n", "").replace("line 10\n", ""), _TWENTY.replace("line 8\n", "").replace("line 10\n", ""),
+     5),
+    # its new lines twice, one of them at the stated line
+    (_TWENTY.replace("line 10\n", "line 10 fixed\n"),
+     _TWENTY.replace("line 10\n", "line 10 fixed\n") + "".join(f"line {i}\n" for i in (7, 8, 9)) + "line 10 fixed\n"
+     + "".join(f"line {i}\n" for i in (11, 12, 13)), 7),
+], ids=["replaced-line-elsewhere", "two-deletions", "new-lines-twice"])
+def test_a_hunk_in_the_tree_already_is_already_applied_where_gnu_patch_finds_it_reversed(tmp_path, after, tree, line):
+    diff = udiff(F, _TWENTY, after)
+    out = apply_patch({F: tree.encode()}, patch_of(diff))
+    assert (out.status, out.files, out.message) == ("already-applied", {}, "every hunk is already in the tree")
+    assert [(h.status, h.applied, h.line, h.message) for h in out.hunks] == [("already-applied", False, line, "")]
+    rc, log, _ = gnu_patch(tmp_path, {F: tree.encode()}, diff, "-F0", "-N")
+    assert rc == 1 and "Reversed (or previously applied) patch detected!  Skipping patch." in log
+    assert git_apply(tmp_path, {F: tree.encode()}, diff, "-R", "--check")[0] == 0
+
+
+_JOINS = "the result would join two lines (a line without its newline mid-file)"
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "hunk", "verdict", "gnu", "git"), [
+    (b"a\nb\nc\n", "@@ -2,0 +3 @@", ("failed", 3, _JOINS), b"a\nb\nx\nc\n", b"a\nb\nxc\n"),
+    (b"a\nb\nc", "@@ -2,0 +3 @@", ("failed", 3, _JOINS), b"a\nb\nx\nc", b"a\nb\nxc"),
+    (b"a\r\nb\r\nc\r\n", "@@ -2,0 +3 @@", ("failed", 3, _MIXED), b"a\r\nb\r\nx\nc\r\n", b"a\r\nb\r\nxc\r\n"),
+    # stated at the end, it lands there, as with both tools
+    (b"a\nb\nc\n", "@@ -3,0 +4 @@", ("exact", 4, ""), b"a\nb\nc\nx", b"a\nb\nc\nx"),
+], ids=["mid-file", "no-final-newline", "crlf", "at-the-end"])
+def test_a_context_free_insertion_of_a_line_without_its_newline_is_placed_by_its_header_alone(
+        tmp_path, tree, hunk, verdict, gnu, git):
+    """``-U0``, ``+x`` without its newline, stated after line 2 of three: GNU patch -F0 inserts it there with a
+    newline added, ``git apply --unidiff-zero`` glues ``c`` onto it. The engine used to move it to the end of the
+    file (offset 1, where neither tool puts it); it is refused at line 3, naming why."""
+    diff = HEAD + hunk + "\n+x\n\\ No newline at end of file\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert [(h.status, h.line, h.message) for h in out.hunks] == [verdict]
+    assert out.files == ({F: gnu} if verdict[0] == "exact" else {})
+    assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[2][F] == gnu
+    assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[2][F] == git
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "hunks", "after", "verdicts"), [
+    # CRLF lines two lines above and two below the insertion point: the lines beside it end in LF, as it does
+    (b"a\r\nb\nc\nd\r\n", "@@ -2,0 +3 @@\n+new\n", b"a\r\nb\nnew\nc\nd\r\n", [("exact", 3, "")]),
+    # a CRLF line at the top, the file's first line LF: refused, not written mixed
+    (b"a\nb\nc\nd\r\n", "@@ -0,0 +1 @@\n+top\r\n@@ -2,0 +4 @@\n+new\n", None,
+     [("failed", 1, _MIXED), ("exact", 3, "")]),
+], ids=["beside", "top"])
+def test_a_context_free_insertion_looks_at_the_line_endings_of_the_lines_beside_it(tmp_path, tree, hunks, after,
+                                                                                 verdicts):
+    diff = HEAD + hunks
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert [(h.status, h.line, h.message) for h in out.hunks] == verdicts
+    assert out.files == ({F: after} if after else {})
+    if after:
+        assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[2][F] == after
+        assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[2][F] == after
+
+
+_OVERLAP = ("the context matches only at line 5, before the end of the previous hunk: the hunks are out of order "
+            "or overlap")
+_SIXTY = lines(60)
+_TAIL = _SIXTY[_SIXTY.index("line 37\n"):_SIXTY.index("line 44\n")]  # lines 37-43 again, at the end
+
+
+@needs_patch
+def test_after_a_hunk_that_failed_the_next_is_looked_for_where_gnu_patch_looks(tmp_path):
+    """Hunk 1 lands 3 lines down and adds two, hunk 2 fails, hunk 3's lines stand twice: at the stated line moved by
+    hunk 1's offset, and at the end. GNU patch -F0 carries hunk 1's offset past the failed hunk and takes the first;
+    so does the engine (git apply refuses the patch)."""
+    after = _SIXTY.replace("line 10\n", "line 10\nadd1\nadd2\n").replace("line 25\n", "line 25!\n").replace(
+        "line 40\n", "line 40!\n")
+    diff = udiff(F, _SIXTY, after)
+    tree = ("x\n" * 3 + _SIXTY.replace("line 25\n", "line twentyfive\n") + _TAIL).encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert [(h.number, h.status, h.line, h.offset, h.message) for h in out.hunks] == [
+        (1, "offset", 11, 3, ""), (2, "failed", 25, 3, "context not found; nearest candidate at line 25"),
+        (3, "offset", 40, 3, "")]
+    rc, log, _ = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    assert rc == 1 and "Hunk #2 FAILED at 24.\nHunk #3 succeeded at 42 (offset 3 lines)." in log  # 40, two lines added
+
+
+@needs_patch
+def test_a_patch_in_the_tree_already_on_a_file_moved_down_is_found_where_gnu_patch_reverses_it(tmp_path):
+    """Applied already, on a file with three lines more at the top; hunk 2's new lines stand twice (at the end too).
+    After hunk 1, found applied with offset 3 and two lines added, hunk 2 is looked for 5 lines down: the copy
+    ``patch -R`` reverts (GNU reports it at 40, once hunk 1's two lines are gone)."""
+    after = _SIXTY.replace("line 10\n", "line 10\nadd1\nadd2\n").replace("line 40\n", "line 40!\n")
+    diff = udiff(F, _SIXTY, after)
+    tree = ("x\n" * 3 + after + _TAIL.replace("line 40\n", "line 40!\n")).encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert (out.status, out.files) == ("already-applied", {})
+    assert [(h.number, h.status, h.line, h.offset) for h in out.hunks] == [
+        (1, "already-applied", 11, 3), (2, "already-applied", 42, 5)]
+    rc, log, _ = gnu_patch(tmp_path, {F: tree}, diff, "-F0", "-R", "--dry-run")
+    assert rc == 0 and "Hunk #1 succeeded at 11 (offset 3 lines).\nHunk #2 succeeded at 40 (offset 3 lines)." in log
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "hunks", "verdicts"), [
+    # hunk 2 fails; hunk 3's ``E`` stands only where hunk 1 wrote it
+    (b"a\nb\nc\nd\ne\nf\ng\nh\n", "@@ -5 +5 @@\n-e\n+E\n@@ -6 +6 @@\n-zz\n+y\n@@ -8 +8 @@\n-E\n+x\n",
+     [(1, "exact", 5, ""), (2, "failed", 6, "context not found"), (3, "failed", 8, _OVERLAP)]),
+    # hunk 1 is in the tree already; hunk 2's ``E`` is hunk 1's own line
+    (b"a\nb\nc\nd\nE\nf\ng\nh\n", "@@ -5 +5 @@\n-e\n+E\n@@ -8 +8 @@\n-E\n+x\n",
+     [(1, "already-applied", 5, ""), (2, "failed", 8, _OVERLAP)]),
+], ids=["after-a-failed-hunk", "after-an-applied-one"])
+def test_a_hunk_is_never_placed_inside_the_previous_one_whatever_came_between(tmp_path, tree, hunks, verdicts):
+    diff = HEAD + hunks
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.line, h.message) for h in out.hunks] == verdicts
+    assert git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")[0] == 1
+    rc, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0", "-N")
+    assert rc == 1 and not gnu[F].endswith(b"x\n") and b"\nx\n" not in gnu[F]
+
+
+def _ls(numbers) -> bytes:
+    return "".join(f"l{i}\n" for i in numbers).encode()
+
+
+_MID = "@@ -5,7 +5,7 @@\n l5\n l6\n l7\n-l8\n+L\n l9\n l10\n l11\n"
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "hunks", "allowed", "verdict", "gnu_says"), [
+    # two lines of context before, three after, mid-file: fuzz 1 ignores only a trailing line (GNU's asymmetric
+    # rule), so a changed first and last line need fuzz 2
+    (_ls(range(1, 21)).replace(b"l10\n", b"x10\n").replace(b"l15\n", b"x15\n"),
+     "@@ -10,6 +10,6 @@\n l10\n l11\n-l12\n+L\n l13\n l14\n l15\n", 1, ("fuzz", False, 10, 2), "Hunk #1 FAILED at 10."),
+    (_ls(range(1, 21)).replace(b"l10\n", b"x10\n").replace(b"l15\n", b"x15\n"),
+     "@@ -10,6 +10,6 @@\n l10\n l11\n-l12\n+L\n l13\n l14\n l15\n", 2, ("fuzz", True, 10, 2),
+     "Hunk #1 succeeded at 10 with fuzz 2."),
+    # the same shape at line 1, on a file with a line more at the top: with fuzz 1 it is no longer anchored at the
+    # start
+    (b"top\n" + _ls(range(1, 11)).replace(b"l6\n", b"x6\n"), "@@ -1,6 +1,6 @@\n l1\n l2\n-l3\n+L\n l4\n l5\n l6\n", 1,
+     ("fuzz", True, 2, 1), "Hunk #1 succeeded at 2 with fuzz 1 (offset 1 line)."),
+    # one line of context before, three after, at line 2: never anchored at the start
+    (_ls(range(1, 11)).replace(b"l6\n", b"x6\n"), "@@ -2,5 +2,5 @@\n l2\n-l3\n+L\n l4\n l5\n l6\n", 1,
+     ("fuzz", True, 2, 1), "Hunk #1 succeeded at 2 with fuzz 1."),
+    # three before, two after: anchored at the end without fuzz, not with fuzz 1
+    (_ls(range(1, 21)).replace(b"l5\n", b"x5\n"), "@@ -5,6 +5,6 @@\n l5\n l6\n l7\n-l8\n+L\n l9\n l10\n", 1,
+     ("fuzz", True, 5, 1), "Hunk #1 succeeded at 5 with fuzz 1."),
+    # its lines but the first stand twice, once where it says: placed there
+    (_ls(range(1, 21)).replace(b"l5\n", b"x5\n") + _ls(range(6, 12)), _MID, 1, ("fuzz", True, 5, 1),
+     "Hunk #1 succeeded at 5 with fuzz 1."),
+    # hunk 2's first context line, ignored, is hunk 1's last line
+    (b"a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n", "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n@@ -3,5 +3,5 @@\n Q\n d\n-e\n+E\n f\n g\n", 1,
+     ("fuzz", True, 3, 1), "Hunk #2 succeeded at 3 with fuzz 1."),
+    # at line 1 without leading context, its last line changed: placed at line 1, the trailing line ignored
+    (_ls(range(1, 11)).replace(b"l4\n", b"x4\n"), "@@ -1,4 +1,4 @@\n-l1\n+L\n l2\n l3\n l4\n", 1,
+     ("fuzz", True, 1, 1), "Hunk #1 succeeded at 1 with fuzz 1."),
+    # its last two context lines are past the end of the file: fuzz 2 places it, as GNU does
+    (_ls(range(1, 10)), _MID, 1, ("fuzz", False, 5, 2), "Hunk #1 FAILED at 5."),
+    (_ls(range(1, 10)), _MID, 2, ("fuzz", True, 5, 2), "Hunk #1 succeeded at 5 with fuzz 2."),
+    # its first context lines would be before line 1: GNU patch refuses it with any fuzz; the engine used to place
+    # it "at line 0" (fuzz 1) or "line -1" (fuzz 2)
+    (_ls(range(6, 20)), _MID, 2, ("failed", False, 5, 0), "Hunk #1 FAILED at 5."),
+    (_ls(range(7, 20)), _MID, 2, ("failed", False, 5, 0), "Hunk #1 FAILED at 5."),
+], ids=["less-leading-fuzz-1", "less-leading-fuzz-2", "line-1", "line-2", "less-trailing", "twice", "at-the-previous",
+        "at-line-1",
+        "past-the-end-fuzz-1", "past-the-end-fuzz-2", "before-the-start", "before-the-start-by-2"])
+def test_fuzz_places_a_hunk_where_gnu_patch_does_with_as_much_fuzz(tmp_path, tree, hunks, allowed, verdict, gnu_says):
+    """Hand-written hunks whose contexts are not as long, or lie at the file's edges: the fuzz each needs, and where
+    it lands, as GNU patch -F1 / -F2 on the same bytes (git apply, which has no fuzz, refuses every one)."""
+    diff = HEAD + hunks
+    out = apply_patch({F: tree}, patch_of(diff), max_fuzz=allowed)
+    last = out.hunks[-1]
+    assert (last.status, last.applied, last.line, last.fuzz) == verdict
+    rc, log, gnu = gnu_patch(tmp_path, {F: tree}, diff, f"-F{allowed}")
+    assert gnu_says in log, log
+    assert (rc == 0) == out.ok and (not out.ok or out.files[F] == gnu[F])
+    assert git_apply(tmp_path, {F: tree}, diff)[0] != 0
+
+
+def _filler_with(blocks: dict[int, str], n: int = 40) -> bytes:
+    """``n`` filler lines with each block's lines from its 1-based line on."""
+    out = [f"f{i}\n" for i in range(1, n + 1)]
+    for at, block in blocks.items():
+        for i, line in enumerate(block.splitlines(keepends=True)):
+            out[at - 1 + i] = line
+    return "".join(out).encode()
+
+
+_NEAR = "@@ -20,5 +20,5 @@\n a\n b\n-c\n+C\n d  \n e\n"  # a context line with trailing blanks
+_FOUR, _THREE = "a\nb\ncX\nd  \ne\n", "a\nb\ncX\nY\ne\n"  # four and three of its five lines
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "candidate", "differ"), [
+    # the most lines in common wins, wherever it is
+    (_filler_with({10: _FOUR, 30: _THREE}), 10, ("@@ -2,3 +2,3 @@", " b", "-c", "+cX", " d  ")),
+    # as many in common: the nearer to the stated line 20 wins, before or after it
+    (_filler_with({15: _FOUR, 22: _FOUR}), 22, ("@@ -2,3 +2,3 @@", " b", "-c", "+cX", " d  ")),
+    # as near, before and after: the one before
+    (_filler_with({15: _FOUR, 25: _FOUR}), 15, ("@@ -2,3 +2,3 @@", " b", "-c", "+cX", " d  ")),
+    # its first line is the file's last: no window of five lines holds it
+    (_filler_with({40: "a\n"}), None, ()),
+], ids=["most-in-common", "nearer-after", "before-on-a-tie", "past-the-end"])
+def test_a_failed_hunks_nearest_candidate_is_the_window_most_like_it_nearest_the_stated_line(tmp_path, tree, candidate,
+                                                                                           differ):
+    """What `check` shows for a hunk that fails: the place most like it (the most lines in common, then the nearest
+    to where it should be, then the earlier) and the lines that differ there, blanks and all."""
+    diff = HEAD + _NEAR
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed"
+    (h,) = out.hunks
+    assert (h.status, h.line, h.message, h.candidates, h.differ) == (
+        "failed", 20, CONTEXT + (f"; nearest candidate at line {candidate}" if candidate else ""),
+        (candidate,) if candidate else (), ("--- patch expects", "+++ tree has", *differ) if differ else ())
+    both_refuse(tmp_path, {F: tree}, diff)
+
+
+CONTEXT = "context not found"
+
+
+def test_a_hunk_that_differs_from_the_file_only_in_its_final_newline_shows_no_other_difference():
+    """Made on a file without a final newline, on one that has it: refused for the line endings, and the lines
+    shown as differing are none (they differ only in the newline the message names)."""
+    diff = udiff(F, "a\nb\nc", "a\nb\nc\nd")
+    (h,) = apply_patch({F: b"a\nb\nc\n"}, patch_of(diff)).hunks
+    assert (h.status, h.candidates, h.differ) == ("failed", (1,), ())
+    assert h.message.startswith("the context matches at line 1 only when line endings are ignored")
+
+
+_L40 = "".join(f"l{i}\n" for i in range(1, 41))
+_ADD2 = "@@ -2,2 +2,4 @@\n l2\n+n1\n+n2\n l3\n"  # hunk 1 of each: two lines added after line 2
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "hunk", "verdict", "gnu_rc", "git"), [
+    # its line stands at lines 20 and 33, not at 27: GNU patch takes 33, git apply 20
+    (_L40.replace("l20\n", "k\n").replace("l33\n", "k\n"), "@@ -27 +29 @@\n-k\n+K\n",
+     (27, (20, 33), "ambiguous: the context matches at 2 places (lines 20, 33), none at the stated line"), 0,
+     ("--unidiff-zero", 0)),
+    # hunk 2 writes ``E`` at line 10; hunk 3 removes an ``E`` stated at 14
+    (_L40, "@@ -10 +12 @@\n-l10\n+E\n@@ -14 +16 @@\n-E\n+x\n",
+     (14, (), "the context matches only at line 10, before the end of the previous hunk: the hunks are out of order "
+              "or overlap"), 1, ("--unidiff-zero", 1)),
+    # three lines of context before, none after: anchored at the end by both tools, it stands at line 20
+    (_L40, "@@ -20,4 +22,4 @@\n l20\n l21\n l22\n-l23\n+X\n",
+     (20, (20,), "the context matches at line 20, but this hunk must land at the end of the file (its context is "
+                 "anchored there; GNU patch and git apply refuse it too)"), 1, ("--check", 1)),
+    # three before, one after: GNU patch anchors it at the end, git apply does not and places it at line 20
+    (_L40, "@@ -20,5 +22,5 @@\n l20\n l21\n l22\n-l23\n+X\n l24\n",
+     (20, (20,), "the context matches at line 20, where git apply places it (offset 0); GNU patch refuses it: for "
+                 "GNU patch it must land at the end of the file, having less trailing context than leading. "
+                 + DISAGREE),
+     1, ("--check", 0)),
+], ids=["ambiguous", "overlap", "anchored-both", "anchored-gnu"])
+def test_after_a_hunk_that_added_lines_a_refusal_names_the_files_own_lines(tmp_path, tree, hunk, verdict, gnu_rc, git):
+    """Each after hunk 1 added two lines near the top: the lines a refusal names, in its message and as candidates,
+    are the file's own (as `check` shows them beside the file), not the lines of the file as patched so far."""
+    diff = HEAD + _ADD2 + hunk
+    out = apply_patch({F: tree.encode()}, patch_of(diff))
+    assert out.status == "failed" and out.hunks[0].status == "exact"
+    assert (out.hunks[-1].status, out.hunks[-1].line, out.hunks[-1].candidates, out.hunks[-1].message) == (
+        "failed", *verdict)
+    assert gnu_patch(tmp_path, {F: tree.encode()}, diff, "-F0")[0] == gnu_rc
+    assert git_apply(tmp_path, {F: tree.encode()}, diff, git[0])[0] == git[1]
+
+
+@needs_patch
+@pytest.mark.parametrize(("after", "tree", "line", "message"), [
+    ("# header\n" + _TWENTY, "# licence\n# header\n" + _TWENTY, 1,
+     "the context matches at line 3, but this hunk must land at the start of the file (its context is anchored "
+     "there; GNU patch and git apply refuse it too)"),
+    (_TWENTY + "appended\n", _TWENTY + "appended\nmore\n", 18,
+     "the context matches at line 18, but this hunk must land at the end of the file (its context is anchored "
+     "there; GNU patch and git apply refuse it too)"),
+], ids=["start", "end"])
+def test_an_anchored_hunk_whose_new_lines_stand_elsewhere_is_not_already_applied(tmp_path, after, tree, line, message):
+    """Its new lines stand, but not at the start (or end) where it is anchored: not applied already (git apply -R
+    refuses it as well), refused where its old lines stand."""
+    diff = udiff(F, _TWENTY, after)
+    out = apply_patch({F: tree.encode()}, patch_of(diff))
+    assert out.status == "failed" and [(h.status, h.line, h.message) for h in out.hunks] == [
+        ("failed", line, message)]
+    both_refuse(tmp_path, {F: tree.encode()}, diff)
+    assert git_apply(tmp_path, {F: tree.encode()}, diff, "-R", "--check")[0] != 0
+
+
+@needs_patch
+def test_a_drifted_pure_deletion_whose_removed_line_stands_at_line_1_says_so(tmp_path):
+    block = "    a = 1\n    b = 2\n    c = 3\n    remove_me()\n    d = 4\n    e = 5\n    f = 6\n"
+    before = "def f():\n" + block + "\n" * 20
+    diff = udiff(F, before, before.replace("    remove_me()\n", ""))
+    tree = ("    remove_me()\n" + "\n" * 5 + before.replace("    remove_me()\n", "")).encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and [(h.status, h.line, h.message) for h in out.hunks] == [
+        ("failed", 2, "the context around the removed lines is joined at line 8 but the lines it removes still stand "
+                      "at line 1: neither applied nor applicable")]
+    assert git_apply(tmp_path, {F: tree}, diff)[0] != 0
+
+
+def test_more_distinct_edits_than_the_engine_keeps_each_get_their_own_result():
+    """A long series checked on many releases makes more distinct edits than the engine remembers (4,096): each
+    still gets its own verdict and bytes."""
+    for i in range(4200):
+        out = apply_patch({F: f"x{i}\n".encode()}, patch_of(f"--- a/{F}\n+++ b/{F}\n@@ -1 +1 @@\n-x{i}\n+y{i}\n"))
+        assert (out.status, out.files) == ("applies", {F: f"y{i}\n".encode()})
+
+
+@needs_patch
+def test_a_context_free_insertion_at_line_0_after_another_hunk_is_refused_as_misordered(tmp_path):
+    """``-U0``: hunk 1 deletes line 1, hunk 2 inserts at line 0, before it. GNU patch -F0 refuses hunk 2
+    ("misordered hunks"), ``git apply --unidiff-zero`` inserts it: the tools part, the engine refuses it (it used to
+    insert it, naming "line 2, offset 1")."""
+    tree, diff = b"a\nb\nc\n", HEAD + "@@ -1 +0,0 @@\n-a\n@@ -0,0 +1 @@\n+x\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    assert [(h.number, h.status, h.line, h.message) for h in out.hunks] == [
+        (1, "exact", 1, ""), (2, "failed", 1, f"the insertion point (line 0) {_WHERE}")]
+    rc, log, _ = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    assert rc == 1 and "misordered hunks! output would be garbled\nHunk #2 FAILED at 0." in log
+    git_rc, _, git = git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")
+    assert git_rc == 0 and git[F] == b"x\nb\nc\n"
+
+
+@needs_patch
+@pytest.mark.parametrize(("tree", "status", "verdicts"), [
+    (b"x\na\nb\n", "applies", [(1, "offset", 2), (2, "offset", 3)]),
+    # hunk 2's ``B`` stands where it would put it (the file's line 3, line 1 of its new side): applied already
+    (b"x\na\nB\n", "failed", [(1, "offset", 2), (2, "already-applied", 3)]),
+], ids=["applies", "second-already"])
+def test_context_free_hunks_at_the_top_moved_down_are_found_applied_where_they_would_land(tmp_path, tree, status,
+                                                                                         verdicts):
+    """``-U0``: hunk 1 deletes ``a`` (stated at line 1, found at 2), hunk 2 replaces ``b`` (its new side at line 1).
+    Where GNU patch -F0 and git apply place both, so does the engine; where hunk 2's result is there already, it is
+    found there (GNU patch fails hunk 2, git apply the patch)."""
+    diff = HEAD + "@@ -1 +0,0 @@\n-a\n@@ -2 +1 @@\n-b\n+B\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == status and [(h.number, h.status, h.line) for h in out.hunks] == verdicts
+    rc, log, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    git_rc, _, git = git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")
+    if out.ok:
+        assert rc == 0 and git_rc == 0 and gnu[F] == git[F] == out.files[F] == b"x\nB\n"
+    else:
+        assert rc == 1 and "Hunk #2 FAILED at 1." in log and git_rc == 1
+
+
+@needs_patch
+def test_a_lone_context_free_insertion_stated_after_line_1_is_read_as_the_whole_file_as_git_apply_reads_it(tmp_path):
+    """``@@ -1,0 +2 @@`` alone: git apply (without --unidiff-zero) reads it as a whole file that was empty and refuses
+    it; GNU patch and ``git apply --unidiff-zero`` insert after line 1. Refused at line 1, naming its header's line."""
+    tree, diff = b"a\nb\n", HEAD + "@@ -1,0 +2 @@\n+x\n"
+    out = apply_patch({F: tree}, patch_of(diff))
+    assert out.status == "failed" and [(h.status, h.line, h.message) for h in out.hunks] == [
+        ("failed", 1, "this context-free hunk at line 1 says the file was empty, and it must land at the start of an "
+                      "empty file; this file has lines (git apply refuses it too; regenerate the patch with context)")]
+    assert git_apply(tmp_path, {F: tree}, diff)[0] != 0
+    assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[2][F] == b"a\nx\nb\n"

@@ -408,7 +408,7 @@ class _Placement:
             return self.insert_only()
         # Matches before the previous hunk count for ambiguity: git apply would consider them.
         found = self.buf.find(self.old, 0, self.start, self.end)
-        pick, why = _choose(found, self.expected)
+        pick, why = _choose(found, self.expected, self.shift)
         if pick is not None and pick >= self.floor:
             disagree = self.tools_disagree(pick, None if self.start or self.end else found)
             if disagree:
@@ -510,13 +510,13 @@ class _Placement:
         """A hunk without context or removed lines: its header is all there is to place it by."""
         lines = self.buf.lines
         if self.whole and lines:
-            return self.failure("this context-free hunk at line 0 says the file was empty, and it must land at "
-                                "the start of an empty file; this file has lines (git apply refuses it too; "
-                                "regenerate the patch with context)", 0)
-        at = 0 if self.start else len(lines) if self.end else self.expected
-        if at < self.floor or at > len(lines) or (self.start and self.floor):
-            return self.failure(f"the insertion point (line {at - self.shift}) is outside the file or before "
-                                "the previous hunk")
+            return self.failure(f"this context-free hunk at line {self.hunk.source_start} says the file was empty, "
+                                "and it must land at the start of an empty file; this file has lines (git apply "
+                                "refuses it too; regenerate the patch with context)", 0)
+        at = 0 if self.start else self.expected  # by its header alone: one without its newline is not moved
+        if at < self.floor or at > len(lines) or (self.start and (self.floor or self.shift)):  # line 0 comes first
+            return self.failure(f"the insertion point (line {0 if self.start else at - self.shift}) is outside the "
+                                "file or before the previous hunk")
         if lines[at:at + len(self.new)] == self.new:
             return self.failure(f"the lines this context-free hunk inserts already stand at line {at + 1}: "
                                 "cannot tell a re-application from a coincidence", at)
@@ -622,7 +622,7 @@ class _Placement:
             start = pre < 0 and self.hunk.source_start <= 1
             found = self.buf.find(trimmed, 0, start, suf < 0 or self.unterminated)
             pick, _ = _choose(found, self.expected + head)
-            if pick is None or pick < self.floor:
+            if pick is None or pick < self.floor or pick < head:  # GNU patch: no context line before line 1
                 continue
             if fuzz <= self.max_fuzz:
                 return self.apply(pick, head, tail, fuzz)
@@ -646,8 +646,8 @@ class _Placement:
                    "lines in place); regenerate the patch with context")
         elif free and (self.start or self.end):
             where = "start" if self.start else "end"
-            msg = (f"the context matches at line {free[0] + 1}, but this hunk must land at the {where} of the "
-                   f"file (its context is anchored there; GNU patch and git apply refuse it too)")
+            msg = (f"the context matches at line {free[0] - self.shift + 1}, but this hunk must land at the {where} "
+                   f"of the file (its context is anchored there; GNU patch and git apply refuse it too)")
         elif loose is not None:
             msg = (f"the context matches at line {loose + 1} only when line endings are ignored (CRLF against "
                    "LF, or the newline at the end of the file): refused, as git apply does; regenerate the "
@@ -713,14 +713,16 @@ def _occurrences(lines: list[bytes], pattern: list[bytes], floor: int) -> list[i
     return found
 
 
-def _choose(found: list[int], expected: int) -> tuple[int | None, str]:
+def _choose(found: list[int], expected: int, shift: int = 0) -> tuple[int | None, str]:
+    """The place among ``found`` (buffer positions) a hunk takes, or None and why (naming the file's own lines:
+    the positions less ``shift``, the lines the hunks before added)."""
     if not found:
         return None, ""
     if expected in found:
         return expected, ""
     if len(found) == 1:
         return found[0], ""
-    lines = ", ".join(str(p + 1) for p in found[:6])
+    lines = ", ".join(str(p - shift + 1) for p in found[:6])
     return None, f"ambiguous: the context matches at {len(found)} places (lines {lines}), none at the stated line"
 
 
