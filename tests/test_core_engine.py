@@ -1572,3 +1572,33 @@ def test_a_lone_context_free_insertion_stated_after_line_1_is_read_as_the_whole_
                       "empty file; this file has lines (git apply refuses it too; regenerate the patch with context)")]
     assert git_apply(tmp_path, {F: tree}, diff)[0] != 0
     assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[2][F] == b"a\nx\nb\n"
+
+
+@needs_patch
+def test_a_whole_file_hunk_after_an_insertion_at_line_0_names_each_tools_place_in_the_file_as_it_stands(tmp_path):
+    """A context-free insertion at line 0 of the same 8 lines a whole-file hunk then changes: GNU patch anchors
+    the second hunk at the end (the file's line 10, after the insertion), git apply would anchor it at the start,
+    which is now the inserted lines: no line of the file names that place, so it is said as the line of the file
+    as the first hunk leaves it, and only GNU's place is a candidate. Refused: with --unidiff-zero (which the
+    insertion needs) git apply puts the hunk on the first copy, the file's line 2; without, it refuses."""
+    old = [f"a{i} = {i}\n" for i in range(1, 9)]
+    new = old[:3] + [f"n{i} = 0\n" for i in range(6)] + old[3:6] + [f"m{i} = 0\n" for i in range(6)] + old[6:]
+    whole = unified_diff(F, [x.encode() for x in old], [x.encode() for x in new], 3).decode()
+    second = whole[whole.index("@@"):].replace("@@ -1,8 +1,20 @@", "@@ -1,8 +9,20 @@")
+    diff = f"--- a/{F}\n+++ b/{F}\n@@ -0,0 +1,8 @@\n" + "".join("+" + x for x in old) + second
+    tree = ("x = 0\n" + "".join(old) * 2).encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    first, hunk = out.hunks
+    assert (out.status, first.status, first.line, hunk.status, hunk.line) == ("failed", "exact", 1, "failed", 1)
+    assert (hunk.message, hunk.candidates) == (
+        "ambiguous: the context matches at 3 places and the tools disagree on the place (GNU patch at line 10, "
+        "anchored at the end of the file, having less trailing context than leading; git apply at line 1 of the "
+        "file as the hunks before this one leave it, anchored at the start of the file, its old side beginning at "
+        f"line 1){WHOLE}: refused; regenerate the patch on this file", (10,))
+    gnu_rc, _, gnu = gnu_patch(tmp_path, {F: tree}, diff, "-F0")
+    patched = "".join(new).encode()
+    assert gnu_rc == 0 and gnu[F] == "".join(old).encode() + b"x = 0\n" + "".join(old).encode() + patched
+    git_rc, _, _ = git_apply(tmp_path, {F: tree}, diff)
+    zero_rc, _, zero = git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")
+    assert git_rc != 0 and zero_rc == 0
+    assert zero[F] == "".join(old).encode() + b"x = 0\n" + patched + "".join(old).encode()

@@ -463,12 +463,12 @@ class _Placement:
             return None
         whole = "; its old side was the whole file, which this file is not" if self.start and self.end else ""
         if gnu is not None and git is not None and gnu != git:
-            places = "; ".join(f"{tool} at line {p - self.shift + 1}, anchored at {self.anchoring(tool)}"
+            places = "; ".join(f"{tool} at {self.named(p)}, anchored at {self.anchoring(tool)}"
                                for tool, p in (("GNU patch", gnu), ("git apply", git)))
             return self.failure(
                 f"ambiguous: the context matches at {len(matches)} places and the tools disagree on the place "
                 f"({places}){whole}: refused; regenerate the patch on this file",
-                candidates=tuple(p - self.shift + 1 for p in sorted({gnu, git})))
+                candidates=tuple(p - self.shift + 1 for p in sorted({gnu, git}) if not self.written(p)))
         at = gnu if gnu is not None else git
         assert at is not None
         who, other = ("GNU patch", "git apply") if gnu is not None else ("git apply", "GNU patch")
@@ -478,6 +478,19 @@ class _Placement:
             + (f"anchored at {how}" if how else f"offset {at - self.shift - self.header_pos}")
             + f"); {other} refuses it: for {other} it must land at {self.anchoring(other)}{whole}. The tools "
             "disagree: refused; regenerate the patch on this file", candidates=(at - self.shift + 1,))
+
+    def written(self, p: int) -> bool:
+        """Whether place ``p`` (in the buffer) lies before the end of the hunks before this one, which moved the
+        lines there: no line of the file as it stands names it (git apply, which looks everywhere, can land in
+        the lines an insertion at line 0 wrote)."""
+        return p < self.floor and self.shift != 0
+
+    def named(self, p: int) -> str:
+        """Place ``p`` in words: the file's own line, or, where :meth:`written`, the line of the file as the hunks
+        before this one leave it."""
+        if self.written(p):
+            return f"line {p + 1} of the file as the hunks before this one leave it"
+        return f"line {p - self.shift + 1}"
 
     def anchoring(self, tool: str) -> str:
         """Where ``tool`` anchors this (non-zero-context) hunk and why, in words, or '' when it does not."""
