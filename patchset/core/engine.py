@@ -480,10 +480,11 @@ class _Placement:
             "disagree: refused; regenerate the patch on this file", candidates=(at - self.shift + 1,))
 
     def written(self, p: int) -> bool:
-        """Whether place ``p`` (in the buffer) lies before the end of the hunks before this one, which moved the
-        lines there: no line of the file as it stands names it (git apply, which looks everywhere, can land in
-        the lines an insertion at line 0 wrote)."""
-        return p < self.floor and self.shift != 0
+        """Whether place ``p`` (in the buffer) lies before the end of the previous hunk: which of the hunks before
+        moved the lines there depends on where each stands, so the file's own line cannot be told from the shift
+        alone, and it may be a line one of them wrote (git apply, which looks everywhere, can land in the lines
+        an insertion at line 0 wrote)."""
+        return p < self.floor
 
     def named(self, p: int) -> str:
         """Place ``p`` in words: the file's own line, or, where :meth:`written`, the line of the file as the hunks
