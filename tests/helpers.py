@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import shutil
+import subprocess
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from patchset.core.patchfile import PatchFile, parse_patch
 
@@ -120,3 +124,37 @@ def stable(doc: object, volatile: set[str]) -> object:
     if isinstance(doc, list):
         return [stable(v, volatile) for v in doc]
     return doc
+
+
+#: The tests that compare with GNU patch skip where it is not installed (CI installs it).
+needs_patch = pytest.mark.skipif(shutil.which("patch") is None, reason="GNU patch is not installed")
+
+
+def gnu_patch(tmp_path: Path, files: dict[str, bytes], diff: str, *extra: str) -> tuple[int, str, dict]:
+    work = tmp_path / "gnu"
+    shutil.rmtree(work, ignore_errors=True)
+    for name, data in files.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_bytes(data)
+    work.mkdir(exist_ok=True)
+    (tmp_path / "x.patch").write_text(diff)
+    r = subprocess.run(["patch", "-p1", "--batch", "--no-backup-if-mismatch", "-i", str(tmp_path / "x.patch"),
+                        *extra], cwd=work, capture_output=True, text=True)
+    result = {str(p.relative_to(work)): p.read_bytes() for p in work.rglob("*") if p.is_file()
+              and not p.name.endswith(".rej")}
+    return r.returncode, r.stdout + r.stderr, result
+
+
+def git_apply(tmp_path: Path, files: dict[str, bytes], diff: str, *extra: str) -> tuple[int, str, dict]:
+    work = tmp_path / "git"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    for name, data in files.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_bytes(data)
+    (tmp_path / "x.patch").write_text(diff)
+    r = subprocess.run(["git", "apply", *extra, str(tmp_path / "x.patch")], cwd=work, capture_output=True, text=True)
+    result = {str(p.relative_to(work)): p.read_bytes() for p in work.rglob("*") if p.is_file()
+              and ".git" not in p.parts}
+    return r.returncode, r.stdout + r.stderr, result

@@ -2,49 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from differential import misordered_cases, unified_diff
-from helpers import lines, patch_of, udiff
+from helpers import git_apply, gnu_patch, lines, needs_patch, patch_of, udiff
 
 from patchset.core.engine import apply_patch
 from patchset.core.patchfile import split_lines
 
 F = "pkg/mod.py"
-needs_patch = pytest.mark.skipif(shutil.which("patch") is None, reason="GNU patch is not installed")
-
-
-def gnu_patch(tmp_path: Path, files: dict[str, bytes], diff: str, *extra: str) -> tuple[int, str, dict]:
-    work = tmp_path / "gnu"
-    shutil.rmtree(work, ignore_errors=True)
-    for name, data in files.items():
-        (work / name).parent.mkdir(parents=True, exist_ok=True)
-        (work / name).write_bytes(data)
-    work.mkdir(exist_ok=True)
-    (tmp_path / "x.patch").write_text(diff)
-    r = subprocess.run(["patch", "-p1", "--batch", "--no-backup-if-mismatch", "-i", str(tmp_path / "x.patch"),
-                        *extra], cwd=work, capture_output=True, text=True)
-    result = {str(p.relative_to(work)): p.read_bytes() for p in work.rglob("*") if p.is_file()
-              and not p.name.endswith(".rej")}
-    return r.returncode, r.stdout + r.stderr, result
-
-
-def git_apply(tmp_path: Path, files: dict[str, bytes], diff: str, *extra: str) -> tuple[int, str, dict]:
-    work = tmp_path / "git"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
-    for name, data in files.items():
-        (work / name).parent.mkdir(parents=True, exist_ok=True)
-        (work / name).write_bytes(data)
-    (tmp_path / "x.patch").write_text(diff)
-    r = subprocess.run(["git", "apply", *extra, str(tmp_path / "x.patch")], cwd=work, capture_output=True, text=True)
-    result = {str(p.relative_to(work)): p.read_bytes() for p in work.rglob("*") if p.is_file()
-              and ".git" not in p.parts}
-    return r.returncode, r.stdout + r.stderr, result
 
 
 BASE = lines(40)

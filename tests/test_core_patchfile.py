@@ -6,8 +6,7 @@ import hashlib
 from dataclasses import replace
 
 import pytest
-from helpers import patch_of, udiff
-from test_core_engine import git_apply, gnu_patch, needs_patch
+from helpers import git_apply, gnu_patch, needs_patch, patch_of, udiff
 
 from patchset.core.engine import apply_patch
 from patchset.core.patchfile import parse_patch

@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import git
+import helpers
 import pytest
 from helpers import udiff, write_manifest, write_patch
 
@@ -367,29 +367,13 @@ def folder(tmp_path: Path, files: dict[str, str]) -> DirSource:
 
 def gnu_patch(tmp_path: Path, files: dict[str, str], diff: str, *extra: str) -> tuple[int, str]:
     """GNU patch's answer (exit status, output) on the same bytes, in a folder of its own, without writing."""
-    work = tmp_path / "gnu"
-    shutil.rmtree(work, ignore_errors=True)
-    for path, text in files.items():
-        (work / path).parent.mkdir(parents=True, exist_ok=True)
-        (work / path).write_text(text)
-    work.mkdir(exist_ok=True)
-    (tmp_path / "gnu.patch").write_text(diff)
-    done = subprocess.run(["patch", "-p1", "--batch", "--dry-run", "-i", str(tmp_path / "gnu.patch"), *extra],
-                          cwd=work, capture_output=True, text=True)
-    return done.returncode, done.stdout + done.stderr
+    code, said, _ = helpers.gnu_patch(tmp_path, {p: t.encode() for p, t in files.items()}, diff, "--dry-run", *extra)
+    return code, said
 
 
 def git_apply_check(tmp_path: Path, files: dict[str, str], diff: str) -> tuple[int, str]:
-    work = tmp_path / "git"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
-    for path, text in files.items():
-        (work / path).parent.mkdir(parents=True, exist_ok=True)
-        (work / path).write_text(text)
-    (tmp_path / "git.patch").write_text(diff)
-    done = subprocess.run(["git", "apply", "--check", str(tmp_path / "git.patch")], cwd=work, capture_output=True,
-                          text=True)
-    return done.returncode, done.stdout + done.stderr
+    code, said, _ = helpers.git_apply(tmp_path, {p: t.encode() for p, t in files.items()}, diff, "--check")
+    return code, said
 
 
 TWO_HUNKS = PRISTINE.replace("line 5\n", "line 5!\n").replace("line 25\n", "line 25!\n")
