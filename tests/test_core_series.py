@@ -144,7 +144,12 @@ def test_git_ancestry_is_evidence(tmp_path):
     assert r.patch("first").status == "upstream"
     assert r.patch("first").evidence == f"ancestry: upstream commit {fix.hexsha[:10]} is an ancestor of v0.30.0"
     r = evaluate_release(m, "0.29.0", GitSource(str(repo_dir), "v0.29.0"))
-    assert r.patch("first").status == "applies"
+    assert r.patch("first").status == "applies" and r.settled  # a commit the repository knows: not upstream
+    # a commit the repository does not know yet: not evidence now, but a fetch may make it so, so the
+    # verdict is not one to keep (core/kept.py)
+    manifest.write_text(text.replace(fix.hexsha[:10], "ab" * 20))
+    r = evaluate_release(load_manifest(manifest), "0.29.0", GitSource(str(repo_dir), "v0.29.0"))
+    assert r.patch("first").status == "applies" and not r.settled
 
 
 def test_reverse_apply_is_weak_evidence_and_says_so(tmp_path):

@@ -90,7 +90,8 @@ class ReleaseResult:
     pristine: dict[str, bytes | None] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     modes: dict[str, int] = field(default_factory=dict)  # path -> mode the series sets (e.g. 0o100755)
-    settled: bool = True  # False when something could not be read and a fallback stood in (never kept: core/kept.py)
+    settled: bool = True  # False when something could not be read or known and a fallback stood in (never kept:
+    # core/kept.py)
 
     @property
     def ok(self) -> bool:
@@ -221,6 +222,8 @@ def _evaluate_one(walk: _Walk, p: Patch, pf: PatchFile | None, load_error: Patch
     version, pristine = walk.version, walk.pristine
     targeted = p.targets(version)
     evidence = upstream_evidence(p, walk.source, pristine)
+    if not evidence and _commit_unknown(p, walk.source):
+        walk.settled = False  # the repository may learn the commit (a fetch) and then show it upstream
     if evidence:
         if targeted:
             walk.warnings.append(f"{p.id} is upstream in {version} ({evidence}) but releases {str(p.releases)!r} "
@@ -459,6 +462,12 @@ def upstream_evidence(p: Patch, source: Source, pristine: dict) -> str:
     if contains and p.upstream_commit and contains(p.upstream_commit):
         return f"ancestry: upstream commit {p.upstream_commit} is an ancestor of {getattr(source, 'tag', '')}"
     return ""
+
+
+def _commit_unknown(p: Patch, source: Source) -> bool:
+    """Whether the patch's upstream commit is one the source's repository does not know (yet)."""
+    contains = getattr(source, "contains_commit", None)
+    return bool(contains and p.upstream_commit and contains(p.upstream_commit) is None)
 
 
 def failure_summary(result: ReleaseResult, where: str = "") -> str:
