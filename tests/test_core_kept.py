@@ -14,6 +14,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import git
 import pytest
 
 from patchset.cli import main
@@ -22,6 +23,7 @@ from patchset.core.manifest_load import load_manifest
 from patchset.core.pristine import open_release
 from patchset.errors import PatchFileError
 from patchset.sources import open_source
+from patchset.sources.git import GitSource
 from patchset.verbs import check as check_verb
 
 pytestmark = pytest.mark.network
@@ -102,6 +104,17 @@ def test_a_byte_of_any_input_is_another_entry(fork, tmp_path):
     assert kept.entry(manifest, "0.29.0", tree) != first
     fork.write_text(fork.read_text() + "\n")
     assert kept.entry(manifest, "0.29.0", tree) not in (first, None)
+    # two commits of one tree: the same files, but another history (which upstream commits it holds)
+    repo = git.Repo.init(tmp_path / "upstream")
+    (tmp_path / "upstream" / "x.py").write_text("x = 1\n")
+    repo.index.add(["x.py"])
+    repo.index.commit("base")
+    repo.create_tag("v0.29.0")
+    repo.index.commit("nothing changed but the history")
+    repo.create_tag("v0.29.1")
+    one, other = (GitSource(str(tmp_path / "upstream"), tag) for tag in ("v0.29.0", "v0.29.1"))
+    assert one.commit.tree == other.commit.tree
+    assert None is not kept.entry(manifest, "0.29.0", one) != kept.entry(manifest, "0.29.0", other)
     # the code's part of the key: every module verdicts rest on
     code = {Path(f).relative_to(REPO).as_posix() for f in kept._code()}
     assert {"patchset/core/engine.py", "patchset/core/series.py", "patchset/core/patchfile.py",

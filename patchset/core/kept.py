@@ -4,17 +4,17 @@ them out again.
 What a release's evaluation says (every patch's status, every hunk's place or refusal, the moved-code
 leads) is a pure function of four things, and the entry's key is all four: the manifest (its path and
 its bytes), the bytes of each patch file the release's series names, the release's tree by content (an
-sdist's or wheel's sha256, a commit's tree: ``lineindex.tree_key``; a folder has no such identity and is
-never kept), and patchset's own code (every module of the package, by path, size and modification
-time, so an upgrade or an edit of an editable install starts afresh). Change a byte of any of them and
-the key changes.
+sdist's or wheel's sha256, a commit's tree: ``lineindex.tree_key``, with the source's identity, which
+names a git tag's commit, whose history says which upstream commits it holds; a folder has no such identity and is never kept), and patchset's
+own code (every module of the package, by path, size and modification time, so an upgrade or an edit
+of an editable install starts afresh). Change a byte of any of them and the key changes.
 
 Only a result without its touched files is kept (what ``check`` reports in text and JSON); the
 Markdown report's dependency graph reads the files and is worked out every time. An evaluation that
 met an unreadable or malformed patch file is never kept: such a check refuses, and must refuse every
-time. Nor is one where something could not be read and a fallback stood in (the listing of a wheel's
-sdist, say): the next run reads it again. Warnings of the tree and the manifest are added by the
-caller on every run, not kept.
+time. Nor is one where something could not be read or known and a fallback stood in (the listing of a
+wheel's sdist, an upstream commit the repository does not know yet): the next run works it out again.
+Warnings of the tree and the manifest are added by the caller on every run, not kept.
 
 The moved-code leads of a release are kept beside, one entry a release (``derived/leads/``): each
 failed hunk's lead by the hunk's file, its old lines and whether the file is gone, which with the
