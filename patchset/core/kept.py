@@ -3,11 +3,12 @@ them out again.
 
 What a release's evaluation says (every patch's status, every hunk's place or refusal, the moved-code
 leads) is a pure function of four things, and the entry's key is all four: the manifest (its path and
-its bytes), the bytes of each patch file the release's series names, the release's tree by content (an
-sdist's or wheel's sha256, a commit's tree: ``lineindex.tree_key``, with the source's identity, which
-names a git tag's commit, whose history says which upstream commits it holds; a folder has no such identity and is never kept), and patchset's
-own code (every module of the package, by path, size and modification time, so an upgrade or an edit
-of an editable install starts afresh). Change a byte of any of them and the key changes.
+its bytes), the bytes of each patch file the release's series names, the release by content (an sdist's
+or wheel's sha256, a commit's tree: ``lineindex.tree_key``, with the source's identity, which names a git
+tag's commit, whose history says which upstream commits it holds; a folder has no such identity and is
+never kept), and patchset's own code (every module of the package, by path, size and modification time,
+so an upgrade or an edit of an editable install starts afresh). Change a byte of any of them and the key
+changes.
 
 Only a result without its touched files is kept (what ``check`` reports in text and JSON); the
 Markdown report's dependency graph reads the files and is worked out every time. An evaluation that
