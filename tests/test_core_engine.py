@@ -1541,6 +1541,36 @@ def test_a_lone_context_free_insertion_stated_after_line_1_is_read_as_the_whole_
     assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[2][F] == b"a\nx\nb\n"
 
 
+def _insertion_then_whole_file() -> tuple[list[str], list[str], str]:
+    """The 8 lines ``a1 = 1`` ..., what a whole-file hunk makes of them, and a patch that first inserts the 8
+    lines at line 0 (context-free), then changes them with that whole-file hunk (``@@ -1,8 +9,20 @@``)."""
+    old = [f"a{i} = {i}\n" for i in range(1, 9)]
+    new = old[:3] + [f"n{i} = 0\n" for i in range(6)] + old[3:6] + [f"m{i} = 0\n" for i in range(6)] + old[6:]
+    whole = unified_diff(F, [x.encode() for x in old], [x.encode() for x in new], 3).decode()
+    second = whole[whole.index("@@"):].replace("@@ -1,8 +1,20 @@", "@@ -1,8 +9,20 @@")
+    return old, new, f"--- a/{F}\n+++ b/{F}\n@@ -0,0 +1,8 @@\n" + "".join("+" + x for x in old) + second
+
+
+@needs_patch
+def test_a_place_among_the_lines_an_insertion_wrote_is_named_as_the_file_stands_after_it(tmp_path):
+    """The same patch on a file holding the 8 lines once, between two others: git apply would anchor the
+    whole-file hunk at the start, now the inserted lines, and GNU patch (anchored at the end) refuses it.
+    The place is said as the line of the file as the insertion leaves it, and is no candidate (it was "line
+    -7"). GNU `patch -F0` fails the hunk; `git apply --unidiff-zero` puts it on the file's own copy, line 2."""
+    old, new, diff = _insertion_then_whole_file()
+    tree = ("x = 0\n" + "".join(old) + "y = 0\n").encode()
+    out = apply_patch({F: tree}, patch_of(diff))
+    first, hunk = out.hunks
+    assert (out.status, first.status, hunk.status, hunk.line, hunk.candidates) == ("failed", "exact", "failed", 1, ())
+    assert hunk.message == (
+        "the context matches at line 1 of the file as the hunks before this one leave it, where git apply places "
+        "it (anchored at the start of the file, its old side beginning at line 1); GNU patch refuses it: for GNU "
+        f"patch it must land at the end of the file, having less trailing context than leading{WHOLE}. {DISAGREE}")
+    assert gnu_patch(tmp_path, {F: tree}, diff, "-F0")[0] != 0
+    zero_rc, _, zero = git_apply(tmp_path, {F: tree}, diff, "--unidiff-zero")
+    assert zero_rc == 0 and zero[F] == ("".join(old) + "x = 0\n" + "".join(new) + "y = 0\n").encode()
+
+
 @needs_patch
 def test_a_whole_file_hunk_after_an_insertion_at_line_0_names_each_tools_place_in_the_file_as_it_stands(tmp_path):
     """A context-free insertion at line 0 of the same 8 lines a whole-file hunk then changes: GNU patch anchors
@@ -1548,11 +1578,7 @@ def test_a_whole_file_hunk_after_an_insertion_at_line_0_names_each_tools_place_i
     which is now the inserted lines: no line of the file names that place, so it is said as the line of the file
     as the first hunk leaves it, and only GNU's place is a candidate. Refused: with --unidiff-zero (which the
     insertion needs) git apply puts the hunk on the first copy, the file's line 2; without, it refuses."""
-    old = [f"a{i} = {i}\n" for i in range(1, 9)]
-    new = old[:3] + [f"n{i} = 0\n" for i in range(6)] + old[3:6] + [f"m{i} = 0\n" for i in range(6)] + old[6:]
-    whole = unified_diff(F, [x.encode() for x in old], [x.encode() for x in new], 3).decode()
-    second = whole[whole.index("@@"):].replace("@@ -1,8 +1,20 @@", "@@ -1,8 +9,20 @@")
-    diff = f"--- a/{F}\n+++ b/{F}\n@@ -0,0 +1,8 @@\n" + "".join("+" + x for x in old) + second
+    old, new, diff = _insertion_then_whole_file()
     tree = ("x = 0\n" + "".join(old) * 2).encode()
     out = apply_patch({F: tree}, patch_of(diff))
     first, hunk = out.hunks

@@ -474,10 +474,11 @@ class _Placement:
         who, other = ("GNU patch", "git apply") if gnu is not None else ("git apply", "GNU patch")
         how = self.anchoring(who)
         return self.failure(
-            f"the context matches at line {at - self.shift + 1}, where {who} places it ("
+            f"the context matches at {self.named(at)}, where {who} places it ("
             + (f"anchored at {how}" if how else f"offset {at - self.shift - self.header_pos}")
             + f"); {other} refuses it: for {other} it must land at {self.anchoring(other)}{whole}. The tools "
-            "disagree: refused; regenerate the patch on this file", candidates=(at - self.shift + 1,))
+            "disagree: refused; regenerate the patch on this file",
+            candidates=() if self.written(at) else (at - self.shift + 1,))
 
     def written(self, p: int) -> bool:
         """Whether place ``p`` (in the buffer) lies before the end of the previous hunk: which of the hunks before
@@ -515,7 +516,7 @@ class _Placement:
         gnu, git = self.tool_places(matches)
         if gnu == pick and git == pick:
             return ""
-        where = [f"{tool} at line {p - self.shift + 1}" for tool, p in (("GNU patch", gnu), ("git apply", git))
+        where = [f"{tool} at {self.named(p)}" for tool, p in (("GNU patch", gnu), ("git apply", git))
                  if p is not None and p != pick]
         return (f"ambiguous: the context matches at {len(matches)} places and the tools disagree "
                 f"({', '.join(where)}; the anchored place is line {pick - self.shift + 1})")
