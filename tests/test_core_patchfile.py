@@ -951,7 +951,9 @@ def test_quoted_names_are_read_as_git_writes_them(tmp_path):
         ["vllm/t\tab\nA"]
     assert parse('--- a/vllm/"\n+++ b/vllm/"\n@@ -1 +1 @@\n-x\n+y\n').touched == ['vllm/"']
     assert parse('--- "\n+++ "\n@@ -1 +1 @@\n-x\n+y\n', strip=0).touched == ['"']
-    assert parse('--- "a/vllm/\\X\\\\"\n+++ "b/vllm/\\X\\\\"\n@@ -1 +1 @@\n-x\n+y\n').touched == ["vllm/X\\"]
+    # \X is no escape git writes: git (and so patchset) takes the whole name as it stands
+    assert parse('--- "a/vllm/\\X\\\\"\n+++ "b/vllm/\\X\\\\"\n@@ -1 +1 @@\n-x\n+y\n').touched == \
+        ['vllm/\\X\\\\"']
 
 
 @pytest.mark.parametrize("hunk, said", [
@@ -1092,3 +1094,16 @@ def test_a_cut_hunk_is_named_by_its_header_line(header, shown):
 def test_a_hunks_section_is_the_text_after_its_header_whole():
     (h,) = parse("--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1 +1 @@ class FIX\n-x\n+y\n").hunks
     assert h.section == "class FIX"
+
+
+@needs_patch
+def test_a_quoted_name_with_an_escape_git_does_not_write_is_taken_as_it_stands(tmp_path):
+    """``"a/x\\q.py"``: not an escape git writes, so git reads the name as it stands (``x\\q.py"``, which no tree
+    holds) and GNU patch finds no file; it used to read as ``xq.py``, which a tree holding that file patched."""
+    diff = '--- "a/x\\q.py"\n+++ "b/x\\q.py"\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n'
+    assert [f.path for f in patch_of(diff).files] == ['x\\q.py"']
+    out = apply_patch({"xq.py": b"a\nb\nc\n"}, patch_of(diff))
+    assert out.status == "failed" and out.files == {}
+    rc, said, _ = git_apply(tmp_path, {"xq.py": b"a\nb\nc\n"}, diff, "--check")
+    assert rc != 0 and 'x\\q.py": No such file or directory' in said
+    assert gnu_patch(tmp_path, {"xq.py": b"a\nb\nc\n"}, diff, "--dry-run")[0] != 0

@@ -606,7 +606,8 @@ def _name(raw: bytes) -> bytes:
 
 
 _ESCAPE = re.compile(rb"\\([0-7]{1,3}|.)", re.S)
-_C_ESCAPES = {b"a": b"\a", b"b": b"\b", b"t": b"\t", b"n": b"\n", b"v": b"\v", b"f": b"\f", b"r": b"\r"}
+_C_ESCAPES = {b"a": b"\a", b"b": b"\b", b"t": b"\t", b"n": b"\n", b"v": b"\v", b"f": b"\f", b"r": b"\r", b'"': b'"',
+              b"\\": b"\\"}
 
 
 def _unquoted(name: bytes) -> bytes:
@@ -615,9 +616,12 @@ def _unquoted(name: bytes) -> bytes:
     if not (len(name) > 1 and name.startswith(b'"') and name.endswith(b'"')):
         return name
 
+    if any(e[:1] not in b"01234567" and e not in _C_ESCAPES for e in _ESCAPE.findall(name[1:-1])):
+        return name  # an escape git does not write (``\\q``): git refuses the name, so it names no file here
+
     def one(m: re.Match[bytes]) -> bytes:
         e = m.group(1)
-        return bytes([int(e, 8) & 0xFF]) if e[:1] in b"01234567" else _C_ESCAPES.get(e, e)
+        return bytes([int(e, 8) & 0xFF]) if e[:1] in b"01234567" else _C_ESCAPES[e]
 
     return _ESCAPE.sub(one, name[1:-1])
 
